@@ -1,0 +1,233 @@
+//! The command line: `serve`, `tools`, `call`, `policy …`, `demo`.
+//!
+//! Invariant: every command resolves the environment and the config through the same startup path
+//! as `serve`, so what `tools`, `call` and `policy explain` report is what the server would do.
+//! Command output goes to stdout through [`write_out`]; diagnostics go to stderr via tracing or,
+//! for the one startup-failure line, [`fail`].
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use rmcp::ServiceExt;
+use rmcp::model::JsonObject;
+
+use crate::config::env::Env;
+use crate::config::{Settings, load_settings};
+use crate::error::StartupError;
+use crate::server::MailServer;
+use crate::startup::build_app;
+use crate::tools::{App, CallError};
+
+#[derive(Parser)]
+#[command(name = "mailgate", version, about = "Policy-first MCP gateway to allowlisted mailboxes")]
+struct Cli {
+    /// plugin.json to use (default: OUTLOOK_PLUGIN_CONFIG, else ~/.config/mailgate/plugin.json)
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP over stdio with the catalog the gates select
+    Serve {
+        /// Serve loopback Streamable HTTP instead (not available in this version)
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+        http: Option<String>,
+    },
+    /// List the tools of the catalog the current environment would build
+    Tools,
+    /// Run one tool through the server's validation and handler path and print the result
+    Call {
+        /// Tool name, e.g. search_mailbox
+        tool: String,
+        /// Arguments as a JSON object
+        #[arg(default_value = "{}")]
+        json: String,
+    },
+    /// Reviewer commands
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Create the fictional demo mailboxes and serve them (a guided tour on a terminal)
+    Demo {
+        /// Recreate the demo mailboxes from scratch
+        #[arg(long)]
+        reset: bool,
+        /// Serve MCP over stdio even when stdin is a terminal
+        #[arg(long)]
+        serve: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Print the catalog, mailboxes, outbound rules, disk roots, limits and permissions in force
+    Explain,
+    /// Exit non-zero when the configuration would fail at startup
+    Check,
+    /// Write policy/catalog.toml and policy/catalogs/*.json (the golden files) into DIR
+    Export {
+        /// Existing directory to write into (normally the repository's policy/)
+        #[arg(long, default_value = "policy")]
+        out: PathBuf,
+    },
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn run() -> i32 {
+    let cli = Cli::parse();
+    let env = match Env::capture() {
+        Ok(env) => env,
+        Err(err) => return fail(&StartupError::Config(err)),
+    };
+    crate::telemetry::init_tracing(env.get("MAILGATE_LOG"));
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => return fail(&StartupError::Transport(err.kind().to_string())),
+    };
+    match runtime.block_on(dispatch(cli, &env)) {
+        Ok(code) => code,
+        Err(err) => fail(&err),
+    }
+}
+
+/// The one place a startup failure is printed: a single line, then a non-zero exit.
+fn fail(err: &StartupError) -> i32 {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "mailgate: {err}");
+    1
+}
+
+fn write_out(text: &str) -> Result<(), StartupError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| if text.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") })
+        .and_then(|()| out.flush())
+        .map_err(|e| StartupError::Output(e.kind()))
+}
+
+fn settings(env: &Env, config: Option<&Path>) -> Result<Settings, StartupError> {
+    Ok(load_settings(env, config)?)
+}
+
+async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
+    let config = cli.config.as_deref();
+    match cli.command {
+        Command::Serve { http: Some(_) } => Err(StartupError::Usage(
+            "the HTTP transport is not available in this version; use stdio".into(),
+        )),
+        Command::Serve { http: None } => {
+            let s = settings(env, config)?;
+            let app = build_app(&s, s.gates.clone())?;
+            serve_stdio(app).await.map(|()| 0)
+        }
+        Command::Tools => {
+            let s = settings(env, config)?;
+            let app = build_app(&s, s.gates.clone())?;
+            let names: Vec<&str> = app.tools.iter().map(|t| t.name).collect();
+            write_out(&names.join("\n"))?;
+            Ok(0)
+        }
+        Command::Call { tool, json } => {
+            let s = settings(env, config)?;
+            let app = build_app(&s, s.gates.clone())?;
+            call_and_print(&app, &tool, &json).await
+        }
+        Command::Policy { command } => policy(command, env, config),
+        Command::Demo { reset, serve } => demo(env, reset, serve).await,
+    }
+}
+
+async fn serve_stdio(app: Arc<App>) -> Result<(), StartupError> {
+    tracing::info!(tools = app.tools.len(), "serving MCP over stdio");
+    let service = MailServer::new(app)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| StartupError::Transport(e.to_string()))?;
+    service.waiting().await.map_err(|e| StartupError::Transport(e.to_string()))?;
+    Ok(())
+}
+
+/// Runs one call; exit 0 on success, 1 on a tool error, 2 on invalid input or an unknown tool.
+async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, StartupError> {
+    let raw: JsonObject = match serde_json::from_str(json) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => {
+            return Err(StartupError::Usage("the arguments must be a JSON object".into()));
+        }
+    };
+    match app.call(tool, raw).await {
+        Ok(out) => {
+            let rendered = out.render();
+            let value = rendered.structured_content.unwrap_or(serde_json::Value::Null);
+            write_out(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
+            Ok(0)
+        }
+        Err(CallError::Tool(err)) => {
+            let value = serde_json::json!({
+                "isError": true,
+                "error": { "code": err.code.as_str(), "message": err.message },
+            });
+            write_out(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
+            Ok(1)
+        }
+        Err(CallError::InvalidParams(msg)) => {
+            write_out(&serde_json::json!({ "protocolError": "invalid_params", "message": msg }).to_string())?;
+            Ok(2)
+        }
+        Err(CallError::UnknownTool) => {
+            write_out(
+                &serde_json::json!({
+                    "protocolError": "invalid_params",
+                    "message": format!("tool not found in this catalog: {tool}"),
+                })
+                .to_string(),
+            )?;
+            Ok(2)
+        }
+    }
+}
+
+fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i32, StartupError> {
+    match command {
+        PolicyCommand::Explain => {
+            let s = settings(env, config)?;
+            write_out(&crate::report::explain(&s))?;
+            Ok(0)
+        }
+        PolicyCommand::Check => {
+            let s = settings(env, config)?;
+            let app = build_app(&s, s.gates.clone())?;
+            write_out(&format!("ok: the configuration starts; catalog of {} tools", app.tools.len()))?;
+            Ok(0)
+        }
+        PolicyCommand::Export { out } => {
+            let dir = crate::path_guard::open_dir(&out)
+                .map_err(|e| StartupError::Usage(format!("cannot open the output folder ({})", e.kind())))?;
+            let _ = dir.create_dir("catalogs");
+            for (name, contents) in crate::report::golden_files() {
+                dir.write(&name, contents.as_bytes()).map_err(|e| StartupError::Output(e.kind()))?;
+            }
+            write_out("policy files written")?;
+            Ok(0)
+        }
+    }
+}
+
+async fn demo(env: &Env, reset: bool, serve: bool) -> Result<i32, StartupError> {
+    let state = crate::config::state_dir(env)?;
+    let config_path = crate::demo::setup(&state, reset)?;
+    let s = settings(env, Some(&config_path))?;
+    let app = build_app(&s, s.gates.clone())?;
+    if serve || !std::io::stdin().is_terminal() {
+        serve_stdio(app).await.map(|()| 0)
+    } else {
+        write_out(&crate::demo::tour(&app, &config_path).await)?;
+        Ok(0)
+    }
+}

@@ -1,0 +1,1183 @@
+//! Config: the validated, immutable view of `plugin.json` and the environment that every other
+//! module sees.
+//!
+//! Two stages, fail closed (style rule 2): [`raw`] mirrors the file exactly (strict keys and
+//! types, no logic); [`Config::from_json`] is the only way to build a [`Config`] and applies
+//! every rule (alias syntax, address parsing, uniqueness, limit bounds, backend shape, plain
+//! transport only to loopback). The first error aborts startup; there is no `validate()` to
+//! forget. [`load_settings`] then resolves the file location, the gates ([`crate::gates`]) and
+//! the state directories once, from an [`env::Env`] snapshot.
+//!
+//! Invariants: a `Config` has at least one mailbox, unique aliases, unique (lower-cased)
+//! addresses, every limit within its published bounds and `maxHandoffStoreBytes >=
+//! maxHandoffAttachmentBytes`. No file key can open a gate: `allowWrites` is only the fallback
+//! for an unset `PLUGIN_ALLOW_WRITES`, and `allowSend` is an unknown key.
+//!
+//! Error messages ([`ConfigError`]) name the variable, key or JSON path and the rule, never a
+//! value, a secret or a host path.
+//!
+//! Who may call it: startup (`cli`, `policy explain/check`, `demo`). Everything else receives a
+//! finished [`Settings`] / [`Config`].
+
+pub(crate) mod env;
+pub(crate) mod raw;
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use crate::alias::Alias;
+use crate::gates::{Gates, SendRefusal, parse_bool};
+use crate::path_guard::{self, PrivateFileError};
+use crate::policy::address::EmailAddress;
+use raw::{RawAccess, RawBackend, RawBackendKind, RawConfig, RawServer, RawSecurity};
+
+/// Largest `plugin.json` accepted: it lists mailboxes and limits, never data.
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Environment variable naming the config file.
+pub(crate) const CONFIG_PATH_VAR: &str = "OUTLOOK_PLUGIN_CONFIG";
+/// Environment variable naming the state directory (absolute).
+pub(crate) const HOME_DIR_VAR: &str = "MAILGATE_HOME";
+/// Environment variable naming the download directory (absolute).
+pub(crate) const DOWNLOAD_DIR_VAR: &str = "MAILGATE_DOWNLOAD_DIR";
+/// Environment variable switching the run journal on.
+pub(crate) const JOURNAL_VAR: &str = "MAILGATE_JOURNAL";
+/// Environment variable overriding `searchMemoryPath`.
+pub(crate) const SEARCH_MEMORY_VAR: &str = "PLUGIN_SEARCH_MEMORY_PATH";
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const GIB: u64 = 1024 * MIB;
+
+/// Why startup configuration failed. Display is one line naming the variable, key or JSON path
+/// and the rule; it never contains a value from the file or the environment.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum ConfigError {
+    #[error("the config file is not usable: {0}")]
+    File(PrivateFileError),
+    #[error("the config file is not valid JSON (line {line}, column {column})")]
+    Json { line: usize, column: usize },
+    #[error("the config file repeats an object key (line {line}, column {column})")]
+    DuplicateKey { line: usize, column: usize },
+    #[error("the config file is invalid: {path}: {rule}")]
+    Schema { path: String, rule: String },
+    #[error("{var} must be a boolean value (true/false, 1/0, yes/no, on/off)")]
+    NotBoolean { var: &'static str },
+    #[error("{var} is set but lists no entries")]
+    EmptyList { var: &'static str },
+    #[error("{var} contains invalid entries (count: {count}; values not shown)")]
+    InvalidEntries { var: &'static str, count: usize },
+    #[error("{var} is not a valid email address")]
+    InvalidAddress { var: &'static str },
+    #[error("the send gate cannot open: {0}")]
+    Send(SendRefusal),
+    #[error("{var} must be an absolute path")]
+    NotAbsolute { var: &'static str },
+    #[error("{var} must not contain control characters")]
+    BadPathVar { var: &'static str },
+    #[error("HOME is not set (or not absolute), so the {what} cannot be located; set {instead}")]
+    NoHome {
+        what: &'static str,
+        instead: &'static str,
+    },
+    #[error("the current directory is not accessible, so a relative path cannot be resolved")]
+    CurrentDir,
+    #[error(".env in the working directory is not usable: {0}")]
+    DotEnv(env::DotEnvError),
+}
+
+impl ConfigError {
+    fn schema(path: impl Into<String>, rule: impl Into<String>) -> Self {
+        ConfigError::Schema {
+            path: path.into(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// The validated `plugin.json`.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    /// The allowlist, in config order.
+    pub(crate) mailboxes: Vec<MailboxEntry>,
+    pub(crate) limits: Limits,
+    /// The file's `allowWrites` (default false); the effective gate is in [`Gates`].
+    pub(crate) allow_writes: bool,
+    /// `searchMemoryPath`, resolved against the config directory; [`load_settings`] replaces it
+    /// with `PLUGIN_SEARCH_MEMORY_PATH` when that is set.
+    pub(crate) search_memory_path: Option<PathBuf>,
+}
+
+/// One allowlisted mailbox.
+#[derive(Clone, Debug)]
+pub(crate) struct MailboxEntry {
+    pub(crate) alias: Alias,
+    pub(crate) address: EmailAddress,
+    pub(crate) access: Access,
+    pub(crate) backend: BackendSpec,
+}
+
+/// Per-alias narrowing (catalog.md): `read` refuses write and handoff tools for this alias.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Access {
+    Full,
+    Read,
+}
+
+impl Access {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Access::Full => "full",
+            Access::Read => "read",
+        }
+    }
+}
+
+/// Which backend serves a mailbox. Paths are absolute when the config path was.
+#[derive(Clone, Debug)]
+pub(crate) enum BackendSpec {
+    Graph,
+    Imap {
+        imap: ServerSpec,
+        smtp: Option<ServerSpec>,
+    },
+    Maildir {
+        path: PathBuf,
+        smtp: Option<ServerSpec>,
+    },
+}
+
+/// An IMAP or SMTP server block. Credentials are only ever names of environment variables.
+#[derive(Clone, Debug)]
+pub(crate) struct ServerSpec {
+    /// Lower-cased host name or IP address.
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) security: Security,
+    /// `None`: log in as the mailbox address.
+    pub(crate) username: Option<String>,
+    pub(crate) password_env: Option<String>,
+    pub(crate) oauth2_token_env: Option<String>,
+    pub(crate) ca_file: Option<PathBuf>,
+    /// Overrides of the default rate limits (IMAP 60/minute, SMTP 100/hour).
+    pub(crate) rate_limit: Option<RateLimit>,
+}
+
+/// Transport security. `Plain` is only accepted for loopback hosts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Security {
+    Tls,
+    Starttls,
+    Plain,
+}
+
+impl Security {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Security::Tls => "tls",
+            Security::Starttls => "starttls",
+            Security::Plain => "plain",
+        }
+    }
+}
+
+/// Rate-limit overrides for one server block (`imapPerMinute` on `imap`, `smtpPerHour` on
+/// `smtp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RateLimit {
+    pub(crate) imap_per_minute: Option<u32>,
+    pub(crate) smtp_per_hour: Option<u32>,
+}
+
+/// Bounds for `rateLimit.imapPerMinute`.
+pub(crate) const IMAP_PER_MINUTE_BOUNDS: (u32, u32) = (1, 6_000);
+/// Bounds for `rateLimit.smtpPerHour`.
+pub(crate) const SMTP_PER_HOUR_BOUNDS: (u32, u32) = (1, 10_000);
+
+/// One limit key with its bounds and default, as published in catalog.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LimitBound {
+    pub(crate) key: &'static str,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+    pub(crate) default: u64,
+}
+
+/// Converts a bounds-checked limit into its field type.
+trait FromLimit: Sized {
+    fn from_limit(value: u64) -> Option<Self>;
+}
+
+impl FromLimit for u64 {
+    fn from_limit(value: u64) -> Option<Self> {
+        Some(value)
+    }
+}
+
+impl FromLimit for usize {
+    fn from_limit(value: u64) -> Option<Self> {
+        usize::try_from(value).ok()
+    }
+}
+
+fn limit<T: FromLimit>(key: &'static str, value: Option<u64>, min: u64, max: u64, default: u64)
+-> Result<T, ConfigError> {
+    let value = value.unwrap_or(default);
+    if value < min || value > max {
+        return Err(ConfigError::schema(key, format!("must be between {min} and {max}")));
+    }
+    T::from_limit(value)
+        .ok_or_else(|| ConfigError::schema(key, "does not fit this platform's integer size"))
+}
+
+/// Declares [`Limits`], its defaults, the [`LIMIT_BOUNDS`] table and the raw → validated step
+/// from one list, so the three cannot drift apart.
+macro_rules! limits {
+    ($($field:ident: $ty:ty = $key:literal, $min:expr, $max:expr, $default:expr;)*) => {
+        /// Resource limits from `plugin.json` (catalog.md "Limits"), each within its bounds.
+        #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        pub(crate) struct Limits {
+            $(pub(crate) $field: $ty,)*
+        }
+
+        /// Every limit key with min, max and default, in catalog order.
+        pub(crate) const LIMIT_BOUNDS: &[LimitBound] = &[
+            $(LimitBound { key: $key, min: $min, max: $max, default: $default },)*
+        ];
+
+        impl Default for Limits {
+            fn default() -> Self {
+                Limits {
+                    $($field: <$ty as FromLimit>::from_limit($default)
+                        .expect("invariant: every default fits its field type"),)*
+                }
+            }
+        }
+
+        fn limits_from_raw(raw: &RawConfig) -> Result<Limits, ConfigError> {
+            Ok(Limits {
+                $($field: limit::<$ty>($key, raw.$field, $min, $max, $default)?,)*
+            })
+        }
+    };
+}
+
+limits! {
+    max_concurrent_mailboxes: usize = "maxConcurrentMailboxes", 1, 8, 3;
+    max_mailboxes_per_search: usize = "maxMailboxesPerSearch", 1, 32, 8;
+    max_results_per_mailbox: usize = "maxResultsPerMailbox", 1, 100, 20;
+    max_body_chars: usize = "maxBodyChars", 1, 12_000, 12_000;
+    max_attachment_input_bytes: u64 = "maxAttachmentInputBytes", KIB, 50 * MIB, 15 * MIB;
+    max_extracted_chars: usize = "maxExtractedChars", 1_000, 1_000_000, 200_000;
+    max_raw_attachment_bytes: u64 = "maxRawAttachmentBytes", KIB, MIB, 256 * KIB;
+    max_concurrent_extractions: usize = "maxConcurrentExtractions", 1, 8, 2;
+    max_batch_size: usize = "maxBatchSize", 1, 100, 25;
+    max_download_batch_bytes: u64 = "maxDownloadBatchBytes", KIB, 500 * MIB, 50 * MIB;
+    max_handoff_attachment_bytes: u64 = "maxHandoffAttachmentBytes", KIB, 100 * MIB, 25 * MIB;
+    max_handoff_store_bytes: u64 = "maxHandoffStoreBytes", KIB, 5 * GIB, 500 * MIB;
+    max_handoff_store_entries: usize = "maxHandoffStoreEntries", 1, 10_000, 1_000;
+    max_queries_per_batch: usize = "maxQueriesPerBatch", 1, 25, 10;
+    max_batch_result_messages: usize = "maxBatchResultMessages", 1, 5_000, 500;
+    max_batch_result_bytes: u64 = "maxBatchResultBytes", KIB, 10 * MIB, 2 * MIB;
+    max_batch_context_chars: usize = "maxBatchContextChars", 1_000, 5_000_000, 500_000;
+    max_batch_attachments: usize = "maxBatchAttachments", 1, 10_000, 1_000;
+    max_zip_entries: usize = "maxZipEntries", 1, 1_000, 200;
+    max_zip_uncompressed_bytes: u64 = "maxZipUncompressedBytes", KIB, 200 * MIB, 50 * MIB;
+    max_container_entries: usize = "maxContainerEntries", 1, 20_000, 1_000;
+    max_container_uncompressed_bytes: u64 =
+        "maxContainerUncompressedBytes", KIB, 500 * MIB, 100 * MIB;
+}
+
+impl Config {
+    /// Strictly parses `plugin.json` bytes; `base_dir` (normally the config file's directory)
+    /// resolves relative `path`, `caFile` and `searchMemoryPath` values.
+    pub(crate) fn from_json(bytes: &[u8], base_dir: &Path) -> Result<Config, ConfigError> {
+        Config::from_raw(raw::parse(bytes)?, base_dir)
+    }
+
+    /// The entry for `alias`, if it is allowlisted (exact match).
+    pub(crate) fn mailbox(&self, alias: &Alias) -> Option<&MailboxEntry> {
+        self.mailboxes.iter().find(|entry| &entry.alias == alias)
+    }
+
+    /// The only constructor: every rule of the schema that serde cannot express.
+    fn from_raw(raw: RawConfig, base_dir: &Path) -> Result<Config, ConfigError> {
+        if raw.mailboxes.is_empty() {
+            return Err(ConfigError::schema("mailboxes", "must list at least one mailbox"));
+        }
+        let limits = limits_from_raw(&raw)?;
+        if limits.max_handoff_store_bytes < limits.max_handoff_attachment_bytes {
+            return Err(ConfigError::schema(
+                "maxHandoffStoreBytes",
+                "must be at least maxHandoffAttachmentBytes",
+            ));
+        }
+
+        let mut mailboxes = Vec::with_capacity(raw.mailboxes.len());
+        let mut seen_aliases: HashMap<Alias, usize> = HashMap::new();
+        let mut seen_addresses: HashMap<EmailAddress, usize> = HashMap::new();
+        for (index, entry) in raw.mailboxes.into_iter().enumerate() {
+            let at = format!("mailboxes[{index}]");
+            let alias = Alias::parse(&entry.alias)
+                .map_err(|error| ConfigError::schema(format!("{at}.alias"), error.to_string()))?;
+            if alias.as_str() != entry.alias {
+                return Err(ConfigError::schema(
+                    format!("{at}.alias"),
+                    "must not have surrounding whitespace",
+                ));
+            }
+            if let Some(first) = seen_aliases.insert(alias.clone(), index) {
+                return Err(ConfigError::schema(
+                    format!("{at}.alias"),
+                    format!("duplicates mailboxes[{first}].alias"),
+                ));
+            }
+            let address = EmailAddress::parse(&entry.address)
+                .map_err(|error| ConfigError::schema(format!("{at}.address"), error.to_string()))?;
+            if let Some(first) = seen_addresses.insert(address.clone(), index) {
+                return Err(ConfigError::schema(
+                    format!("{at}.address"),
+                    format!("duplicates mailboxes[{first}].address (compared case-insensitively)"),
+                ));
+            }
+            let access = match entry.access {
+                None | Some(RawAccess::Full) => Access::Full,
+                Some(RawAccess::Read) => Access::Read,
+            };
+            let backend = match entry.backend {
+                None => BackendSpec::Graph,
+                Some(backend) => backend_spec(backend, &format!("{at}.backend"), base_dir)?,
+            };
+            mailboxes.push(MailboxEntry {
+                alias,
+                address,
+                access,
+                backend,
+            });
+        }
+
+        let search_memory_path = raw
+            .search_memory_path
+            .map(|path| file_path(&path, "searchMemoryPath", base_dir))
+            .transpose()?;
+
+        Ok(Config {
+            mailboxes,
+            limits,
+            allow_writes: raw.allow_writes.unwrap_or(false),
+            search_memory_path,
+        })
+    }
+}
+
+/// Which server block is being validated (decides the allowed `rateLimit` key).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Imap,
+    Smtp,
+}
+
+fn backend_spec(raw: RawBackend, at: &str, base_dir: &Path) -> Result<BackendSpec, ConfigError> {
+    let not_allowed = |key: &str, kind: &str| {
+        ConfigError::schema(format!("{at}.{key}"), format!("is not allowed for kind {kind}"))
+    };
+    let smtp = |raw: Option<RawServer>| {
+        raw.map(|server| server_spec(server, &format!("{at}.smtp"), Role::Smtp, base_dir))
+            .transpose()
+    };
+    match raw.kind {
+        RawBackendKind::Graph => {
+            if raw.path.is_some() {
+                return Err(not_allowed("path", "graph"));
+            }
+            if raw.imap.is_some() {
+                return Err(not_allowed("imap", "graph"));
+            }
+            if raw.smtp.is_some() {
+                return Err(not_allowed("smtp", "graph"));
+            }
+            Ok(BackendSpec::Graph)
+        }
+        RawBackendKind::Imap => {
+            if raw.path.is_some() {
+                return Err(not_allowed("path", "imap"));
+            }
+            let Some(imap) = raw.imap else {
+                return Err(ConfigError::schema(
+                    format!("{at}.imap"),
+                    "is required for kind imap",
+                ));
+            };
+            Ok(BackendSpec::Imap {
+                imap: server_spec(imap, &format!("{at}.imap"), Role::Imap, base_dir)?,
+                smtp: smtp(raw.smtp)?,
+            })
+        }
+        RawBackendKind::Maildir => {
+            if raw.imap.is_some() {
+                return Err(not_allowed("imap", "maildir"));
+            }
+            let Some(path) = raw.path else {
+                return Err(ConfigError::schema(
+                    format!("{at}.path"),
+                    "is required for kind maildir",
+                ));
+            };
+            Ok(BackendSpec::Maildir {
+                path: file_path(&path, &format!("{at}.path"), base_dir)?,
+                smtp: smtp(raw.smtp)?,
+            })
+        }
+    }
+}
+
+fn server_spec(
+    raw: RawServer,
+    at: &str,
+    role: Role,
+    base_dir: &Path,
+) -> Result<ServerSpec, ConfigError> {
+    let host = parse_host(&raw.host).ok_or_else(|| {
+        ConfigError::schema(format!("{at}.host"), "must be a host name or an IP address")
+    })?;
+    if raw.port == 0 {
+        return Err(ConfigError::schema(format!("{at}.port"), "must be between 1 and 65535"));
+    }
+    let security = match raw.security {
+        RawSecurity::Tls => Security::Tls,
+        RawSecurity::Starttls => Security::Starttls,
+        RawSecurity::Plain => Security::Plain,
+    };
+    if security == Security::Plain && !is_loopback_host(&host) {
+        return Err(ConfigError::schema(
+            format!("{at}.security"),
+            "plain is only allowed to a loopback host (127.0.0.0/8, ::1, localhost)",
+        ));
+    }
+    if let Some(username) = &raw.username {
+        if username.is_empty() || username.len() > 320 || username.chars().any(char::is_control) {
+            return Err(ConfigError::schema(
+                format!("{at}.username"),
+                "must be 1-320 characters without control characters",
+            ));
+        }
+    }
+    for (key, value) in [
+        ("passwordEnv", &raw.password_env),
+        ("oauth2TokenEnv", &raw.oauth2_token_env),
+    ] {
+        if value.as_deref().is_some_and(|name| !is_env_var_name(name)) {
+            return Err(ConfigError::schema(
+                format!("{at}.{key}"),
+                "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 128)",
+            ));
+        }
+    }
+    if raw.password_env.is_some() && raw.oauth2_token_env.is_some() {
+        return Err(ConfigError::schema(
+            at.to_owned(),
+            "set at most one of passwordEnv and oauth2TokenEnv",
+        ));
+    }
+    let ca_file = raw
+        .ca_file
+        .map(|path| file_path(&path, &format!("{at}.caFile"), base_dir))
+        .transpose()?;
+    let rate_limit = match raw.rate_limit {
+        None => None,
+        Some(limits) => {
+            let check = |key: &str, value: Option<u32>, allowed: bool, (min, max): (u32, u32)| {
+                match value {
+                    Some(_) if !allowed => Err(ConfigError::schema(
+                        format!("{at}.rateLimit.{key}"),
+                        "does not apply to this server block",
+                    )),
+                    Some(v) if v < min || v > max => Err(ConfigError::schema(
+                        format!("{at}.rateLimit.{key}"),
+                        format!("must be between {min} and {max}"),
+                    )),
+                    _ => Ok(value),
+                }
+            };
+            let imap_per_minute = check(
+                "imapPerMinute",
+                limits.imap_per_minute,
+                role == Role::Imap,
+                IMAP_PER_MINUTE_BOUNDS,
+            )?;
+            let smtp_per_hour = check(
+                "smtpPerHour",
+                limits.smtp_per_hour,
+                role == Role::Smtp,
+                SMTP_PER_HOUR_BOUNDS,
+            )?;
+            (imap_per_minute.is_some() || smtp_per_hour.is_some()).then_some(RateLimit {
+                imap_per_minute,
+                smtp_per_hour,
+            })
+        }
+    };
+    Ok(ServerSpec {
+        host,
+        port: raw.port,
+        security,
+        username: raw.username,
+        password_env: raw.password_env,
+        oauth2_token_env: raw.oauth2_token_env,
+        ca_file,
+        rate_limit,
+    })
+}
+
+/// A bare IP address (v4, or v6 without brackets) or a DNS host name (single labels such as
+/// `localhost` allowed), lower-cased. A name whose last label is all digits is refused: resolvers
+/// may read `127.1` as an IPv4 address, which would defeat the loopback rule's intent.
+fn parse_host(host: &str) -> Option<String> {
+    if host.parse::<IpAddr>().is_ok() {
+        return Some(host.to_ascii_lowercase());
+    }
+    if host.is_empty() || host.len() > 253 || !host.is_ascii() {
+        return None;
+    }
+    let lower = host.to_ascii_lowercase();
+    let labels_ok = lower.split('.').all(|label| {
+        !label.is_empty()
+            && label.len() <= 63
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    });
+    let numeric_tail = lower
+        .rsplit('.')
+        .next()
+        .is_some_and(|last| last.bytes().all(|b| b.is_ascii_digit()));
+    (labels_ok && !numeric_tail).then_some(lower)
+}
+
+/// Loopback: `localhost`, 127.0.0.0/8 or `::1` (IPv4-mapped forms are not accepted).
+fn is_loopback_host(host: &str) -> bool {
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+fn is_env_var_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    name.len() <= 128
+        && bytes
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A path value from the file: non-empty, no control characters, relative ones resolved against
+/// `base_dir`.
+fn file_path(value: &str, at: &str, base_dir: &Path) -> Result<PathBuf, ConfigError> {
+    if value.trim().is_empty() || value.chars().any(char::is_control) {
+        return Err(ConfigError::schema(
+            at.to_owned(),
+            "must be a non-empty path without control characters",
+        ));
+    }
+    let path = Path::new(value);
+    Ok(if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base_dir.join(path)
+    })
+}
+
+/// Everything resolved once at startup.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) config: Config,
+    /// Absolute path of the config file that was read.
+    pub(crate) config_path: PathBuf,
+    pub(crate) gates: Gates,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) download_dir: PathBuf,
+    pub(crate) journal: bool,
+}
+
+/// Resolves and reads everything startup needs, failing closed on the first problem.
+///
+/// - Config path: `config_override` > `OUTLOOK_PLUGIN_CONFIG` (blank = absent) >
+///   `$HOME/.config/mailgate/plugin.json`; read with [`path_guard::read_private_file`].
+/// - Gates: [`Gates::resolve`] (environment-authoritative).
+/// - `searchMemoryPath`: `PLUGIN_SEARCH_MEMORY_PATH` (trimmed, non-empty) wins over the file.
+/// - State dir: `MAILGATE_HOME` (absolute) > `$HOME/.mailgate`. Download dir:
+///   `MAILGATE_DOWNLOAD_DIR` (absolute) > `<state dir>/downloads`. Nothing is created here.
+/// - Journal: `MAILGATE_JOURNAL`, strict boolean, default off.
+pub(crate) fn load_settings(
+    env: &env::Env,
+    config_override: Option<&Path>,
+) -> Result<Settings, ConfigError> {
+    let home = || {
+        env.get("HOME")
+            .map(PathBuf::from)
+            .filter(|home| home.is_absolute())
+    };
+    let config_path = match (config_override, env.get(CONFIG_PATH_VAR)) {
+        (Some(path), _) => path.to_path_buf(),
+        (None, Some(path)) => {
+            reject_control_chars(path, CONFIG_PATH_VAR)?;
+            PathBuf::from(path)
+        }
+        (None, None) => home()
+            .ok_or(ConfigError::NoHome {
+                what: "config file",
+                instead: CONFIG_PATH_VAR,
+            })?
+            .join(".config")
+            .join("mailgate")
+            .join("plugin.json"),
+    };
+    let config_path = std::path::absolute(&config_path).map_err(|_| ConfigError::CurrentDir)?;
+    let bytes = path_guard::read_private_file(&config_path, MAX_CONFIG_BYTES)
+        .map_err(ConfigError::File)?;
+    let base_dir = config_path.parent().unwrap_or(Path::new("/"));
+    let mut config = Config::from_json(&bytes, base_dir)?;
+
+    if let Some(path) = env.get(SEARCH_MEMORY_VAR) {
+        reject_control_chars(path, SEARCH_MEMORY_VAR)?;
+        config.search_memory_path =
+            Some(std::path::absolute(path).map_err(|_| ConfigError::CurrentDir)?);
+    }
+
+    let gates = Gates::resolve(env, &config)?;
+
+    let state_dir = match env.get(HOME_DIR_VAR) {
+        Some(path) => absolute_var(path, HOME_DIR_VAR)?,
+        None => home()
+            .ok_or(ConfigError::NoHome {
+                what: "state directory",
+                instead: HOME_DIR_VAR,
+            })?
+            .join(".mailgate"),
+    };
+    let download_dir = match env.get(DOWNLOAD_DIR_VAR) {
+        Some(path) => absolute_var(path, DOWNLOAD_DIR_VAR)?,
+        None => state_dir.join("downloads"),
+    };
+    let journal = parse_bool(JOURNAL_VAR, env.raw(JOURNAL_VAR))?.unwrap_or(false);
+
+    Ok(Settings {
+        config,
+        config_path,
+        gates,
+        state_dir,
+        download_dir,
+        journal,
+    })
+}
+
+fn reject_control_chars(value: &str, var: &'static str) -> Result<(), ConfigError> {
+    if value.chars().any(char::is_control) {
+        Err(ConfigError::BadPathVar { var })
+    } else {
+        Ok(())
+    }
+}
+
+fn absolute_var(value: &str, var: &'static str) -> Result<PathBuf, ConfigError> {
+    reject_control_chars(value, var)?;
+    let path = PathBuf::from(value);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(ConfigError::NotAbsolute { var })
+    }
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests write fixture config files inside a tempdir"
+)]
+mod tests {
+    use super::env::Env;
+    use super::*;
+
+    const BASE: &str = "/etc/mailgate";
+
+    fn parse(json: &str) -> Result<Config, ConfigError> {
+        Config::from_json(json.as_bytes(), Path::new(BASE))
+    }
+
+    fn refusal(json: &str) -> (String, String) {
+        match parse(json) {
+            Err(ConfigError::Schema { path, rule }) => (path, rule),
+            Err(other) => panic!("expected a schema error, got {other}"),
+            Ok(_) => panic!("expected a schema error, got a config"),
+        }
+    }
+
+    fn with_mailboxes(mailboxes: &str, extra: &str) -> String {
+        format!(r#"{{"mailboxes": [{mailboxes}]{extra}}}"#)
+    }
+
+    const FINANCE: &str = r#"{"alias": "finance", "address": "finance@example.com"}"#;
+
+    #[test]
+    fn minimal_config_gets_defaults() {
+        let config = parse(&with_mailboxes(FINANCE, "")).expect("valid");
+        assert_eq!(config.mailboxes.len(), 1);
+        let entry = &config.mailboxes[0];
+        assert_eq!(entry.alias.as_str(), "finance");
+        assert_eq!(entry.address.as_str(), "finance@example.com");
+        assert_eq!(entry.access, Access::Full);
+        assert!(matches!(entry.backend, BackendSpec::Graph));
+        assert_eq!(config.limits, Limits::default());
+        assert!(!config.allow_writes);
+        assert_eq!(config.search_memory_path, None);
+        let alias = Alias::parse("finance").expect("alias");
+        assert!(config.mailbox(&alias).is_some());
+        assert!(config.mailbox(&Alias::parse("other").expect("alias")).is_none());
+    }
+
+    #[test]
+    fn full_config_is_resolved() {
+        let json = r#"{
+            "mailboxes": [
+                {"alias": "finance", "address": "Finance@Example.com", "access": "read",
+                 "backend": {"kind": "graph"}},
+                {"alias": "support", "address": "support@example.org",
+                 "backend": {"kind": "imap",
+                    "imap": {"host": "IMAP.example.org", "port": 993, "security": "tls",
+                             "username": "support@example.org", "passwordEnv": "SUPPORT_PW",
+                             "caFile": "certs/ca.pem", "rateLimit": {"imapPerMinute": 30}},
+                    "smtp": {"host": "127.0.0.1", "port": 10025, "security": "plain",
+                             "rateLimit": {"smtpPerHour": 5}}}},
+                {"alias": "archive", "address": "archive@example.net",
+                 "backend": {"kind": "maildir", "path": "mail/archive",
+                    "smtp": {"host": "::1", "port": 25, "security": "plain"}}},
+                {"alias": "local", "address": "local@example.net",
+                 "backend": {"kind": "maildir", "path": "/srv/mail/local"}}
+            ],
+            "allowWrites": true, "searchMemoryPath": "memory.yaml",
+            "maxBodyChars": 500, "maxHandoffStoreBytes": 5368709120
+        }"#;
+        let config = parse(json).expect("valid");
+        assert!(config.allow_writes);
+        assert_eq!(config.limits.max_body_chars, 500);
+        assert_eq!(config.limits.max_handoff_store_bytes, 5 * GIB);
+        assert_eq!(config.search_memory_path, Some(PathBuf::from("/etc/mailgate/memory.yaml")));
+        assert_eq!(config.mailboxes[0].address.as_str(), "finance@example.com");
+        assert_eq!(config.mailboxes[0].access, Access::Read);
+        match &config.mailboxes[1].backend {
+            BackendSpec::Imap { imap, smtp } => {
+                assert_eq!(imap.host, "imap.example.org");
+                assert_eq!(imap.port, 993);
+                assert_eq!(imap.security, Security::Tls);
+                assert_eq!(imap.password_env.as_deref(), Some("SUPPORT_PW"));
+                assert_eq!(imap.ca_file, Some(PathBuf::from("/etc/mailgate/certs/ca.pem")));
+                assert_eq!(
+                    imap.rate_limit,
+                    Some(RateLimit { imap_per_minute: Some(30), smtp_per_hour: None })
+                );
+                let smtp = smtp.as_ref().expect("smtp");
+                assert_eq!(smtp.security, Security::Plain);
+                assert_eq!(smtp.username, None);
+                assert_eq!(smtp.rate_limit.and_then(|r| r.smtp_per_hour), Some(5));
+            }
+            other => panic!("expected imap, got {other:?}"),
+        }
+        match &config.mailboxes[2].backend {
+            BackendSpec::Maildir { path, smtp } => {
+                assert_eq!(path, &PathBuf::from("/etc/mailgate/mail/archive"));
+                assert_eq!(smtp.as_ref().map(|s| s.host.as_str()), Some("::1"));
+            }
+            other => panic!("expected maildir, got {other:?}"),
+        }
+        match &config.mailboxes[3].backend {
+            BackendSpec::Maildir { path, smtp: None } => {
+                assert_eq!(path, &PathBuf::from("/srv/mail/local"));
+            }
+            other => panic!("expected maildir without smtp, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn refuses_unknown_keys_including_allow_send() {
+        let (path, _) = refusal(&with_mailboxes(FINANCE, r#", "allowSend": true"#));
+        assert_eq!(path, "allowSend");
+        let (path, _) = refusal(&with_mailboxes(FINANCE, r#", "allowHandoffs": true"#));
+        assert_eq!(path, "allowHandoffs");
+        let (path, _) = refusal(&with_mailboxes(
+            r#"{"alias": "finance", "address": "finance@example.com", "clientSecret": "x"}"#,
+            "",
+        ));
+        assert_eq!(path, "mailboxes[0].clientSecret");
+        let (path, _) = refusal(&with_mailboxes(
+            r#"{"alias": "a", "address": "a@example.com", "backend": {"kind": "graph", "tenant": "t"}}"#,
+            "",
+        ));
+        assert_eq!(path, "mailboxes[0].backend.tenant");
+        let (path, _) = refusal(&with_mailboxes(
+            r#"{"alias": "a", "address": "a@example.com", "backend": {"kind": "imap",
+                "imap": {"host": "imap.example.com", "port": 993, "security": "tls",
+                         "rateLimit": {"imapPerSecond": 1}}}}"#,
+            "",
+        ));
+        assert_eq!(path, "mailboxes[0].backend.imap.rateLimit.imapPerSecond");
+    }
+
+    #[test]
+    fn refuses_bad_mailbox_lists() {
+        let (path, rule) = refusal(r#"{"mailboxes": []}"#);
+        assert_eq!((path.as_str(), rule.as_str()), ("mailboxes", "must list at least one mailbox"));
+        let (path, _) = refusal(r#"{"allowWrites": true}"#);
+        assert_eq!(path, "mailboxes");
+
+        let dup_alias = with_mailboxes(
+            &format!(r#"{FINANCE}, {{"alias": "finance", "address": "other@example.com"}}"#),
+            "",
+        );
+        let (path, rule) = refusal(&dup_alias);
+        assert_eq!(path, "mailboxes[1].alias");
+        assert!(rule.contains("mailboxes[0]"), "{rule}");
+
+        let dup_address = with_mailboxes(
+            &format!(r#"{FINANCE}, {{"alias": "other", "address": "FINANCE@example.COM"}}"#),
+            "",
+        );
+        let (path, rule) = refusal(&dup_address);
+        assert_eq!(path, "mailboxes[1].address");
+        assert!(!rule.contains("finance@"), "no address echoed: {rule}");
+
+        for bad_alias in ["Finance", "FINANCE", " finance", "fin ance", "-finance", ""] {
+            let json = with_mailboxes(
+                &format!(r#"{{"alias": "{bad_alias}", "address": "finance@example.com"}}"#),
+                "",
+            );
+            let (path, _) = refusal(&json);
+            assert_eq!(path, "mailboxes[0].alias", "{bad_alias:?}");
+        }
+        let long = "a".repeat(65);
+        let (path, _) = refusal(&with_mailboxes(
+            &format!(r#"{{"alias": "{long}", "address": "finance@example.com"}}"#),
+            "",
+        ));
+        assert_eq!(path, "mailboxes[0].alias");
+
+        for bad_address in [
+            "not-an-address",
+            "Finance <finance@example.com>",
+            "finance@example.com/../x",
+            "finance@localhost",
+            "finance@[127.0.0.1]",
+            " finance@example.com",
+        ] {
+            let json = with_mailboxes(
+                &format!(r#"{{"alias": "finance", "address": "{bad_address}"}}"#),
+                "",
+            );
+            let (path, rule) = refusal(&json);
+            assert_eq!(path, "mailboxes[0].address", "{bad_address:?}");
+            assert!(!rule.contains("example.com"), "no value echoed: {rule}");
+        }
+    }
+
+    #[test]
+    fn every_limit_is_bounded_on_both_sides() {
+        assert_eq!(LIMIT_BOUNDS.len(), 22);
+        for bound in LIMIT_BOUNDS {
+            for value in [bound.min - 1, bound.max + 1] {
+                let json = with_mailboxes(FINANCE, &format!(r#", "{}": {value}"#, bound.key));
+                // Keep the store >= item rule out of the way for the handoff pair.
+                let (path, rule) = refusal(&json);
+                assert_eq!(path, bound.key, "{} = {value}", bound.key);
+                assert_eq!(rule, format!("must be between {} and {}", bound.min, bound.max));
+            }
+            for value in [bound.min, bound.max, bound.default] {
+                let mut extra = format!(r#", "{}": {value}"#, bound.key);
+                if bound.key == "maxHandoffStoreBytes" {
+                    extra.push_str(r#", "maxHandoffAttachmentBytes": 1024"#);
+                }
+                let json = with_mailboxes(FINANCE, &extra);
+                assert!(parse(&json).is_ok(), "{} = {value} must be accepted", bound.key);
+            }
+        }
+    }
+
+    #[test]
+    fn limit_table_matches_the_struct_and_the_defaults() {
+        let defaults = serde_json::to_value(Limits::default()).expect("serializes");
+        let object = defaults.as_object().expect("object");
+        assert_eq!(object.len(), LIMIT_BOUNDS.len());
+        for bound in LIMIT_BOUNDS {
+            assert_eq!(object.get(bound.key).and_then(|v| v.as_u64()), Some(bound.default));
+            assert!(bound.min <= bound.default && bound.default <= bound.max, "{}", bound.key);
+        }
+        // Spot-check the published numbers.
+        let limits = Limits::default();
+        assert_eq!(limits.max_attachment_input_bytes, 15_728_640);
+        assert_eq!(limits.max_download_batch_bytes, 52_428_800);
+        assert_eq!(limits.max_handoff_attachment_bytes, 26_214_400);
+        assert_eq!(limits.max_handoff_store_bytes, 524_288_000);
+        assert_eq!(limits.max_batch_result_bytes, 2_097_152);
+        assert_eq!(limits.max_raw_attachment_bytes, 262_144);
+        assert_eq!(limits.max_body_chars, 12_000);
+    }
+
+    #[test]
+    fn handoff_store_must_hold_one_item() {
+        let (path, rule) = refusal(&with_mailboxes(
+            FINANCE,
+            r#", "maxHandoffStoreBytes": 2048, "maxHandoffAttachmentBytes": 4096"#,
+        ));
+        assert_eq!(path, "maxHandoffStoreBytes");
+        assert_eq!(rule, "must be at least maxHandoffAttachmentBytes");
+        // Against the default item size (25 MiB) too.
+        let (path, _) = refusal(&with_mailboxes(FINANCE, r#", "maxHandoffStoreBytes": 1048576"#));
+        assert_eq!(path, "maxHandoffStoreBytes");
+        assert!(
+            parse(&with_mailboxes(
+                FINANCE,
+                r#", "maxHandoffStoreBytes": 4096, "maxHandoffAttachmentBytes": 4096"#
+            ))
+            .is_ok()
+        );
+    }
+
+    fn server_refusal(server: &str) -> (String, String) {
+        refusal(&with_mailboxes(
+            &format!(
+                r#"{{"alias": "a", "address": "a@example.com",
+                     "backend": {{"kind": "imap", "imap": {server}}}}}"#
+            ),
+            "",
+        ))
+    }
+
+    #[test]
+    fn plain_security_only_to_loopback() {
+        for host in ["imap.example.com", "10.0.0.1", "::ffff:127.0.0.1", "127.1", "localhost.example.com"] {
+            let (path, rule) = server_refusal(&format!(
+                r#"{{"host": "{host}", "port": 143, "security": "plain"}}"#
+            ));
+            if host == "127.1" {
+                assert_eq!(path, "mailboxes[0].backend.imap.host", "{host}");
+            } else {
+                assert_eq!(path, "mailboxes[0].backend.imap.security", "{host}");
+                assert!(rule.contains("loopback"), "{rule}");
+            }
+        }
+        for host in ["127.0.0.1", "127.3.4.5", "::1", "localhost", "LOCALHOST"] {
+            let json = with_mailboxes(
+                &format!(
+                    r#"{{"alias": "a", "address": "a@example.com", "backend": {{"kind": "maildir",
+                        "path": "/srv/a", "smtp": {{"host": "{host}", "port": 25, "security": "plain"}}}}}}"#
+                ),
+                "",
+            );
+            assert!(parse(&json).is_ok(), "{host}");
+        }
+        let json = with_mailboxes(
+            r#"{"alias": "a", "address": "a@example.com", "backend": {"kind": "maildir",
+                "path": "/srv/a", "smtp": {"host": "smtp.example.com", "port": 25, "security": "plain"}}}"#,
+            "",
+        );
+        let (path, _) = refusal(&json);
+        assert_eq!(path, "mailboxes[0].backend.smtp.security");
+    }
+
+    #[test]
+    fn refuses_bad_server_blocks() {
+        let cases = [
+            (r#"{"host": "", "port": 993, "security": "tls"}"#, "imap.host"),
+            (r#"{"host": "imap example.com", "port": 993, "security": "tls"}"#, "imap.host"),
+            (r#"{"host": "-imap.example.com", "port": 993, "security": "tls"}"#, "imap.host"),
+            (r#"{"host": "imap.example.com/x", "port": 993, "security": "tls"}"#, "imap.host"),
+            (r#"{"host": "imap.example.com", "port": 0, "security": "tls"}"#, "imap.port"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "ssl"}"#, "imap.security"),
+            (r#"{"host": "imap.example.com", "port": 993}"#, "imap.security"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "tls", "username": ""}"#, "imap.username"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "tls", "passwordEnv": "1BAD"}"#, "imap.passwordEnv"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "tls", "oauth2TokenEnv": "A-B"}"#, "imap.oauth2TokenEnv"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "tls", "passwordEnv": "A", "oauth2TokenEnv": "B"}"#, "imap"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "tls", "caFile": ""}"#, "imap.caFile"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "tls", "rateLimit": {"imapPerMinute": 0}}"#, "imap.rateLimit.imapPerMinute"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "tls", "rateLimit": {"imapPerMinute": 6001}}"#, "imap.rateLimit.imapPerMinute"),
+            (r#"{"host": "imap.example.com", "port": 993, "security": "tls", "rateLimit": {"smtpPerHour": 10}}"#, "imap.rateLimit.smtpPerHour"),
+        ];
+        for (server, suffix) in cases {
+            let (path, _) = server_refusal(server);
+            assert_eq!(path, format!("mailboxes[0].backend.{suffix}"), "{server}");
+        }
+    }
+
+    #[test]
+    fn refuses_mismatched_backend_shapes() {
+        let backend = |b: &str| {
+            refusal(&with_mailboxes(
+                &format!(r#"{{"alias": "a", "address": "a@example.com", "backend": {b}}}"#),
+                "",
+            ))
+            .0
+        };
+        let imap = r#"{"host": "imap.example.com", "port": 993, "security": "tls"}"#;
+        assert_eq!(backend(r#"{"kind": "maildir"}"#), "mailboxes[0].backend.path");
+        assert_eq!(backend(r#"{"kind": "maildir", "path": ""}"#), "mailboxes[0].backend.path");
+        assert_eq!(
+            backend(&format!(r#"{{"kind": "maildir", "path": "/m", "imap": {imap}}}"#)),
+            "mailboxes[0].backend.imap"
+        );
+        assert_eq!(backend(r#"{"kind": "imap"}"#), "mailboxes[0].backend.imap");
+        assert_eq!(
+            backend(&format!(r#"{{"kind": "imap", "imap": {imap}, "path": "/m"}}"#)),
+            "mailboxes[0].backend.path"
+        );
+        assert_eq!(backend(r#"{"kind": "graph", "path": "/m"}"#), "mailboxes[0].backend.path");
+        assert_eq!(
+            backend(&format!(r#"{{"kind": "graph", "smtp": {imap}}}"#)),
+            "mailboxes[0].backend.smtp"
+        );
+        assert_eq!(backend(r#"{"kind": "pop3"}"#), "mailboxes[0].backend.kind");
+        assert_eq!(backend(r#"{"path": "/m"}"#), "mailboxes[0].backend.kind");
+    }
+
+    #[test]
+    fn refuses_bad_search_memory_path() {
+        let (path, _) = refusal(&with_mailboxes(FINANCE, r#", "searchMemoryPath": "  ""#));
+        assert_eq!(path, "searchMemoryPath");
+        let (path, _) = refusal(&with_mailboxes(FINANCE, r#", "searchMemoryPath": "a\nb""#));
+        assert_eq!(path, "searchMemoryPath");
+    }
+
+    // --- load_settings ---------------------------------------------------------------------
+
+    use std::os::unix::fs::PermissionsExt as _;
+
+    fn write_config(dir: &Path, name: &str, body: &str, mode: u32) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, body).expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        path
+    }
+
+    #[test]
+    fn load_settings_resolves_paths_and_defaults() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".config/mailgate")).expect("mkdir");
+        write_config(
+            &home.join(".config/mailgate"),
+            "plugin.json",
+            &with_mailboxes(
+                r#"{"alias": "archive", "address": "archive@example.net",
+                    "backend": {"kind": "maildir", "path": "mail"}}"#,
+                r#", "allowWrites": true"#,
+            ),
+            0o600,
+        );
+        let env = Env::from_pairs([("HOME", home.to_str().expect("utf-8"))]);
+        let settings = load_settings(&env, None).expect("loads");
+        assert_eq!(settings.config_path, home.join(".config/mailgate/plugin.json"));
+        assert_eq!(settings.state_dir, home.join(".mailgate"));
+        assert_eq!(settings.download_dir, home.join(".mailgate/downloads"));
+        assert!(!settings.journal);
+        assert!(settings.gates.writes, "file allowWrites applies when the env is silent");
+        assert!(!settings.gates.handoffs);
+        assert!(settings.gates.send.is_none());
+        match &settings.config.mailboxes[0].backend {
+            BackendSpec::Maildir { path, .. } => {
+                assert_eq!(path, &home.join(".config/mailgate/mail"));
+            }
+            other => panic!("expected maildir, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn load_settings_precedence_and_refusals() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let good = write_config(dir.path(), "good.json", &with_mailboxes(FINANCE, ""), 0o600);
+        let other = write_config(dir.path(), "other.json", &with_mailboxes(FINANCE, ""), 0o600);
+        let open = write_config(dir.path(), "open.json", &with_mailboxes(FINANCE, ""), 0o644);
+        let state = dir.path().join("state");
+        let good_s = good.to_str().expect("utf-8");
+        let state_s = state.to_str().expect("utf-8");
+
+        // The override argument beats OUTLOOK_PLUGIN_CONFIG; MAILGATE_HOME beats HOME.
+        let env = Env::from_pairs([
+            (CONFIG_PATH_VAR, good_s),
+            (HOME_DIR_VAR, state_s),
+            (DOWNLOAD_DIR_VAR, "/srv/downloads"),
+            (JOURNAL_VAR, " Yes "),
+            (SEARCH_MEMORY_VAR, "/srv/memory.yaml"),
+        ]);
+        let settings = load_settings(&env, Some(&other)).expect("loads");
+        assert_eq!(settings.config_path, other);
+        assert_eq!(settings.state_dir, state);
+        assert_eq!(settings.download_dir, PathBuf::from("/srv/downloads"));
+        assert!(settings.journal);
+        assert_eq!(settings.config.search_memory_path, Some(PathBuf::from("/srv/memory.yaml")));
+        assert_eq!(load_settings(&env, None).expect("loads").config_path, good);
+
+        // Blank OUTLOOK_PLUGIN_CONFIG counts as absent: falls back to HOME, which is missing.
+        let env = Env::from_pairs([(CONFIG_PATH_VAR, "  "), (HOME_DIR_VAR, state_s)]);
+        assert!(matches!(
+            load_settings(&env, None),
+            Err(ConfigError::NoHome { what: "config file", .. })
+        ));
+
+        let env = Env::from_pairs([(HOME_DIR_VAR, "relative/state")]);
+        assert!(matches!(
+            load_settings(&env, Some(&good)),
+            Err(ConfigError::NotAbsolute { var: HOME_DIR_VAR })
+        ));
+        let env = Env::from_pairs([(HOME_DIR_VAR, state_s), (DOWNLOAD_DIR_VAR, "downloads")]);
+        assert!(matches!(
+            load_settings(&env, Some(&good)),
+            Err(ConfigError::NotAbsolute { var: DOWNLOAD_DIR_VAR })
+        ));
+        let env = Env::from_pairs([(HOME_DIR_VAR, state_s), (JOURNAL_VAR, "sometimes")]);
+        assert!(matches!(
+            load_settings(&env, Some(&good)),
+            Err(ConfigError::NotBoolean { var: JOURNAL_VAR })
+        ));
+        let env = Env::from_pairs([("HOME", "relative-home")]);
+        assert!(matches!(
+            load_settings(&env, Some(&good)),
+            Err(ConfigError::NoHome { what: "state directory", .. })
+        ));
+
+        let env = Env::from_pairs([(HOME_DIR_VAR, state_s)]);
+        let error = load_settings(&env, Some(&open)).expect_err("0644 refused");
+        assert!(matches!(error, ConfigError::File(PrivateFileError::TooPermissive)));
+        assert!(!error.to_string().contains("open.json"), "no path in {error}");
+        let missing = dir.path().join("missing.json");
+        assert!(matches!(
+            load_settings(&env, Some(&missing)),
+            Err(ConfigError::File(PrivateFileError::NotAvailable))
+        ));
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&good, &link).expect("symlink");
+        assert!(matches!(
+            load_settings(&env, Some(&link)),
+            Err(ConfigError::File(PrivateFileError::NotRegularFile))
+        ));
+    }
+
+    #[test]
+    fn error_messages_are_one_line_without_values() {
+        let errors = [
+            parse(r#"{"mailboxes": [{"alias": "Hunter2", "address": "x@example.com"}]}"#)
+                .expect_err("bad alias"),
+            parse(r#"{"mailboxes": [{"alias": "a", "address": "hunter2"}]}"#)
+                .expect_err("bad address"),
+            parse(r#"{"mailboxes": [{"alias": "a", "address": "a@example.com", "secret": "hunter2"}]}"#)
+                .expect_err("unknown key"),
+            parse("{\"hunter2\" ").expect_err("bad json"),
+        ];
+        for error in errors {
+            let message = error.to_string();
+            assert!(!message.to_ascii_lowercase().contains("hunter2"), "{message}");
+            assert!(!message.contains('\n'), "{message}");
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! `mailgate demo`: writes the fictional demo mailboxes (see [`corpus`]) as Maildir++ folders
+//! under `<state>/demo`, with a matching private `plugin.json`, and offers a short guided tour.
+//!
+//! Invariant: everything is written through a cap-std `Dir` rooted at `<state>/demo`; the corpus
+//! is deterministic, so the demo is also the fixture of the integration tests.
+
+pub(crate) mod corpus;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
+use serde_json::{Value, json};
+
+use crate::error::StartupError;
+use crate::tools::{App, CallError};
+
+/// Bumped whenever the corpus changes, so an old demo folder is rebuilt.
+const VERSION: &str = "mailgate-demo-v1";
+const MARKER: &str = ".demo-version";
+pub(crate) const CONFIG_FILE: &str = "plugin.json";
+
+fn err(e: std::io::Error) -> StartupError {
+    StartupError::Demo(format!("{:?}", e.kind()))
+}
+
+/// Creates (or reuses) the demo under `state`; returns the path of its plugin.json.
+pub(crate) fn setup(state: &Path, reset: bool) -> Result<PathBuf, StartupError> {
+    let root_path = state.join("demo");
+    let root = crate::path_guard::create_private_dir_all(&root_path).map_err(err)?;
+    let current = root.read_to_string(MARKER).ok();
+    if !reset && current.as_deref() == Some(VERSION) && root.exists(CONFIG_FILE) {
+        return Ok(root_path.join(CONFIG_FILE));
+    }
+    if root.exists("mail") {
+        root.remove_dir_all("mail").map_err(err)?;
+    }
+    let _ = root.remove_file(CONFIG_FILE);
+    let _ = root.remove_file(MARKER);
+    let mut private = DirBuilder::new();
+    private.mode(0o700);
+    root.create_dir_with("mail", &private).map_err(err)?;
+    let mail = root.open_dir("mail").map_err(err)?;
+
+    let mut mailboxes = Vec::new();
+    for mailbox in corpus::corpus() {
+        write_mailbox(&mail, &mailbox, &private).map_err(err)?;
+        let path = root_path.join("mail").join(mailbox.alias);
+        let mut entry = json!({
+            "alias": mailbox.alias,
+            "address": mailbox.address,
+            "backend": { "kind": "maildir", "path": path.to_string_lossy() },
+        });
+        if mailbox.access_read_only {
+            entry["access"] = Value::from("read");
+        }
+        mailboxes.push(entry);
+    }
+    // A smaller input cap than the default so the demo's oversized attachment shows the refusal.
+    let config = json!({
+        "mailboxes": mailboxes,
+        "maxAttachmentInputBytes": 1_048_576,
+    });
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true).mode(0o600);
+    let mut f = root.open_with(CONFIG_FILE, &opts).map_err(err)?;
+    let text = serde_json::to_string_pretty(&config).unwrap_or_default();
+    f.write_all(text.as_bytes()).map_err(err)?;
+    f.sync_all().map_err(err)?;
+    root.write(MARKER, VERSION).map_err(err)?;
+    Ok(root_path.join(CONFIG_FILE))
+}
+
+fn write_mailbox(mail: &Dir, mailbox: &corpus::DemoMailbox, private: &DirBuilder) -> std::io::Result<()> {
+    mail.create_dir_with(mailbox.alias, private)?;
+    let root = mail.open_dir(mailbox.alias)?;
+    for sub in ["cur", "new", "tmp"] {
+        root.create_dir_with(sub, private)?;
+    }
+    for folder in &mailbox.folders {
+        let dir = if folder.name == crate::backends::maildir::INBOX {
+            root.try_clone()?
+        } else {
+            let name = format!(".{}", folder.name);
+            if !root.exists(&name) {
+                root.create_dir_with(&name, private)?;
+                let d = root.open_dir(&name)?;
+                for sub in ["cur", "new", "tmp"] {
+                    d.create_dir_with(sub, private)?;
+                }
+                d.write("maildirfolder", b"")?;
+            }
+            root.open_dir(&name)?
+        };
+        for m in &folder.messages {
+            let mut flags = String::new();
+            if m.flagged {
+                flags.push('F');
+            }
+            if m.answered {
+                flags.push('R');
+            }
+            if m.seen {
+                flags.push('S');
+            }
+            let path = if flags.is_empty() {
+                format!("new/{}", m.unique)
+            } else {
+                format!("cur/{}:2,{flags}", m.unique)
+            };
+            let mut opts = OpenOptions::new();
+            opts.write(true).create_new(true).mode(0o600);
+            let mut f = dir.open_with(&path, &opts)?;
+            f.write_all(&m.raw)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs one tool for the tour and renders its answer (or refusal) as text.
+async fn step(app: &Arc<App>, title: &str, tool: &str, args: Value) -> (String, Option<Value>) {
+    let mut out = format!("\n── {title}\n$ mailgate call {tool} '{args}'\n");
+    let raw = match args {
+        Value::Object(map) => map,
+        _ => Default::default(),
+    };
+    let value = match app.call(tool, raw).await {
+        Ok(o) => {
+            let v = o.render().structured_content.unwrap_or(Value::Null);
+            out.push_str(&abbreviate(&v));
+            Some(v)
+        }
+        Err(CallError::Tool(e)) => {
+            out.push_str(&format!("refused: {}: {}", e.code.as_str(), e.message));
+            None
+        }
+        Err(CallError::InvalidParams(m)) => {
+            out.push_str(&format!("invalid arguments: {m}"));
+            None
+        }
+        Err(CallError::UnknownTool) => {
+            out.push_str(&format!(
+                "refused: {tool} is not in this catalog — its gate is closed, so the tool was \
+                 never registered (an agent cannot even see it)."
+            ));
+            None
+        }
+    };
+    out.push('\n');
+    (out, value)
+}
+
+fn abbreviate(v: &Value) -> String {
+    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= 40 {
+        text
+    } else {
+        format!("{}\n  … ({} more lines)", lines[..40].join("\n"), lines.len() - 40)
+    }
+}
+
+/// The guided tour printed when `mailgate demo` runs on a terminal.
+pub(crate) async fn tour(app: &Arc<App>, config: &Path) -> String {
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "mailgate".into());
+    let mut out = format!(
+        "mailgate demo — fictional mailboxes, no account needed.\n\
+         Config: {config}\n\n\
+         Connect an MCP client (stdio):\n\
+         \x20 Claude Code:  claude mcp add mailgate -- {exe} demo --serve\n\
+         \x20 Codex:        add to ~/.codex/config.toml\n\
+         \x20               [mcp_servers.mailgate]\n\
+         \x20               command = \"{exe}\"\n\
+         \x20               args = [\"demo\", \"--serve\"]\n\
+         \x20 Any client:   command `{exe} demo --serve` (stdio transport)\n\n\
+         A short tour through the same validation and handlers the server uses:\n",
+        config = config.display()
+    );
+    let (text, _) = step(app, "The allowlist (aliases only, never addresses)", "list_allowed_mailboxes", json!({})).await;
+    out.push_str(&text);
+    let (text, found) = step(
+        app,
+        "A search with evidence",
+        "search_mailbox",
+        json!({ "mailbox": "finance", "criteria": { "query": "invoice", "maxResults": 3 } }),
+    )
+    .await;
+    out.push_str(&text);
+    let first = found
+        .as_ref()
+        .and_then(|v| v["messages"][0]["id"].as_str())
+        .map(str::to_owned);
+    if let Some(id) = first {
+        let (text, _) = step(
+            app,
+            "Reading a message (framed as untrusted data)",
+            "get_message",
+            json!({ "mailbox": "finance", "messageId": id }),
+        )
+        .await;
+        out.push_str(&text);
+    }
+    let (text, _) = step(
+        app,
+        "Absence is only claimed after an exhaustive scan",
+        "search_mailbox",
+        json!({ "mailbox": "personal", "criteria": { "query": "zeppelin" } }),
+    )
+    .await;
+    out.push_str(&text);
+    let (text, _) = step(
+        app,
+        "A write while the write gate is closed",
+        "move_messages",
+        json!({ "mailbox": "finance", "messageIds": ["x"], "destinationFolderId": "archive" }),
+    )
+    .await;
+    out.push_str(&text);
+    out.push_str(
+        "\nOpen gates with environment variables (PLUGIN_ALLOW_WRITES, \
+         PLUGIN_ALLOW_LOCAL_HANDOFFS, PLUGIN_ALLOW_SEND); see README.md.\n",
+    );
+    out
+}

@@ -1,0 +1,26 @@
+//! Startup failures: each is printed as one line on stderr and ends the process with a non-zero
+//! exit before anything is served. Messages name the variable, key or rule, never a secret.
+//! (Tool-call errors are mapped separately, once, in `tools`.)
+
+use crate::config::ConfigError;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum StartupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("mailbox {alias}: its maildir folder could not be opened ({kind})")]
+    MaildirUnavailable { alias: String, kind: std::io::ErrorKind },
+    #[error("the state folder could not be prepared ({0})")]
+    StateDir(std::io::ErrorKind),
+    #[error("the run journal could not be opened ({0})")]
+    Journal(std::io::ErrorKind),
+    #[error("the demo could not be set up: {0}")]
+    Demo(String),
+    #[error("{0}")]
+    Usage(String),
+    #[error("the MCP transport failed: {0}")]
+    Transport(String),
+    #[error("could not write output ({0})")]
+    Output(std::io::ErrorKind),
+}

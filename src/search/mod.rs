@@ -1,0 +1,291 @@
+//! Evidence-bearing search: the one place that decides what a search answer may claim.
+//!
+//! Invariant: `NOT_FOUND` is only produced after an exhaustive scan of the selected window; a page
+//! limit, a failed page, an ignored query (the canary) or a failed scan is never turned into an
+//! empty success. The rules are the reference's (spec/search.md "Rules"), restated in
+//! [`engine::run`]. The engine is generic over [`SearchSource`], so the backends plug in and the
+//! unit tests can script every outcome with a fake source.
+
+pub(crate) mod engine;
+pub(crate) mod fanout;
+pub(crate) mod matcher;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::backends::{AttachmentMeta, BackendError};
+use crate::mime::Mailbox;
+
+/// The five outcomes of a search, ordered so that the worst wins when aggregating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum SearchStatus {
+    Found,
+    NotFound,
+    SearchIncomplete,
+    SearchFailed,
+    SearchUntrusted,
+}
+
+impl SearchStatus {
+    /// Precedence of spec/search.md rule 9: FAILED > UNTRUSTED > INCOMPLETE > FOUND > NOT_FOUND.
+    fn rank(self) -> u8 {
+        match self {
+            SearchStatus::NotFound => 0,
+            SearchStatus::Found => 1,
+            SearchStatus::SearchIncomplete => 2,
+            SearchStatus::SearchUntrusted => 3,
+            SearchStatus::SearchFailed => 4,
+        }
+    }
+
+    /// The aggregate of several outcomes; `NOT_FOUND` for an empty set is never produced because
+    /// callers always have at least one mailbox.
+    pub(crate) fn worst(statuses: impl IntoIterator<Item = SearchStatus>) -> SearchStatus {
+        statuses
+            .into_iter()
+            .max_by_key(|s| s.rank())
+            .unwrap_or(SearchStatus::SearchIncomplete)
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            SearchStatus::Found => "FOUND",
+            SearchStatus::NotFound => "NOT_FOUND",
+            SearchStatus::SearchIncomplete => "SEARCH_INCOMPLETE",
+            SearchStatus::SearchFailed => "SEARCH_FAILED",
+            SearchStatus::SearchUntrusted => "SEARCH_UNTRUSTED",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Strategy {
+    BackendSearch,
+    LocalScan,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+/// Stable warning codes. The names follow the reference plugin so that a client written for it
+/// reads mailgate's answers unchanged; `graph_*` names the backend's own search on every backend.
+pub(crate) mod warning {
+    pub(crate) const CANARY_FAILED: &str = "canary_failed";
+    pub(crate) const CANARY_MATCHED: &str = "graph_search_canary_matched";
+    pub(crate) const BACKEND_EMPTY: &str = "graph_search_empty";
+    pub(crate) const BACKEND_FAILED: &str = "graph_search_failed";
+    pub(crate) const LOCAL_SCAN_FAILED: &str = "local_scan_failed";
+    pub(crate) const EXACT_TOKEN: &str = "fallback_exact_token_match";
+    pub(crate) const FILTER_FAILED: &str = "graph_filter_failed";
+    pub(crate) const MAILBOX_FAILED: &str = "mailbox_search_failed";
+    pub(crate) const BUDGET_EXHAUSTED: &str = "budget_exhausted";
+    pub(crate) const MEMORY_NOT_CONFIGURED: &str = "search_memory_not_configured";
+}
+
+/// One message as a search or listing sees it. Every string is sender-controlled.
+#[derive(Clone, Debug)]
+pub(crate) struct Candidate {
+    pub(crate) id: String,
+    pub(crate) folder_id: String,
+    pub(crate) subject: Option<String>,
+    pub(crate) from: Option<Mailbox>,
+    pub(crate) received: Option<DateTime<Utc>>,
+    pub(crate) sent: Option<DateTime<Utc>>,
+    pub(crate) is_read: bool,
+    pub(crate) is_flagged: bool,
+    pub(crate) is_answered: bool,
+    pub(crate) has_attachments: bool,
+    /// Start of the body text, for previews.
+    pub(crate) preview: String,
+    /// Bounded body text used by the local scan (body-aware fallback).
+    pub(crate) body: String,
+    pub(crate) attachments: Vec<AttachmentMeta>,
+}
+
+/// Structured filters, applied by the backend and again locally (defence against a backend that
+/// ignores part of a filter).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Filters {
+    pub(crate) sender: Option<String>,
+    pub(crate) subject: Option<String>,
+    pub(crate) date_from: Option<DateTime<Utc>>,
+    pub(crate) date_to: Option<DateTime<Utc>>,
+    pub(crate) has_attachments: Option<bool>,
+    pub(crate) is_read: Option<bool>,
+}
+
+impl Filters {
+    pub(crate) fn matches(&self, c: &Candidate) -> bool {
+        if let Some(sender) = &self.sender {
+            let needle = sender.to_lowercase();
+            let from = c.from.as_ref();
+            let hit = from
+                .and_then(|m| m.address.as_deref())
+                .is_some_and(|a| a.to_lowercase().contains(&needle))
+                || from
+                    .and_then(|m| m.name.as_deref())
+                    .is_some_and(|n| n.to_lowercase().contains(&needle));
+            if !hit {
+                return false;
+            }
+        }
+        if let Some(subject) = &self.subject {
+            let needle = subject.to_lowercase();
+            if !c
+                .subject
+                .as_deref()
+                .is_some_and(|s| s.to_lowercase().contains(&needle))
+            {
+                return false;
+            }
+        }
+        if let Some(from) = self.date_from
+            && !c.received.is_some_and(|d| d >= from)
+        {
+            return false;
+        }
+        if let Some(to) = self.date_to
+            && !c.received.is_some_and(|d| d <= to)
+        {
+            return false;
+        }
+        if let Some(want) = self.has_attachments
+            && c.has_attachments != want
+        {
+            return false;
+        }
+        if let Some(want) = self.is_read
+            && c.is_read != want
+        {
+            return false;
+        }
+        true
+    }
+}
+
+/// What a backend is asked to scan: one folder, filters, and the explicit page and item limits
+/// whose hitting must be reported as `truncated`.
+#[derive(Clone, Debug)]
+pub(crate) struct ScanRequest {
+    pub(crate) folder: Option<String>,
+    pub(crate) filters: Filters,
+    pub(crate) max_items: usize,
+    pub(crate) max_pages: u32,
+}
+
+/// A bounded answer from a backend.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Page {
+    pub(crate) items: Vec<Candidate>,
+    pub(crate) pages_scanned: u32,
+    /// Stopped because of a limit while more items were left.
+    pub(crate) truncated: bool,
+}
+
+/// What the engine needs from a backend.
+pub(crate) trait SearchSource: Sync {
+    /// The backend's own relevance search for `query`, restricted by the request's filters and
+    /// limits.
+    fn search(
+        &self,
+        req: &ScanRequest,
+        query: &str,
+    ) -> impl Future<Output = Result<Page, BackendError>> + Send;
+
+    /// A filter-only listing (newest first) within the request's limits.
+    fn list(&self, req: &ScanRequest) -> impl Future<Output = Result<Page, BackendError>> + Send;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum SortBy {
+    #[default]
+    ReceivedDateTime,
+    Subject,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum SortOrder {
+    Asc,
+    #[default]
+    Desc,
+}
+
+/// A fully derived search for one mailbox.
+#[derive(Clone, Debug)]
+pub(crate) struct SearchPlan {
+    pub(crate) query: Option<String>,
+    pub(crate) folder: Option<String>,
+    pub(crate) filters: Filters,
+    pub(crate) max_results: usize,
+    pub(crate) scan_limit: usize,
+    pub(crate) max_pages: u32,
+    pub(crate) sort_by: SortBy,
+    pub(crate) sort_order: SortOrder,
+}
+
+impl SearchPlan {
+    /// The reference's limit derivation (reference §5): deterministic listings may return up to
+    /// 100 with a scan of 5×; relevance searches are capped at 50 with a scan of 3× (≤100).
+    pub(crate) fn derive_limits(
+        query: Option<&str>,
+        requested: Option<usize>,
+        per_mailbox: usize,
+    ) -> (usize, usize) {
+        let base = requested.unwrap_or(per_mailbox).min(per_mailbox).max(1);
+        if query.is_some() {
+            let max_results = base.min(50);
+            (max_results, (3 * max_results).min(100))
+        } else {
+            let max_results = base.min(100);
+            (max_results, (5 * max_results).min(500))
+        }
+    }
+
+    fn scan_request(&self) -> ScanRequest {
+        ScanRequest {
+            folder: self.folder.clone(),
+            filters: self.filters.clone(),
+            max_items: self.scan_limit,
+            max_pages: self.max_pages,
+        }
+    }
+}
+
+/// The evidence-bearing answer for one mailbox.
+#[derive(Clone, Debug)]
+pub(crate) struct SearchOutcome {
+    pub(crate) status: SearchStatus,
+    pub(crate) strategy: Strategy,
+    pub(crate) confidence: Confidence,
+    pub(crate) pages_scanned: u32,
+    pub(crate) candidates_scanned: usize,
+    pub(crate) truncated: bool,
+    pub(crate) canary_matched: bool,
+    pub(crate) warnings: Vec<&'static str>,
+    pub(crate) messages: Vec<Candidate>,
+}
+
+impl SearchOutcome {
+    /// The in-band failure of one mailbox inside a fan-out: never a tool error, so the other
+    /// mailboxes' evidence stays visible.
+    pub(crate) fn failed(warning: &'static str) -> Self {
+        SearchOutcome {
+            status: SearchStatus::SearchFailed,
+            strategy: Strategy::BackendSearch,
+            confidence: Confidence::Low,
+            pages_scanned: 0,
+            candidates_scanned: 0,
+            truncated: true,
+            canary_matched: false,
+            warnings: vec![warning],
+            messages: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Startup: turns the resolved settings into the one immutable [`App`] a process serves.
+//!
+//! Invariant: every backend is opened and pinned to its alias here, before anything is served;
+//! a mailbox that cannot be opened aborts startup rather than failing later.
+
+use std::sync::Arc;
+
+use crate::backends::{Backend, Registry, maildir::MaildirStore};
+use crate::config::{BackendSpec, Settings};
+use crate::error::StartupError;
+use crate::gates::{Gates, catalog};
+use crate::path_guard;
+use crate::telemetry::Journal;
+use crate::tools::App;
+
+/// Builds the app for `gates` (the HTTP transport passes read-only gates whatever the settings).
+pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
+    let mut entries = Vec::with_capacity(settings.config.mailboxes.len());
+    for mailbox in &settings.config.mailboxes {
+        let backend = match &mailbox.backend {
+            BackendSpec::Maildir { path, .. } => {
+                let dir = path_guard::open_dir(path).map_err(|e| StartupError::MaildirUnavailable {
+                    alias: mailbox.alias.to_string(),
+                    kind: e.kind(),
+                })?;
+                Backend::Maildir(MaildirStore::new(dir))
+            }
+            BackendSpec::Graph => Backend::Unavailable { kind: "graph" },
+            BackendSpec::Imap { .. } => Backend::Unavailable { kind: "imap" },
+        };
+        entries.push((mailbox.alias.clone(), backend));
+    }
+    let journal = if settings.journal {
+        let state = path_guard::create_private_dir_all(&settings.state_dir)
+            .map_err(|e| StartupError::StateDir(e.kind()))?;
+        Some(Journal::open(&state).map_err(|e| StartupError::Journal(e.kind()))?)
+    } else {
+        None
+    };
+    let tools = catalog::build(&gates);
+    Ok(Arc::new(App {
+        config: settings.config.clone(),
+        extraction_slots: tokio::sync::Semaphore::new(
+            settings.config.limits.max_concurrent_extractions.max(1),
+        ),
+        gates,
+        backends: Registry::new(entries),
+        journal,
+        tools,
+    }))
+}

@@ -1,0 +1,145 @@
+//! Logs and the run journal: metadata only (spec/security.md §6).
+//!
+//! Invariant: what is written here is built from an allowlist — tool names, argument *names*
+//! (only those the tool's schema declares; anything else becomes `unknown_N`) with their JSON
+//! *types*, durations, outcome classes, stable error codes and aliases on the allowlist. No
+//! argument value, message content, address, attachment name, password or upstream error is ever
+//! passed to this module, so none can be written. Logs go to stderr: stdout is the MCP channel.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::OpenOptionsExt;
+use rmcp::model::JsonObject;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::alias::Alias;
+use crate::tools::{CallError, ToolDef, ToolOutput};
+
+/// Installs the stderr subscriber; `filter` is `MAILGATE_LOG` (default `warn`).
+pub(crate) fn init_tracing(filter: Option<&str>) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("warn"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // A second init (tests, `demo` re-entering `serve`) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// JSON type label of a value.
+fn type_label(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Argument names and types; names the tool's schema does not declare are replaced.
+pub(crate) fn argument_shape(def: &ToolDef, raw: &JsonObject) -> BTreeMap<String, &'static str> {
+    let schema = (def.input_schema)();
+    let declared = schema.get("properties").and_then(Value::as_object);
+    let mut unknown = 0;
+    raw.iter()
+        .map(|(name, value)| {
+            let key = if declared.is_some_and(|d| d.contains_key(name)) {
+                name.clone()
+            } else {
+                unknown += 1;
+                format!("unknown_{unknown}")
+            };
+            (key, type_label(value))
+        })
+        .collect()
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallEvent<'a> {
+    version: u8,
+    event: &'static str,
+    timestamp: String,
+    tool: &'a str,
+    argument_shape: BTreeMap<String, &'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mailbox: Option<&'a str>,
+    duration_ms: u128,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    search_status: Option<String>,
+}
+
+/// The append-only run journal (`<state>/journal.jsonl`, mode 0600), off unless
+/// `MAILGATE_JOURNAL` is true.
+pub(crate) struct Journal {
+    file: Mutex<cap_std::fs::File>,
+}
+
+impl Journal {
+    pub(crate) const FILE: &'static str = "journal.jsonl";
+
+    pub(crate) fn open(state: &Dir) -> std::io::Result<Self> {
+        let mut opts = OpenOptions::new();
+        opts.append(true).create(true).mode(0o600);
+        let file = state.open_with(Self::FILE, &opts)?;
+        Ok(Self { file: Mutex::new(file) })
+    }
+
+    pub(crate) fn record_call(
+        &self,
+        tool: &str,
+        argument_shape: BTreeMap<String, &'static str>,
+        mailbox: Option<&Alias>,
+        elapsed: Duration,
+        result: &Result<ToolOutput, CallError>,
+    ) {
+        let (outcome, error_code, search_status) = match result {
+            Ok(out) => (
+                "ok",
+                None,
+                // Only the status enum is copied, never content.
+                out.structured.get("status").and_then(Value::as_str).and_then(|s| {
+                    matches!(
+                        s,
+                        "FOUND" | "NOT_FOUND" | "SEARCH_INCOMPLETE" | "SEARCH_FAILED" | "SEARCH_UNTRUSTED"
+                    )
+                    .then(|| s.to_owned())
+                }),
+            ),
+            Err(CallError::Tool(e)) => ("tool_error", Some(e.code.as_str()), None),
+            Err(CallError::InvalidParams(_)) => ("invalid_arguments", None, None),
+            Err(CallError::UnknownTool) => ("unknown_tool", None, None),
+        };
+        let event = CallEvent {
+            version: 1,
+            event: "tool_call",
+            timestamp: chrono::Utc::now().to_rfc3339(),
+            tool,
+            argument_shape,
+            mailbox: mailbox.map(Alias::as_str),
+            duration_ms: elapsed.as_millis(),
+            outcome,
+            error_code,
+            search_status,
+        };
+        tracing::info!(tool, outcome, error_code, duration_ms = event.duration_ms as u64, "tool call");
+        let Ok(mut line) = serde_json::to_vec(&event) else { return };
+        line.push(b'\n');
+        if let Ok(mut f) = self.file.lock()
+            && let Err(err) = f.write_all(&line)
+        {
+            tracing::warn!(error_kind = ?err.kind(), "journal write failed");
+        }
+    }
+}

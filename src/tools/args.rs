@@ -1,0 +1,560 @@
+//! Tool inputs: one strict type per tool. The JSON Schema published in `tools/list` is derived
+//! from these types (schemars reads the garde rules), and the same garde rules run before any
+//! handler, so what the schema promises and what is enforced cannot drift apart.
+//!
+//! Every object is `deny_unknown_fields`; every string and array is bounded. Lengths count Unicode
+//! scalar values.
+
+use garde::Validate;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// `^[0-9]{4}-[0-9]{2}-[0-9]{2}` plus an optional time and zone, as the reference accepts.
+pub(crate) const DATE_PATTERN: &str =
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$";
+
+fn valid_address(value: &String, _ctx: &()) -> garde::Result {
+    crate::policy::address::EmailAddress::parse(value)
+        .map(|_| ())
+        .map_err(|_| garde::Error::new("not a valid email address"))
+}
+
+fn valid_date(value: &Option<String>, _ctx: &()) -> garde::Result {
+    let Some(value) = value else { return Ok(()) };
+    crate::tools::dates::parse(value, false)
+        .map(|_| ())
+        .map_err(|_| garde::Error::new("not a valid ISO-8601 date"))
+}
+
+fn valid_entry(value: &Option<String>, _ctx: &()) -> garde::Result {
+    if value.as_deref().is_none_or(crate::extract::is_addressable_entry) {
+        Ok(())
+    } else {
+        Err(garde::Error::new("not an addressable archive entry"))
+    }
+}
+
+/// An optional alias list: 1..=32 valid, unique aliases.
+fn alias_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
+    let Some(values) = values else { return Ok(()) };
+    if values.is_empty() || values.len() > 32 {
+        return Err(garde::Error::new("length is lower than 1 or greater than 32"));
+    }
+    for v in values {
+        crate::alias::Alias::parse(v)
+            .map_err(|_| garde::Error::new("an item is not a valid mailbox alias"))?;
+        if v.trim() != v {
+            return Err(garde::Error::new("an item is not a valid mailbox alias"));
+        }
+    }
+    unique_strings(values, &())
+}
+
+/// An optional address list: 1..=50 parseable addresses.
+fn address_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
+    let Some(values) = values else { return Ok(()) };
+    if values.is_empty() || values.len() > 50 {
+        return Err(garde::Error::new("length is lower than 1 or greater than 50"));
+    }
+    values.iter().try_for_each(|v| valid_address(v, &()))
+}
+
+/// An optional id list: 1..=100 ids of 1..=512 chars.
+fn id_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
+    let Some(values) = values else { return Ok(()) };
+    if values.is_empty() || values.len() > 100 {
+        return Err(garde::Error::new("length is lower than 1 or greater than 100"));
+    }
+    if values.iter().all(|v| (1..=512).contains(&v.chars().count())) {
+        Ok(())
+    } else {
+        Err(garde::Error::new("an id is empty or longer than 512 characters"))
+    }
+}
+
+fn unique_strings(values: &[String], _ctx: &()) -> garde::Result {
+    let mut seen = std::collections::HashSet::new();
+    if values.iter().all(|v| seen.insert(v.as_str())) {
+        Ok(())
+    } else {
+        Err(garde::Error::new("items must be unique"))
+    }
+}
+
+fn unique_folders(values: &Option<Vec<InvestigationFolder>>, _ctx: &()) -> garde::Result {
+    let Some(values) = values else { return Ok(()) };
+    let mut seen = std::collections::HashSet::new();
+    if values.iter().all(|v| seen.insert(*v)) {
+        Ok(())
+    } else {
+        Err(garde::Error::new("folders must be unique"))
+    }
+}
+
+fn unique_labels(values: &Vec<BatchQuery>, _ctx: &()) -> garde::Result {
+    let mut seen = std::collections::HashSet::new();
+    if values.iter().all(|v| seen.insert(v.label.as_str())) {
+        Ok(())
+    } else {
+        Err(garde::Error::new("labels must be unique within a batch"))
+    }
+}
+
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoArgs {}
+
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+pub(crate) enum SortByArg {
+    #[serde(rename = "receivedDateTime")]
+    ReceivedDateTime,
+    #[serde(rename = "subject")]
+    Subject,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum SortOrderArg {
+    Asc,
+    Desc,
+}
+
+/// Where a search runs: the live backend (default), the local index, or both.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum SourceArg {
+    Live,
+    Index,
+    Hybrid,
+}
+
+/// Search criteria shared by the search and list tools. All fields optional.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct Criteria {
+    /// Free-text query (relevance search). Omit for an exact filter listing.
+    #[garde(length(chars, min = 1, max = 500))]
+    pub(crate) query: Option<String>,
+    /// Substring of the sender's address or name.
+    #[garde(length(chars, min = 1, max = 320))]
+    pub(crate) sender: Option<String>,
+    /// Substring of the subject.
+    #[garde(length(chars, min = 1, max = 500))]
+    pub(crate) subject: Option<String>,
+    /// Received on or after (ISO-8601 date or date-time; a date alone means its start, UTC).
+    #[garde(pattern(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"), custom(valid_date))]
+    pub(crate) date_from: Option<String>,
+    /// Received on or before (a date alone means its end, UTC).
+    #[garde(pattern(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"), custom(valid_date))]
+    pub(crate) date_to: Option<String>,
+    #[garde(skip)]
+    pub(crate) has_attachments: Option<bool>,
+    #[garde(skip)]
+    pub(crate) is_read: Option<bool>,
+    /// Folder id or well-known name (inbox, sentitems, drafts, archive, junkemail); default inbox.
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) folder: Option<String>,
+    #[garde(range(min = 1, max = 100))]
+    pub(crate) max_results: Option<u32>,
+    #[garde(range(min = 1, max = 10))]
+    pub(crate) max_pages: Option<u32>,
+    #[garde(skip)]
+    pub(crate) sort_by: Option<SortByArg>,
+    #[garde(skip)]
+    pub(crate) sort_order: Option<SortOrderArg>,
+    /// Include attachment names (untrusted) in each summary.
+    #[garde(skip)]
+    pub(crate) include_attachment_names: Option<bool>,
+    /// Expand the query through the operator's search memory.
+    #[garde(skip)]
+    pub(crate) expand_terms: Option<bool>,
+    /// live (default) | index | hybrid.
+    #[garde(skip)]
+    pub(crate) source: Option<SourceArg>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct MailboxArgs {
+    /// Mailbox alias from list_allowed_mailboxes.
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct SearchMailboxArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[serde(default)]
+    #[garde(dive)]
+    pub(crate) criteria: Criteria,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct SearchMailboxesArgs {
+    /// Aliases to search (default: every allowed mailbox).
+    #[garde(custom(alias_list))]
+    #[schemars(length(min = 1, max = 32), inner(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$")))]
+    pub(crate) mailboxes: Option<Vec<String>>,
+    #[serde(default)]
+    #[garde(dive)]
+    pub(crate) criteria: Criteria,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct BatchQuery {
+    /// Caller's label for this query, unique in the batch.
+    #[garde(length(chars, min = 1, max = 120))]
+    pub(crate) label: String,
+    #[garde(custom(alias_list))]
+    #[schemars(length(min = 1, max = 32), inner(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$")))]
+    pub(crate) mailboxes: Option<Vec<String>>,
+    #[serde(default)]
+    #[garde(dive)]
+    pub(crate) criteria: Criteria,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct SearchBatchArgs {
+    #[garde(length(min = 1, max = 25), dive, custom(unique_labels))]
+    pub(crate) queries: Vec<BatchQuery>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum MessageFormat {
+    #[default]
+    Text,
+    Headers,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct GetMessageArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) message_id: String,
+    /// Body character offset to start from (for reading long bodies in pieces).
+    #[garde(range(min = 0, max = 10_000_000))]
+    pub(crate) offset: Option<u64>,
+    /// text (default): headers and body; headers: no body.
+    #[garde(skip)]
+    pub(crate) format: Option<MessageFormat>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct FolderStatsArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) folder_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct MessageRefArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) message_id: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ContentMode {
+    #[default]
+    Text,
+    Raw,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct AttachmentContentArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) message_id: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) attachment_id: String,
+    /// text (default): extracted text; raw: base64 bytes within the raw cap.
+    #[garde(skip)]
+    pub(crate) mode: Option<ContentMode>,
+    /// Entry path inside a zip archive.
+    #[garde(length(chars, min = 1, max = 512), custom(valid_entry))]
+    pub(crate) entry: Option<String>,
+    /// Password of an encrypted zip; never logged or stored.
+    #[garde(length(chars, min = 1, max = 256))]
+    pub(crate) password: Option<String>,
+}
+
+/// Signals to look for. The reference's names are kept for compatibility; they are generic lists:
+/// identifiers (`proposalIds`), parties (`clients`), organisations (`insurers`), exact attachment
+/// names (`attachmentNames`), plus free `keywords`. (serde cannot combine `flatten` with
+/// `deny_unknown_fields`, so the inputs carry the five lists themselves and hand out this view.)
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Signals {
+    pub(crate) proposal_ids: Vec<String>,
+    pub(crate) clients: Vec<String>,
+    pub(crate) insurers: Vec<String>,
+    pub(crate) attachment_names: Vec<String>,
+    pub(crate) keywords: Vec<String>,
+}
+
+impl Signals {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.proposal_ids.is_empty()
+            && self.clients.is_empty()
+            && self.insurers.is_empty()
+            && self.attachment_names.is_empty()
+            && self.keywords.is_empty()
+    }
+}
+
+/// Cross-field rule hung on `proposalIds`: the five lists together hold at least one signal.
+fn at_least_one_signal<'a>(
+    others: [&'a [String]; 4],
+) -> impl FnOnce(&Vec<String>, &()) -> garde::Result + 'a {
+    move |first, _| {
+        if first.is_empty() && others.iter().all(|o| o.is_empty()) {
+            Err(garde::Error::new(
+                "at least one signal (proposalIds, clients, insurers, attachmentNames, keywords) is required",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct EvidenceArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) message_id: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) attachment_id: String,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)), custom(at_least_one_signal([&self.clients, &self.insurers, &self.attachment_names, &self.keywords])))]
+    pub(crate) proposal_ids: Vec<String>,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
+    pub(crate) clients: Vec<String>,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
+    pub(crate) insurers: Vec<String>,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
+    pub(crate) attachment_names: Vec<String>,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
+    pub(crate) keywords: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum InvestigationFolder {
+    Inbox,
+    Sentitems,
+    Archive,
+}
+
+impl InvestigationFolder {
+    pub(crate) const ALL: [InvestigationFolder; 3] =
+        [InvestigationFolder::Inbox, InvestigationFolder::Sentitems, InvestigationFolder::Archive];
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            InvestigationFolder::Inbox => "inbox",
+            InvestigationFolder::Sentitems => "sentitems",
+            InvestigationFolder::Archive => "archive",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct InvestigationCriteria {
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)), custom(at_least_one_signal([&self.clients, &self.insurers, &self.attachment_names, &self.keywords])))]
+    pub(crate) proposal_ids: Vec<String>,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
+    pub(crate) clients: Vec<String>,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
+    pub(crate) insurers: Vec<String>,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
+    pub(crate) attachment_names: Vec<String>,
+    #[serde(default)]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
+    pub(crate) keywords: Vec<String>,
+    /// Default: all three.
+    #[garde(length(min = 1, max = 3), custom(unique_folders))]
+    pub(crate) folders: Option<Vec<InvestigationFolder>>,
+    #[garde(range(min = 1, max = 10))]
+    pub(crate) max_pages_per_folder: Option<u32>,
+    #[garde(range(min = 1, max = 200))]
+    pub(crate) max_messages_per_folder: Option<u32>,
+    #[garde(range(min = 1, max = 5))]
+    pub(crate) max_attachment_pages_per_message: Option<u32>,
+    #[garde(range(min = 1, max = 50))]
+    pub(crate) max_attachments_per_message: Option<u32>,
+    #[garde(range(min = 1, max = 25))]
+    pub(crate) max_results: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct InvestigateArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(dive)]
+    pub(crate) criteria: InvestigationCriteria,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct CreateHandoffArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) message_id: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) attachment_id: String,
+    /// A UUIDv4 chosen by the caller; the same key and request replay the same handoff.
+    #[garde(pattern(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"))]
+    pub(crate) idempotency_key: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct GetHandoffArgs {
+    #[garde(pattern(r"^oh_[A-Za-z0-9_-]{43}$"))]
+    pub(crate) handoff_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct MoveCopyArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(min = 1, max = 100), inner(length(chars, min = 1, max = 512)))]
+    pub(crate) message_ids: Vec<String>,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) destination_folder_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct MarkArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(min = 1, max = 100), inner(length(chars, min = 1, max = 512)))]
+    pub(crate) message_ids: Vec<String>,
+    /// true marks read, false unread.
+    #[garde(skip)]
+    pub(crate) read: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct DownloadArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) message_id: String,
+    /// Default: every attachment of the message (within the batch budgets).
+    #[garde(custom(id_list))]
+    #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 512)))]
+    pub(crate) attachment_ids: Option<Vec<String>>,
+}
+
+/// An attachment by reference: an attachment of a message in the same mailbox, or a handoff.
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct AttachmentRef {
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) message_id: Option<String>,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) attachment_id: Option<String>,
+    #[garde(pattern(r"^oh_[A-Za-z0-9_-]{43}$"))]
+    pub(crate) handoff_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct CreateDraftArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(min = 1, max = 50), inner(length(chars, min = 3, max = 320), custom(valid_address)))]
+    pub(crate) to: Vec<String>,
+    #[garde(custom(address_list))]
+    #[schemars(length(min = 1, max = 50), inner(length(min = 3, max = 320)))]
+    pub(crate) cc: Option<Vec<String>>,
+    #[garde(custom(address_list))]
+    #[schemars(length(min = 1, max = 50), inner(length(min = 3, max = 320)))]
+    pub(crate) bcc: Option<Vec<String>>,
+    #[garde(length(chars, min = 1, max = 500))]
+    pub(crate) subject: String,
+    #[garde(length(chars, min = 1, max = 500_000))]
+    pub(crate) body: String,
+    /// Attachments by reference only (never a local path).
+    #[garde(length(max = 10), dive)]
+    pub(crate) attachments: Option<Vec<AttachmentRef>>,
+    /// Message id (same mailbox) this draft replies to; threads the draft.
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) reply_to: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct SendEmailArgs {
+    #[garde(length(min = 1, max = 50), inner(length(chars, min = 3, max = 320), custom(valid_address)))]
+    pub(crate) to: Vec<String>,
+    #[garde(custom(address_list))]
+    #[schemars(length(min = 1, max = 50), inner(length(min = 3, max = 320)))]
+    pub(crate) cc: Option<Vec<String>>,
+    #[garde(custom(address_list))]
+    #[schemars(length(min = 1, max = 50), inner(length(min = 3, max = 320)))]
+    pub(crate) bcc: Option<Vec<String>>,
+    #[garde(length(chars, min = 1, max = 500))]
+    pub(crate) subject: String,
+    #[garde(length(chars, min = 1, max = 500_000))]
+    pub(crate) body: String,
+    /// Message id in the sending mailbox to thread with; recipients are never derived from it.
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) in_reply_to: Option<String>,
+    /// Render the envelope and the policy verdict without sending.
+    #[garde(skip)]
+    pub(crate) dry_run: Option<bool>,
+    /// A UUIDv4: a retried call with the same key returns the first call's receipt.
+    #[garde(pattern(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"))]
+    pub(crate) idempotency_key: Option<String>,
+}
+
+macro_rules! signal_view {
+    ($t:ty) => {
+        impl $t {
+            pub(crate) fn signals(&self) -> Signals {
+                Signals {
+                    proposal_ids: self.proposal_ids.clone(),
+                    clients: self.clients.clone(),
+                    insurers: self.insurers.clone(),
+                    attachment_names: self.attachment_names.clone(),
+                    keywords: self.keywords.clone(),
+                }
+            }
+        }
+    };
+}
+signal_view!(EvidenceArgs);
+signal_view!(InvestigationCriteria);

@@ -1,0 +1,386 @@
+//! The tool layer: tool definitions grouped in families, input validation, and the one mapping
+//! from library errors to the two MCP error channels.
+//!
+//! Invariant: a handler only ever receives an input that deserialised strictly (unknown fields
+//! rejected) *and* passed its garde rules; malformed input is a protocol error (`invalid_params`),
+//! while everything the model can act on (unknown alias, policy refusal, backend failure, limit) is
+//! a tool result with `isError: true` and a stable code. Both stdio and `mailgate call` go through
+//! [`App::call`], so the CLI cannot take a path the server does not.
+
+pub(crate) mod args;
+pub(crate) mod dates;
+mod evidence;
+pub(crate) mod framing;
+mod handoff;
+pub(crate) mod output;
+mod read;
+mod send;
+mod write;
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use garde::Validate;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::alias::Alias;
+use crate::backends::{Backend, BackendError, Registry};
+use crate::config::{Access, Config, MailboxEntry};
+use crate::gates::{Gate, Gates};
+use crate::telemetry::Journal;
+
+/// The four families of catalog.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Family {
+    Read,
+    Handoff,
+    Write,
+    Send,
+}
+
+impl Family {
+    /// The gate a family needs; `None` for the always-present read family.
+    pub(crate) fn gate(self) -> Option<Gate> {
+        match self {
+            Family::Read => None,
+            Family::Handoff => Some(Gate::Handoffs),
+            Family::Write => Some(Gate::Writes),
+            Family::Send => Some(Gate::Send),
+        }
+    }
+}
+
+/// What a tool changes, for policy/ and `policy explain`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Mutates {
+    Nothing,
+    LocalDisk,
+    Mailbox,
+    OutboundMail,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hints {
+    pub(crate) read_only: bool,
+    pub(crate) destructive: bool,
+    pub(crate) idempotent: bool,
+    pub(crate) open_world: bool,
+}
+
+pub(crate) const READ_HINTS: Hints =
+    Hints { read_only: true, destructive: false, idempotent: true, open_world: false };
+
+type CallFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, CallError>> + Send>>;
+
+/// One tool: its public face and its handler.
+pub(crate) struct ToolDef {
+    pub(crate) name: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) family: Family,
+    pub(crate) hints: Hints,
+    pub(crate) mutates: Mutates,
+    pub(crate) graph_permission: &'static str,
+    pub(crate) imap_capability: &'static str,
+    pub(crate) input_schema: fn() -> Arc<JsonObject>,
+    pub(crate) output_schema: Option<fn() -> Arc<JsonObject>>,
+    pub(crate) call: fn(Arc<App>, JsonObject) -> CallFuture,
+}
+
+impl ToolDef {
+    pub(crate) fn to_mcp(&self) -> Tool {
+        let annotations = ToolAnnotations::with_title(self.title)
+            .read_only(self.hints.read_only)
+            .destructive(self.hints.destructive)
+            .idempotent(self.hints.idempotent)
+            .open_world(self.hints.open_world);
+        let mut tool = Tool::new_with_raw(
+            self.name,
+            Some(Cow::Borrowed(self.description)),
+            (self.input_schema)(),
+        )
+        .with_title(self.title)
+        .with_annotations(annotations);
+        if let Some(out) = self.output_schema {
+            tool = tool.with_raw_output_schema(out());
+        }
+        tool
+    }
+}
+
+/// Deserialise strictly, validate, then run the handler. Generic glue used by every ToolDef.
+pub(crate) async fn dispatch<A, F, Fut>(app: Arc<App>, raw: JsonObject, f: F) -> Result<ToolOutput, CallError>
+where
+    A: DeserializeOwned + Validate<Context = ()>,
+    F: FnOnce(Arc<App>, A) -> Fut,
+    Fut: Future<Output = Result<ToolOutput, ToolError>>,
+{
+    let args: A = serde_json::from_value(Value::Object(raw))
+        .map_err(|e| CallError::InvalidParams(format!("invalid arguments: {e}")))?;
+    args.validate()
+        .map_err(|report| CallError::InvalidParams(format!("invalid arguments: {report}")))?;
+    f(app, args).await.map_err(CallError::Tool)
+}
+
+/// Builds a `ToolDef::call` from a typed async handler.
+macro_rules! handler {
+    ($args:ty, $f:path) => {
+        |app, raw| Box::pin($crate::tools::dispatch::<$args, _, _>(app, raw, $f))
+    };
+}
+pub(crate) use handler;
+
+/// JSON Schema of an input type, as rmcp publishes it (draft 2020-12).
+pub(crate) fn input_schema<T: schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_type::<T>()
+}
+
+pub(crate) fn output_schema<T: schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_output::<T>()
+}
+
+/// Stable error codes at the tool boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub(crate) enum ErrorCode {
+    UnknownMailbox,
+    PolicyDenied,
+    NotFound,
+    LimitExceeded,
+    BackendUnavailable,
+    RateLimited,
+    Unsupported,
+    InvalidArgument,
+    AttachmentTooLarge,
+    RawTooLarge,
+    AttachmentFetchFailed,
+    UnsupportedFormat,
+    ExtractionFailed,
+    ExtractionBusy,
+}
+
+impl ErrorCode {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::UnknownMailbox => "UNKNOWN_MAILBOX",
+            ErrorCode::PolicyDenied => "POLICY_DENIED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
+            ErrorCode::BackendUnavailable => "BACKEND_UNAVAILABLE",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::Unsupported => "UNSUPPORTED",
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::AttachmentTooLarge => "ATTACHMENT_TOO_LARGE",
+            ErrorCode::RawTooLarge => "RAW_TOO_LARGE",
+            ErrorCode::AttachmentFetchFailed => "ATTACHMENT_FETCH_FAILED",
+            ErrorCode::UnsupportedFormat => "UNSUPPORTED_FORMAT",
+            ErrorCode::ExtractionFailed => "EXTRACTION_FAILED",
+            ErrorCode::ExtractionBusy => "EXTRACTION_BUSY",
+        }
+    }
+}
+
+/// A refusal or failure the model can read and act on. `message` is server-written text only:
+/// never a secret, an address, a host path or a raw upstream error.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolError {
+    pub(crate) code: ErrorCode,
+    pub(crate) message: Cow<'static, str>,
+}
+
+impl ToolError {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
+        Self { code, message: message.into() }
+    }
+
+    pub(crate) fn from_backend(err: &BackendError) -> Self {
+        match err {
+            BackendError::NotFound | BackendError::BadId => {
+                ToolError::new(ErrorCode::NotFound, "no such item in this mailbox")
+            }
+            BackendError::Unsupported(kind) => ToolError::new(
+                ErrorCode::Unsupported,
+                format!("the {kind} backend is not available in this version of mailgate"),
+            ),
+            BackendError::TooLarge => {
+                ToolError::new(ErrorCode::LimitExceeded, "the item exceeds a server-side limit")
+            }
+            BackendError::Io(_) => {
+                ToolError::new(ErrorCode::BackendUnavailable, "the mailbox could not be read")
+            }
+        }
+    }
+}
+
+impl From<BackendError> for ToolError {
+    fn from(err: BackendError) -> Self {
+        ToolError::from_backend(&err)
+    }
+}
+
+/// The two error channels.
+#[derive(Debug)]
+pub(crate) enum CallError {
+    /// Malformed input: a protocol error naming the field and rule.
+    InvalidParams(String),
+    /// Unknown tool name: a protocol error.
+    UnknownTool,
+    /// A tool result with `isError: true`.
+    Tool(ToolError),
+}
+
+/// A successful tool answer before rendering.
+pub(crate) struct ToolOutput {
+    pub(crate) structured: Value,
+    /// One server-written line for the text channel.
+    pub(crate) summary: String,
+    /// Whether `structured` holds sender-controlled text.
+    pub(crate) untrusted: bool,
+}
+
+impl ToolOutput {
+    pub(crate) fn trusted(summary: impl Into<String>, value: impl serde::Serialize) -> Self {
+        Self { structured: to_value(value), summary: summary.into(), untrusted: false }
+    }
+
+    pub(crate) fn untrusted(summary: impl Into<String>, value: impl serde::Serialize) -> Self {
+        Self { structured: to_value(value), summary: summary.into(), untrusted: true }
+    }
+
+    /// Renders both channels; untrusted payloads get a fresh fence.
+    pub(crate) fn render(self) -> CallToolResult {
+        let mut structured = self.structured;
+        let payload;
+        let text = if self.untrusted {
+            let fence = framing::Fence::new();
+            if let Value::Object(map) = &mut structured {
+                map.insert("dataTrust".into(), Value::from(framing::DATA_TRUST));
+                map.insert("untrustedDataFence".into(), Value::from(fence.nonce()));
+            }
+            payload = serde_json::to_string(&structured).unwrap_or_default();
+            fence.wrap(&self.summary, &payload)
+        } else {
+            payload = serde_json::to_string(&structured).unwrap_or_default();
+            format!("{}\n{payload}", self.summary)
+        };
+        let mut result = CallToolResult::structured(structured);
+        result.content = vec![ContentBlock::text(text)];
+        result
+    }
+}
+
+fn to_value(value: impl serde::Serialize) -> Value {
+    // Serialising our own output types cannot fail (no maps with non-string keys).
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+        "{}: {}",
+        err.code.as_str(),
+        err.message
+    ))]);
+    let mut meta = MetaObject(JsonObject::new());
+    meta.0.insert("mailgate/errorCode".into(), Value::from(err.code.as_str()));
+    result.meta = Some(meta);
+    result
+}
+
+/// Everything a handler may use, fixed at startup.
+pub(crate) struct App {
+    pub(crate) config: Config,
+    pub(crate) gates: Gates,
+    pub(crate) backends: Registry,
+    pub(crate) journal: Option<Journal>,
+    pub(crate) tools: Vec<&'static ToolDef>,
+    pub(crate) extraction_slots: tokio::sync::Semaphore,
+}
+
+/// A mailbox a handler may use: the validated alias, its config entry and its pinned backend.
+pub(crate) struct Resolved<'a> {
+    pub(crate) alias: Alias,
+    pub(crate) entry: &'a MailboxEntry,
+    pub(crate) backend: &'a Backend,
+}
+
+impl App {
+    pub(crate) fn tool(&self, name: &str) -> Option<&'static ToolDef> {
+        self.tools.iter().copied().find(|t| t.name == name)
+    }
+
+    /// Runs one tool call end to end: lookup, validation, handler, journal.
+    pub(crate) async fn call(self: &Arc<Self>, name: &str, raw: JsonObject) -> Result<ToolOutput, CallError> {
+        let Some(def) = self.tool(name) else {
+            return Err(CallError::UnknownTool);
+        };
+        let started = Instant::now();
+        let shape = crate::telemetry::argument_shape(def, &raw);
+        let mailbox = raw.get("mailbox").and_then(Value::as_str).and_then(|m| self.known_alias(m));
+        let result = (def.call)(Arc::clone(self), raw).await;
+        if let Some(journal) = &self.journal {
+            journal.record_call(def.name, shape, mailbox.as_ref(), started.elapsed(), &result);
+        }
+        result
+    }
+
+    /// The alias if it is on the allowlist (used for metadata only).
+    fn known_alias(&self, mailbox: &str) -> Option<Alias> {
+        let alias = Alias::parse(&mailbox.to_lowercase()).ok()?;
+        self.config.mailbox(&alias).map(|_| alias)
+    }
+
+    /// Looks an alias up in the allowlist; unknown aliases fail before any backend is touched.
+    pub(crate) fn resolve(&self, mailbox: &str) -> Result<Resolved<'_>, ToolError> {
+        let unknown =
+            || ToolError::new(ErrorCode::UnknownMailbox, "the mailbox alias is not on the allowlist");
+        let alias = Alias::parse(&mailbox.to_lowercase()).map_err(|_| unknown())?;
+        let entry = self.config.mailbox(&alias).ok_or_else(unknown)?;
+        let backend = self.backends.get(&alias).ok_or_else(unknown)?;
+        Ok(Resolved { alias, entry, backend })
+    }
+
+    /// As [`App::resolve`], and refuses aliases narrowed to `read` (catalog.md "Per-alias
+    /// narrowing"); used by every write and handoff tool.
+    pub(crate) fn resolve_for_change(&self, mailbox: &str) -> Result<Resolved<'_>, ToolError> {
+        let resolved = self.resolve(mailbox)?;
+        if resolved.entry.access == Access::Read {
+            return Err(ToolError::new(
+                ErrorCode::PolicyDenied,
+                "this mailbox is narrowed to read access (plugin.json \"access\": \"read\")",
+            ));
+        }
+        Ok(resolved)
+    }
+}
+
+/// The tools of each family, in catalog order.
+pub(crate) fn family(family: Family) -> &'static [ToolDef] {
+    match family {
+        Family::Read => read::TOOLS,
+        Family::Handoff => handoff::TOOLS,
+        Family::Write => write::TOOLS,
+        Family::Send => send::TOOLS,
+    }
+}
+
+/// Gate-independent list of every tool that exists (for policy export and tests).
+pub(crate) fn all_tools() -> impl Iterator<Item = &'static ToolDef> {
+    [Family::Read, Family::Handoff, Family::Write, Family::Send]
+        .into_iter()
+        .flat_map(|f| family(f).iter())
+}
+
+/// A handler for tools whose family is registered but whose capability lands in a later issue.
+pub(crate) async fn not_yet<A>(_app: Arc<App>, _args: A) -> Result<ToolOutput, ToolError> {
+    Err(ToolError::new(
+        ErrorCode::Unsupported,
+        "this tool is part of the catalog but not implemented in this version of mailgate",
+    ))
+}

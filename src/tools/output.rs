@@ -1,0 +1,394 @@
+//! Tool outputs: typed projections whose JSON Schemas are published as `outputSchema`.
+//!
+//! Invariant: every sender-controlled string passes through [`bounded`] with the reference's
+//! bounds (subject 300, from 320, preview 500, ≤30 attachment names of 200 chars, content types
+//! 100) before it leaves the server. Lengths count Unicode scalar values.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::backends::{AttachmentMeta, FolderInfo};
+use crate::mime::Mailbox;
+use crate::search::{Candidate, Confidence, SearchOutcome, SearchStatus, Strategy};
+
+pub(crate) const SUBJECT_CHARS: usize = 300;
+pub(crate) const ADDRESS_CHARS: usize = 320;
+pub(crate) const PREVIEW_CHARS: usize = 500;
+pub(crate) const SUMMARY_ATTACHMENTS: usize = 30;
+pub(crate) const SUMMARY_ATTACHMENT_NAME_CHARS: usize = 200;
+pub(crate) const ATTACHMENT_NAME_CHARS: usize = 300;
+pub(crate) const CONTENT_TYPE_CHARS: usize = 100;
+pub(crate) const FOLDER_NAME_CHARS: usize = 300;
+
+/// Collapses whitespace runs to one space, trims, and cuts to `max` chars plus `...`.
+pub(crate) fn bounded(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 4 + 3));
+    let mut count = 0;
+    let mut pending_space = false;
+    for ch in text.chars() {
+        if ch.is_whitespace() || ch.is_control() {
+            pending_space = count > 0;
+            continue;
+        }
+        if pending_space {
+            if count >= max {
+                out.push_str("...");
+                return out;
+            }
+            out.push(' ');
+            count += 1;
+            pending_space = false;
+        }
+        if count >= max {
+            out.push_str("...");
+            return out;
+        }
+        out.push(ch);
+        count += 1;
+    }
+    out
+}
+
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+pub(crate) struct AddressOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) address: Option<String>,
+}
+
+impl AddressOut {
+    pub(crate) fn from_mailbox(m: &Mailbox) -> Self {
+        Self {
+            name: m.name.as_deref().map(|n| bounded(n, ADDRESS_CHARS)).filter(|n| !n.is_empty()),
+            address: m.address.as_deref().map(|a| bounded(a, ADDRESS_CHARS)),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AttachmentOut {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) content_type: String,
+    pub(crate) size: u64,
+    pub(crate) is_inline: bool,
+}
+
+impl AttachmentOut {
+    pub(crate) fn from_meta(a: &AttachmentMeta, name_chars: usize) -> Self {
+        Self {
+            id: a.id.clone(),
+            name: bounded(a.name.as_deref().unwrap_or(""), name_chars),
+            content_type: bounded(&a.content_type, CONTENT_TYPE_CHARS),
+            size: a.size,
+            is_inline: a.is_inline,
+        }
+    }
+}
+
+/// One message in a search answer or listing.
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MessageSummaryOut {
+    pub(crate) id: String,
+    pub(crate) folder_id: String,
+    pub(crate) subject: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) from: Option<AddressOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) received_date_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sent_date_time: Option<String>,
+    pub(crate) is_read: bool,
+    pub(crate) is_flagged: bool,
+    pub(crate) has_attachments: bool,
+    pub(crate) body_preview: String,
+    pub(crate) attachment_count: usize,
+    /// Present when attachment names were asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) attachments: Option<Vec<AttachmentOut>>,
+    pub(crate) attachments_truncated: bool,
+}
+
+impl MessageSummaryOut {
+    pub(crate) fn from_candidate(c: &Candidate, with_attachments: bool) -> Self {
+        let listed: Vec<&AttachmentMeta> = c.attachments.iter().filter(|a| !a.is_inline).collect();
+        Self {
+            id: c.id.clone(),
+            folder_id: c.folder_id.clone(),
+            subject: bounded(c.subject.as_deref().unwrap_or(""), SUBJECT_CHARS),
+            from: c.from.as_ref().map(AddressOut::from_mailbox),
+            received_date_time: c.received.map(|d| d.to_rfc3339()),
+            sent_date_time: c.sent.map(|d| d.to_rfc3339()),
+            is_read: c.is_read,
+            is_flagged: c.is_flagged,
+            has_attachments: c.has_attachments,
+            body_preview: bounded(&c.preview, PREVIEW_CHARS),
+            attachment_count: listed.len(),
+            attachments: with_attachments.then(|| {
+                listed
+                    .iter()
+                    .take(SUMMARY_ATTACHMENTS)
+                    .map(|a| AttachmentOut::from_meta(a, SUMMARY_ATTACHMENT_NAME_CHARS))
+                    .collect()
+            }),
+            attachments_truncated: with_attachments && listed.len() > SUMMARY_ATTACHMENTS,
+        }
+    }
+}
+
+/// The evidence-bearing answer for one mailbox (spec/search.md "Outcome").
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SearchProjection {
+    pub(crate) mailbox: String,
+    pub(crate) status: SearchStatus,
+    pub(crate) strategy: Strategy,
+    pub(crate) confidence: Confidence,
+    pub(crate) pages_scanned: u32,
+    pub(crate) candidates_scanned: usize,
+    pub(crate) truncated: bool,
+    pub(crate) canary_matched: bool,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) messages: Vec<MessageSummaryOut>,
+}
+
+impl SearchProjection {
+    pub(crate) fn new(mailbox: &str, o: &SearchOutcome, with_attachments: bool) -> Self {
+        Self {
+            mailbox: mailbox.to_owned(),
+            status: o.status,
+            strategy: o.strategy,
+            confidence: o.confidence,
+            pages_scanned: o.pages_scanned,
+            candidates_scanned: o.candidates_scanned,
+            truncated: o.truncated,
+            canary_matched: o.canary_matched,
+            warnings: o.warnings.iter().map(|w| (*w).to_owned()).collect(),
+            messages: o
+                .messages
+                .iter()
+                .map(|c| MessageSummaryOut::from_candidate(c, with_attachments))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MailboxAccessOut {
+    pub(crate) alias: String,
+    pub(crate) access: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListMailboxesOut {
+    /// Aliases, in configuration order.
+    pub(crate) mailboxes: Vec<String>,
+    /// Per alias: `full` (whatever the gates allow) or `read` (narrowed).
+    pub(crate) mailbox_access: Vec<MailboxAccessOut>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MultiSearchOut {
+    /// The worst per-mailbox status (FAILED > UNTRUSTED > INCOMPLETE > FOUND > NOT_FOUND).
+    pub(crate) status: SearchStatus,
+    pub(crate) results: Vec<SearchProjection>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BatchLabelOut {
+    pub(crate) label: String,
+    pub(crate) status: SearchStatus,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) results: Vec<SearchProjection>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BatchOut {
+    pub(crate) status: SearchStatus,
+    pub(crate) results: Vec<BatchLabelOut>,
+    /// Totals counted against the batch budgets.
+    pub(crate) budget: BatchBudgetOut,
+}
+
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct BatchBudgetOut {
+    pub(crate) messages: usize,
+    pub(crate) attachments: usize,
+    pub(crate) context_chars: usize,
+    pub(crate) bytes: usize,
+    pub(crate) exhausted: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MessageOut {
+    #[serde(flatten)]
+    pub(crate) summary: MessageSummaryOut,
+    pub(crate) to: Vec<AddressOut>,
+    pub(crate) cc: Vec<AddressOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) internet_message_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) in_reply_to: Option<String>,
+    /// Always `text`: HTML bodies are converted (scripts, styles, hidden text, images dropped).
+    pub(crate) content_type: &'static str,
+    /// `html` when the body was converted from HTML.
+    pub(crate) body_source: &'static str,
+    /// The body slice `[bodyOffset, bodyOffset + maxBodyChars)`; absent for `format: headers`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) body: Option<String>,
+    pub(crate) body_offset: u64,
+    pub(crate) body_total_chars: u64,
+    pub(crate) body_truncated: bool,
+    /// Pass as `offset` to read on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_offset: Option<u64>,
+    pub(crate) attachments: Vec<AttachmentOut>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct GetMessageOut {
+    pub(crate) mailbox: String,
+    pub(crate) message: MessageOut,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FolderOut {
+    pub(crate) id: String,
+    pub(crate) display_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) parent_folder_id: Option<String>,
+    pub(crate) total_item_count: u64,
+    pub(crate) unread_item_count: u64,
+    pub(crate) child_folder_count: usize,
+}
+
+impl FolderOut {
+    pub(crate) fn list(folders: &[FolderInfo]) -> Vec<FolderOut> {
+        folders
+            .iter()
+            .map(|f| FolderOut {
+                id: f.id.clone(),
+                display_name: bounded(&f.name, FOLDER_NAME_CHARS),
+                parent_folder_id: f.parent_id.clone(),
+                total_item_count: f.total,
+                unread_item_count: f.unread,
+                child_folder_count: folders
+                    .iter()
+                    .filter(|c| c.parent_id.as_deref() == Some(f.id.as_str()))
+                    .count(),
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListFoldersOut {
+    pub(crate) mailbox: String,
+    /// Flat list; rebuild the tree from `parentFolderId`.
+    pub(crate) folders: Vec<FolderOut>,
+    pub(crate) truncated: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DateRangeOut {
+    pub(crate) oldest: String,
+    pub(crate) newest: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FolderStatsOut {
+    pub(crate) mailbox: String,
+    pub(crate) folder_id: String,
+    pub(crate) folder_name: String,
+    pub(crate) total_emails: u64,
+    pub(crate) unread_emails: u64,
+    pub(crate) read_emails: u64,
+    /// Counted over the scanned window (`messagesScanned`).
+    pub(crate) emails_with_attachments: u64,
+    /// ISO-8601, over the scanned window.
+    pub(crate) date_range: Option<DateRangeOut>,
+    pub(crate) messages_scanned: u64,
+    pub(crate) pages_scanned: u32,
+    pub(crate) truncated: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListAttachmentsOut {
+    pub(crate) mailbox: String,
+    pub(crate) message_id: String,
+    pub(crate) attachments: Vec<AttachmentOut>,
+    pub(crate) pages_scanned: u32,
+    pub(crate) truncated: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ContentKind {
+    Text,
+    Raw,
+    ZipListing,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AttachmentContentOut {
+    pub(crate) mailbox: String,
+    pub(crate) message_id: String,
+    pub(crate) attachment_id: String,
+    pub(crate) name: String,
+    pub(crate) content_type: String,
+    pub(crate) kind: ContentKind,
+    pub(crate) size_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) extractor: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) base64: Option<String>,
+}
+
+/// The shape of an answer whose capability lands in a later issue; kept minimal.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct PendingOut {
+    pub(crate) status: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_collapses_and_cuts() {
+        assert_eq!(bounded("  a \n\t b  ", 10), "a b");
+        assert_eq!(bounded("1234567890abcdef", 12), "1234567890ab...");
+        assert_eq!(bounded("héllo wörld", 5), "héllo...");
+        assert_eq!(bounded("", 5), "");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn bounded_never_exceeds(s in ".{0,400}", max in 1usize..50) {
+            let out = bounded(&s, max);
+            proptest::prop_assert!(out.chars().count() <= max + 3);
+            proptest::prop_assert!(!out.contains('\n'));
+        }
+    }
+}
