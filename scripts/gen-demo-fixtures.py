@@ -11,7 +11,7 @@ committed and this script is only run by hand when a fixture must change:
 Invariant: the output is byte-for-byte deterministic (fixed timestamps, fixed "random" bytes, no
 clock, no RNG), uses the Python standard library only, and contains only invented people and
 organisations. The text of every document carries the investigation signals the demo relies on
-(proposal ids PROP-1001 / PROP-2042 / PROP-3107, clients Orchard Bakery Ltd / Harbour Lights Cafe
+(proposal ids PROP-1001 / PROP-2042 / PROP-3107, clients Orchard Bakery Ltd / Harbour Lights Café
 Ltd / Quill & Ink Stationers, insurers Northwind Mutual / Blue Heron Assurance, invoice numbers
 INV-2026-0042 / INV-2026-0057 / INV-2026-0063). If you change any text here, update the
 "known facts" table in src/demo/corpus.rs.

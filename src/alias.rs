@@ -15,6 +15,10 @@ use std::fmt;
 pub(crate) const ALIAS_MAX_LEN: usize = 64;
 
 /// The alias pattern, published in JSON schemas and error messages.
+#[allow(
+    dead_code,
+    reason = "for the tool input schemas; the unit tests check it against parse"
+)]
 pub(crate) const ALIAS_PATTERN: &str = r"^[a-z0-9][a-z0-9_-]*$";
 
 /// A validated mailbox alias (see the module doc for the invariant).
@@ -88,7 +92,10 @@ mod tests {
         for ok in ["a", "0", "finance", "support-2", "x_y-z", &"a".repeat(64)] {
             assert_eq!(Alias::parse(ok).expect("valid").as_str(), ok);
         }
-        assert_eq!(Alias::parse("  finance\t").expect("trimmed").as_str(), "finance");
+        assert_eq!(
+            Alias::parse("  finance\t").expect("trimmed").as_str(),
+            "finance"
+        );
         assert_eq!(Alias::try_from("ops").expect("valid").to_string(), "ops");
     }
 
@@ -107,7 +114,10 @@ mod tests {
     #[test]
     fn serializes_as_a_plain_string() {
         let alias = Alias::parse("finance").expect("valid");
-        assert_eq!(serde_json::to_string(&alias).expect("serializes"), "\"finance\"");
+        assert_eq!(
+            serde_json::to_string(&alias).expect("serializes"),
+            "\"finance\""
+        );
     }
 
     fn alias_strings() -> impl Strategy<Value = String> {

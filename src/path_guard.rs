@@ -237,10 +237,16 @@ mod tests {
         let target = file_with_mode(&dir, "real.json", b"{}", 0o600);
         let link = dir.path().join("link.json");
         symlink(&target, &link).expect("symlink");
-        assert_eq!(read_private_file(&link, 1024), Err(PrivateFileError::NotRegularFile));
+        assert_eq!(
+            read_private_file(&link, 1024),
+            Err(PrivateFileError::NotRegularFile)
+        );
         let dangling = dir.path().join("dangling.json");
         symlink(dir.path().join("nowhere"), &dangling).expect("symlink");
-        assert_eq!(read_private_file(&dangling, 1024), Err(PrivateFileError::NotRegularFile));
+        assert_eq!(
+            read_private_file(&dangling, 1024),
+            Err(PrivateFileError::NotRegularFile)
+        );
     }
 
     #[test]
@@ -249,7 +255,10 @@ mod tests {
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).expect("mkdir");
         std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-        assert_eq!(read_private_file(&sub, 1024), Err(PrivateFileError::NotRegularFile));
+        assert_eq!(
+            read_private_file(&sub, 1024),
+            Err(PrivateFileError::NotRegularFile)
+        );
 
         let fifo = dir.path().join("fifo");
         let status = std::process::Command::new("mkfifo")
@@ -260,16 +269,25 @@ mod tests {
             .expect("mkfifo runs");
         assert!(status.success());
         // Must return promptly (O_NONBLOCK) instead of waiting for a writer.
-        assert_eq!(read_private_file(&fifo, 1024), Err(PrivateFileError::NotRegularFile));
+        assert_eq!(
+            read_private_file(&fifo, 1024),
+            Err(PrivateFileError::NotRegularFile)
+        );
     }
 
     #[test]
     fn missing_file_is_not_available() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("absent.json");
-        assert_eq!(read_private_file(&path, 1024), Err(PrivateFileError::NotAvailable));
+        assert_eq!(
+            read_private_file(&path, 1024),
+            Err(PrivateFileError::NotAvailable)
+        );
         let below_a_file = file_with_mode(&dir, "plain", b"x", 0o600).join("child.json");
-        assert_eq!(read_private_file(&below_a_file, 1024), Err(PrivateFileError::NotAvailable));
+        assert_eq!(
+            read_private_file(&below_a_file, 1024),
+            Err(PrivateFileError::NotAvailable)
+        );
         assert_eq!(read_optional_trusted_file(&path, 1024), Ok(None));
     }
 
@@ -277,7 +295,10 @@ mod tests {
     fn enforces_the_size_bound() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = file_with_mode(&dir, "big.json", &[b'x'; 100], 0o600);
-        assert_eq!(read_private_file(&path, 99), Err(PrivateFileError::TooLarge));
+        assert_eq!(
+            read_private_file(&path, 99),
+            Err(PrivateFileError::TooLarge)
+        );
         assert_eq!(read_private_file(&path, 100).expect("fits").len(), 100);
     }
 
@@ -285,7 +306,9 @@ mod tests {
     fn error_messages_carry_no_path() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = file_with_mode(&dir, "secretname.json", b"{}", 0o644);
-        let message = read_private_file(&path, 1024).expect_err("too open").to_string();
+        let message = read_private_file(&path, 1024)
+            .expect_err("too open")
+            .to_string();
         assert!(!message.contains("secretname"), "{message}");
     }
 
@@ -293,9 +316,15 @@ mod tests {
     fn trusted_file_rules() {
         let dir = tempfile::tempdir().expect("tempdir");
         let shared = file_with_mode(&dir, "shared.env", b"A=1\n", 0o644);
-        assert_eq!(read_optional_trusted_file(&shared, 1024), Ok(Some(b"A=1\n".to_vec())));
+        assert_eq!(
+            read_optional_trusted_file(&shared, 1024),
+            Ok(Some(b"A=1\n".to_vec()))
+        );
         let group_writable = file_with_mode(&dir, "group.env", b"A=1\n", 0o664);
-        assert!(matches!(read_optional_trusted_file(&group_writable, 1024), Ok(Some(_))));
+        assert!(matches!(
+            read_optional_trusted_file(&group_writable, 1024),
+            Ok(Some(_))
+        ));
         let world_writable = file_with_mode(&dir, "world.env", b"A=1\n", 0o666);
         assert_eq!(
             read_optional_trusted_file(&world_writable, 1024),
@@ -303,8 +332,14 @@ mod tests {
         );
         let link = dir.path().join("link.env");
         symlink(&shared, &link).expect("symlink");
-        assert_eq!(read_optional_trusted_file(&link, 1024), Err(PrivateFileError::NotRegularFile));
-        assert_eq!(read_optional_trusted_file(&shared, 2), Err(PrivateFileError::TooLarge));
+        assert_eq!(
+            read_optional_trusted_file(&link, 1024),
+            Err(PrivateFileError::NotRegularFile)
+        );
+        assert_eq!(
+            read_optional_trusted_file(&shared, 2),
+            Err(PrivateFileError::TooLarge)
+        );
     }
 
     #[test]

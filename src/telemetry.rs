@@ -20,11 +20,18 @@ use serde_json::Value;
 use crate::alias::Alias;
 use crate::tools::{CallError, ToolDef, ToolOutput};
 
-/// Installs the stderr subscriber; `filter` is `MAILGATE_LOG` (default `warn`).
-pub(crate) fn init_tracing(filter: Option<&str>) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter.unwrap_or("warn"))
+/// Installs the stderr subscriber. `level` is `MAILGATE_LOG` (error|warn|info|debug|trace,
+/// default warn) and applies to mailgate's own events only: dependencies stay at `warn`, because
+/// a protocol library logging at debug would write request contents (arguments, message text).
+/// An unknown level falls back to the default rather than widening anything.
+pub(crate) fn init_tracing(level: Option<&str>) {
+    let level = match level.map(str::to_ascii_lowercase).as_deref() {
+        Some(l @ ("error" | "warn" | "info" | "debug" | "trace")) => l.to_owned(),
+        _ => "warn".to_owned(),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(format!("warn,mailgate={level}"))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // A second init (tests, `demo` re-entering `serve`) keeps the first subscriber.
+    // A second init (tests) keeps the first subscriber.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

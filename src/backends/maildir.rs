@@ -149,7 +149,7 @@ impl MaildirStore {
         query: Option<&str>,
     ) -> Result<Page, BackendError> {
         let req = req.clone();
-        let words: Option<Vec<String>> = query.map(|q| tokens(q));
+        let words: Option<Vec<String>> = query.map(tokens);
         self.blocking(move |root| {
             let id = resolve_folder(root, req.folder.as_deref())?;
             let dir = folder_dir(root, &id)?;

@@ -94,13 +94,6 @@ pub(crate) enum Backend {
 }
 
 impl Backend {
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            Backend::Maildir(_) => "maildir",
-            Backend::Unavailable { kind } => kind,
-        }
-    }
-
     pub(crate) async fn list_folders(&self) -> Result<Vec<FolderInfo>, BackendError> {
         match self {
             Backend::Maildir(m) => m.list_folders().await,

@@ -47,8 +47,9 @@ impl Env {
     /// # Ambient Authority
     /// Reads the whole process environment, and `./.env` through `path_guard`.
     pub(crate) fn capture() -> Result<Env, ConfigError> {
-        let dotenv = path_guard::read_optional_trusted_file(Path::new(DOTENV_FILE), DOTENV_MAX_BYTES)
-            .map_err(|error| ConfigError::DotEnv(DotEnvError::File(error)))?;
+        let dotenv =
+            path_guard::read_optional_trusted_file(Path::new(DOTENV_FILE), DOTENV_MAX_BYTES)
+                .map_err(|error| ConfigError::DotEnv(DotEnvError::File(error)))?;
         let process = process_vars();
         match dotenv {
             Some(bytes) => Env::merge_dotenv(process, &bytes),
@@ -57,6 +58,10 @@ impl Env {
     }
 
     /// Builds an environment from explicit pairs (tests, `policy explain` fixtures).
+    #[allow(
+        dead_code,
+        reason = "constructor for tests and fixtures; unused in some builds"
+    )]
     pub(crate) fn from_pairs<I, K, V>(pairs: I) -> Env
     where
         I: IntoIterator<Item = (K, V)>,
@@ -151,8 +156,16 @@ mod tests {
         )
         .expect("parses");
         assert_eq!(env.get("PLUGIN_ALLOW_SEND"), Some("false"));
-        assert_eq!(env.raw("EMPTY_BEFORE"), Some(""), "set-but-empty still counts as present");
-        assert_eq!(env.get("PLUGIN_ALLOW_WRITES"), Some("true"), "absent keys are filled");
+        assert_eq!(
+            env.raw("EMPTY_BEFORE"),
+            Some(""),
+            "set-but-empty still counts as present"
+        );
+        assert_eq!(
+            env.get("PLUGIN_ALLOW_WRITES"),
+            Some("true"),
+            "absent keys are filled"
+        );
         assert_eq!(env.get("NEW_ONE"), Some("quoted value"));
     }
 
@@ -170,7 +183,10 @@ mod tests {
     fn unparsable_dotenv_aborts_without_echoing_the_line() {
         let error = Env::merge_dotenv(BTreeMap::new(), b"GOOD=1\nSECRET VALUE hunter2\n")
             .expect_err("bad line");
-        assert!(matches!(error, ConfigError::DotEnv(DotEnvError::Parse { entry: 2 })), "{error:?}");
+        assert!(
+            matches!(error, ConfigError::DotEnv(DotEnvError::Parse { entry: 2 })),
+            "{error:?}"
+        );
         let message = error.to_string();
         assert!(message.contains(".env"), "{message}");
         assert!(!message.contains("hunter2"), "{message}");
@@ -192,6 +208,9 @@ mod tests {
     fn capture_sees_the_process_environment() {
         // PATH is set in every test runner; this checks the capture without mutating anything.
         let env = Env::capture().expect("capture");
-        assert_eq!(env.raw("PATH").is_some(), process_vars().contains_key("PATH"));
+        assert_eq!(
+            env.raw("PATH").is_some(),
+            process_vars().contains_key("PATH")
+        );
     }
 }

@@ -16,7 +16,7 @@
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::ConfigError;
@@ -129,11 +129,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<RawConfig, ConfigError> {
             _ => ConfigError::Json { line, column },
         }
     })?;
-    RawConfig::deserialize(TreeDeserializer { value: &tree }).map_err(|error| {
-        ConfigError::Schema {
-            path: error.render_path(),
-            rule: error.rule,
-        }
+    RawConfig::deserialize(TreeDeserializer { value: &tree }).map_err(|error| ConfigError::Schema {
+        path: error.render_path(),
+        rule: error.rule,
     })
 }
 
@@ -261,7 +259,9 @@ impl SchemaError {
 fn render_key(key: &str) -> String {
     let plain = !key.is_empty()
         && key.len() <= 64
-        && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if plain {
         key.to_owned()
     } else {
@@ -425,8 +425,8 @@ impl<'de> de::Deserializer<'de> for TreeDeserializer<'de> {
     ) -> Result<V::Value, SchemaError> {
         match self.value {
             Value::String(s) => {
-                let variant: de::value::BorrowedStrDeserializer<'de, SchemaError> =
-                    s.as_str().into_deserializer();
+                let variant =
+                    de::value::BorrowedStrDeserializer::<'de, SchemaError>::new(s.as_str());
                 visitor.visit_enum(variant)
             }
             other => Err(de::Error::invalid_type(unexpected(other), &visitor)),
@@ -480,8 +480,8 @@ impl<'de> MapAccess<'de> for TreeMap<'de> {
             None => Ok(None),
             Some((key, value)) => {
                 self.pending = Some((key.as_str(), value));
-                let key_de: de::value::BorrowedStrDeserializer<'de, SchemaError> =
-                    key.as_str().into_deserializer();
+                let key_de =
+                    de::value::BorrowedStrDeserializer::<'de, SchemaError>::new(key.as_str());
                 seed.deserialize(key_de)
                     .map(Some)
                     .map_err(|error| error.within(Segment::Key(key.clone())))
@@ -555,9 +555,15 @@ mod tests {
             parse(b"{\"mailboxes\": [ \"secretvalue\" "),
             Err(ConfigError::Json { line: 1, .. })
         ));
-        assert!(matches!(parse(b"{} trailing"), Err(ConfigError::Json { .. })));
+        assert!(matches!(
+            parse(b"{} trailing"),
+            Err(ConfigError::Json { .. })
+        ));
         let error = parse(b"{\"allowWrites\": false,\n \"allowWrites\": true}").expect_err("dup");
-        assert!(matches!(error, ConfigError::DuplicateKey { line: 2, .. }), "{error:?}");
+        assert!(
+            matches!(error, ConfigError::DuplicateKey { line: 2, .. }),
+            "{error:?}"
+        );
     }
 
     #[test]
@@ -573,7 +579,10 @@ mod tests {
         assert_eq!(rule, "must be a string (found a number)");
 
         let (path, rule) = schema_error(r#"{"mailboxes":[{"alias":"a"}]}"#);
-        assert_eq!((path.as_str(), rule.as_str()), ("mailboxes[0].address", "is required"));
+        assert_eq!(
+            (path.as_str(), rule.as_str()),
+            ("mailboxes[0].address", "is required")
+        );
 
         let (path, rule) = schema_error(
             r#"{"mailboxes":[{"alias":"a","address":"a@example.com","access":"hunter2"}]}"#,

@@ -60,6 +60,12 @@ impl Format {
     }
 }
 
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Extracted text, at most `max_chars` Unicode scalar values.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Extracted {
@@ -121,7 +127,11 @@ pub(crate) fn detect(name: Option<&str>, content_type: &str, bytes: &[u8]) -> Fo
             }
         }),
     };
-    if format.is_textual() && looks_binary(bytes) { Format::Unknown } else { format }
+    if format.is_textual() && looks_binary(bytes) {
+        Format::Unknown
+    } else {
+        format
+    }
 }
 
 /// Extracts at most `max_chars` Unicode scalar values of text (see the module invariants).
@@ -166,9 +176,17 @@ fn plain(bytes: &[u8], max_chars: usize) -> Extracted {
     let budget = max_chars.saturating_mul(4).saturating_add(4);
     let (prefix, input_cut) = byte_prefix(bytes, budget);
     let text = mime::decode_unlabelled(prefix);
-    let text = if text.contains('\r') { text.replace("\r\n", "\n") } else { text };
+    let text = if text.contains('\r') {
+        text.replace("\r\n", "\n")
+    } else {
+        text
+    };
     let (text, cut) = html::truncate_chars(text, max_chars);
-    Extracted { text, truncated: cut || input_cut, extractor: "text" }
+    Extracted {
+        text,
+        truncated: cut || input_cut,
+        extractor: "text",
+    }
 }
 
 fn html_text(bytes: &[u8], max_chars: usize) -> Extracted {
@@ -178,7 +196,11 @@ fn html_text(bytes: &[u8], max_chars: usize) -> Extracted {
         _ => mime::decode_unlabelled(prefix),
     };
     let (text, cut) = html::to_text_bounded(&source, max_chars);
-    Extracted { text, truncated: cut || input_cut, extractor: "html" }
+    Extracted {
+        text,
+        truncated: cut || input_cut,
+        extractor: "html",
+    }
 }
 
 fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
@@ -196,7 +218,10 @@ fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
     line("From", &mailbox_list(&message.from));
     line("To", &mailbox_list(&message.to));
     line("Cc", &mailbox_list(&message.cc));
-    line("Date", &message.date.map(|d| d.to_rfc3339()).unwrap_or_default());
+    line(
+        "Date",
+        &message.date.map(|d| d.to_rfc3339()).unwrap_or_default(),
+    );
     let attachments: Vec<&str> = message
         .attachments
         .iter()
@@ -208,7 +233,11 @@ fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
     }
     out.push_str(&message.body_text);
     let (text, truncated) = html::truncate_chars(out, max_chars);
-    Ok(Extracted { text, truncated, extractor: "eml" })
+    Ok(Extracted {
+        text,
+        truncated,
+        extractor: "eml",
+    })
 }
 
 fn mailbox_list(list: &[Mailbox]) -> String {
@@ -224,7 +253,9 @@ fn mailbox_list(list: &[Mailbox]) -> String {
 /// to the cut (a split character would otherwise tip the charset guess), and whether anything
 /// was cut.
 fn byte_prefix(bytes: &[u8], max: usize) -> (&[u8], bool) {
-    let Some(prefix) = bytes.get(..max) else { return (bytes, false) };
+    let Some(prefix) = bytes.get(..max) else {
+        return (bytes, false);
+    };
     let utf16 = prefix.starts_with(b"\xFF\xFE") || prefix.starts_with(b"\xFE\xFF");
     match std::str::from_utf8(prefix) {
         Err(e) if !utf16 && e.error_len().is_none() => (&prefix[..e.valid_up_to()], true),
@@ -248,7 +279,12 @@ fn meta_charset_decoder(html: &[u8]) -> Option<fn(&[u8]) -> String> {
 
 /// `type/subtype` in lower case, parameters and whitespace removed.
 fn media_type(content_type: &str) -> String {
-    content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase()
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
 }
 
 /// Lower-case extension of the last path component, if any.
@@ -305,8 +341,16 @@ fn is_generic_media_type(media: &str) -> bool {
 /// [`SNIFF_BYTES`]. UTF-16 with a BOM is text.
 fn looks_binary(bytes: &[u8]) -> bool {
     const MAGIC: &[&[u8]] = &[
-        b"\x89PNG", b"GIF8", b"\xFF\xD8\xFF", b"\xD0\xCF\x11\xE0", b"\x1F\x8B", b"Rar!",
-        b"7z\xBC\xAF", b"\x7FELF", b"BZh", b"\xFD7zXZ",
+        b"\x89PNG",
+        b"GIF8",
+        b"\xFF\xD8\xFF",
+        b"\xD0\xCF\x11\xE0",
+        b"\x1F\x8B",
+        b"Rar!",
+        b"7z\xBC\xAF",
+        b"\x7FELF",
+        b"BZh",
+        b"\xFD7zXZ",
     ];
     let head = bytes.get(..SNIFF_BYTES).unwrap_or(bytes);
     if head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF") {
@@ -330,11 +374,21 @@ mod tests {
 
     #[test]
     fn detect_by_magic_first() {
-        assert_eq!(detect(Some("scan.tmp"), "text/plain", b"%PDF-1.7\n"), Format::Pdf);
-        let zip = b"PK\x03\x04rest";
-        assert_eq!(detect(Some("a.xlsx"), "application/octet-stream", zip), Format::Xlsx);
         assert_eq!(
-            detect(None, "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", zip),
+            detect(Some("scan.tmp"), "text/plain", b"%PDF-1.7\n"),
+            Format::Pdf
+        );
+        let zip = b"PK\x03\x04rest";
+        assert_eq!(
+            detect(Some("a.xlsx"), "application/octet-stream", zip),
+            Format::Xlsx
+        );
+        assert_eq!(
+            detect(
+                None,
+                "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                zip
+            ),
             Format::Xlsx
         );
         assert_eq!(detect(Some("Letter.DOCX"), "", zip), Format::Docx);
@@ -346,15 +400,30 @@ mod tests {
             ),
             Format::Docx
         );
-        assert_eq!(detect(Some("bundle.zip"), "application/octet-stream", zip), Format::Zip);
-        assert_eq!(detect(None, "application/x-zip-compressed", zip), Format::Zip);
-        assert_eq!(detect(Some("slides.pptx"), "application/octet-stream", zip), Format::Unknown);
-        assert_eq!(detect(Some("notes.txt"), "text/plain", zip), Format::Unknown);
+        assert_eq!(
+            detect(Some("bundle.zip"), "application/octet-stream", zip),
+            Format::Zip
+        );
+        assert_eq!(
+            detect(None, "application/x-zip-compressed", zip),
+            Format::Zip
+        );
+        assert_eq!(
+            detect(Some("slides.pptx"), "application/octet-stream", zip),
+            Format::Unknown
+        );
+        assert_eq!(
+            detect(Some("notes.txt"), "text/plain", zip),
+            Format::Unknown
+        );
     }
 
     #[test]
     fn detect_by_content_type_then_extension() {
-        assert_eq!(detect(None, "text/plain; charset=utf-8", b"hi"), Format::Text);
+        assert_eq!(
+            detect(None, "text/plain; charset=utf-8", b"hi"),
+            Format::Text
+        );
         assert_eq!(detect(None, "text/markdown", b"# hi"), Format::Text);
         assert_eq!(detect(None, "TEXT/CSV", b"a,b"), Format::Csv);
         assert_eq!(detect(None, "application/json", b"{}"), Format::Json);
@@ -362,13 +431,25 @@ mod tests {
         assert_eq!(detect(None, "application/xml", b"<a/>"), Format::Xml);
         assert_eq!(detect(None, "text/html", b"<p>"), Format::Html);
         assert_eq!(detect(None, "application/xhtml+xml", b"<p>"), Format::Html);
-        assert_eq!(detect(None, "message/rfc822", b"Subject: x\r\n\r\n"), Format::Eml);
+        assert_eq!(
+            detect(None, "message/rfc822", b"Subject: x\r\n\r\n"),
+            Format::Eml
+        );
         // The content type outranks the extension...
-        assert_eq!(detect(Some("data.txt"), "application/json", b"{}"), Format::Json);
+        assert_eq!(
+            detect(Some("data.txt"), "application/json", b"{}"),
+            Format::Json
+        );
         // ...except that generic text/plain yields to a more specific textual extension.
         assert_eq!(detect(Some("data.csv"), "text/plain", b"a,b"), Format::Csv);
-        assert_eq!(detect(Some("page.html"), "text/plain", b"<p>"), Format::Html);
-        assert_eq!(detect(Some("odd.pdf"), "text/plain", b"just text"), Format::Text);
+        assert_eq!(
+            detect(Some("page.html"), "text/plain", b"<p>"),
+            Format::Html
+        );
+        assert_eq!(
+            detect(Some("odd.pdf"), "text/plain", b"just text"),
+            Format::Text
+        );
         for (name, format) in [
             ("a.txt", Format::Text),
             ("README.md", Format::Text),
@@ -383,40 +464,90 @@ mod tests {
             ("x.xlsx", Format::Xlsx),
             ("x.zip", Format::Zip),
         ] {
-            assert_eq!(detect(Some(name), "application/octet-stream", b"abc"), format, "{name}");
+            assert_eq!(
+                detect(Some(name), "application/octet-stream", b"abc"),
+                format,
+                "{name}"
+            );
         }
     }
 
     #[test]
     fn detect_unknown_and_sniffed() {
-        assert_eq!(detect(Some("photo.png"), "image/png", b"\x89PNG\r\n\x1a\n"), Format::Unknown);
-        assert_eq!(detect(Some("old.doc"), "application/msword", b"\xD0\xCF\x11\xE0"), Format::Unknown);
-        assert_eq!(detect(Some("blob"), "application/octet-stream", b"\x00\x01\x02"), Format::Unknown);
-        assert_eq!(detect(None, "application/octet-stream", b"plain words\n"), Format::Text);
-        assert_eq!(detect(Some("noext"), "", "utf-8 ✓".as_bytes()), Format::Text);
+        assert_eq!(
+            detect(Some("photo.png"), "image/png", b"\x89PNG\r\n\x1a\n"),
+            Format::Unknown
+        );
+        assert_eq!(
+            detect(Some("old.doc"), "application/msword", b"\xD0\xCF\x11\xE0"),
+            Format::Unknown
+        );
+        assert_eq!(
+            detect(Some("blob"), "application/octet-stream", b"\x00\x01\x02"),
+            Format::Unknown
+        );
+        assert_eq!(
+            detect(None, "application/octet-stream", b"plain words\n"),
+            Format::Text
+        );
+        assert_eq!(
+            detect(Some("noext"), "", "utf-8 ✓".as_bytes()),
+            Format::Text
+        );
         assert_eq!(detect(None, "image/svg+xml", b"<svg/>"), Format::Xml);
-        assert_eq!(detect(None, "application/x-unknown-thing", b"text"), Format::Unknown);
+        assert_eq!(
+            detect(None, "application/x-unknown-thing", b"text"),
+            Format::Unknown
+        );
         // Declared text but binary bytes: not text.
-        assert_eq!(detect(Some("a.txt"), "text/plain", b"ab\x00cd"), Format::Unknown);
-        assert_eq!(detect(None, "text/plain", b"\xFF\xFEa\x00b\x00"), Format::Text);
+        assert_eq!(
+            detect(Some("a.txt"), "text/plain", b"ab\x00cd"),
+            Format::Unknown
+        );
+        assert_eq!(
+            detect(None, "text/plain", b"\xFF\xFEa\x00b\x00"),
+            Format::Text
+        );
     }
 
     #[test]
     fn extract_plain_utf8_bom_utf16_and_fallbacks() {
         let ok = |bytes: &[u8]| extract_text(Some("a.txt"), "text/plain", bytes, MAX);
-        assert_eq!(ok(b"line1\r\nline2").map(|e| e.text), Ok("line1\nline2".to_owned()));
-        assert_eq!(ok(b"\xEF\xBB\xBFbom text").map(|e| e.text), Ok("bom text".to_owned()));
-        assert_eq!(ok(b"\xFF\xFEh\x00\xe9\x00").map(|e| e.text), Ok("hé".to_owned()));
-        assert_eq!(ok(b"\xFE\xFF\x00h\x00\xe9").map(|e| e.text), Ok("hé".to_owned()));
+        assert_eq!(
+            ok(b"line1\r\nline2").map(|e| e.text),
+            Ok("line1\nline2".to_owned())
+        );
+        assert_eq!(
+            ok(b"\xEF\xBB\xBFbom text").map(|e| e.text),
+            Ok("bom text".to_owned())
+        );
+        assert_eq!(
+            ok(b"\xFF\xFEh\x00\xe9\x00").map(|e| e.text),
+            Ok("hé".to_owned())
+        );
+        assert_eq!(
+            ok(b"\xFE\xFF\x00h\x00\xe9").map(|e| e.text),
+            Ok("hé".to_owned())
+        );
         assert_eq!(ok(b"caf\xe9 \x80").map(|e| e.text), Ok("café €".to_owned()));
         let extracted = ok("ünïcödé".as_bytes()).expect("text");
-        assert_eq!(extracted, Extracted { text: "ünïcödé".into(), truncated: false, extractor: "text" });
+        assert_eq!(
+            extracted,
+            Extracted {
+                text: "ünïcödé".into(),
+                truncated: false,
+                extractor: "text"
+            }
+        );
         let csv = extract_text(Some("d.csv"), "text/csv", b"a,b\n1,2\n", MAX).expect("csv");
         assert_eq!(csv.text, "a,b\n1,2\n");
         let json = extract_text(None, "application/json", br#"{"k": [1, 2]}"#, MAX).expect("json");
         assert_eq!(json.text, r#"{"k": [1, 2]}"#);
         let xml = extract_text(Some("x.xml"), "", b"<a><b>t</b></a>", MAX).expect("xml");
-        assert_eq!((xml.text.as_str(), xml.extractor), ("<a><b>t</b></a>", "text"));
+        assert_eq!(
+            (xml.text.as_str(), xml.extractor),
+            ("<a><b>t</b></a>", "text")
+        );
     }
 
     #[test]
@@ -425,14 +556,18 @@ mod tests {
         let e = extract_text(Some("a.txt"), "text/plain", text.as_bytes(), 10).expect("text");
         assert_eq!(e.text, "é".repeat(10));
         assert!(e.truncated);
-        let e = extract_text(Some("a.txt"), "text/plain", "é".repeat(10).as_bytes(), 10)
-            .expect("text");
+        let e =
+            extract_text(Some("a.txt"), "text/plain", "é".repeat(10).as_bytes(), 10).expect("text");
         assert!(!e.truncated);
         // A cut inside a multi-byte character must not flip the charset guess.
         let mixed = format!("ab{}", "€".repeat(100));
         for max in 0..12 {
             let e = extract_text(None, "text/plain", mixed.as_bytes(), max).expect("text");
-            assert_eq!(e.text, mixed.chars().take(max).collect::<String>(), "max {max}");
+            assert_eq!(
+                e.text,
+                mixed.chars().take(max).collect::<String>(),
+                "max {max}"
+            );
             assert!(e.truncated);
         }
         let e = extract_text(None, "text/plain", b"", 5).expect("empty");
@@ -447,14 +582,24 @@ mod tests {
             <script>evil()</script><div style='display:none'>hidden</div>\
             <img src='https://img.example.com/p.gif'></body></html>";
         let e = extract_text(Some("r.html"), "text/html", page, MAX).expect("html");
-        assert_eq!(e, Extracted { text: "Quarterly numbers".into(), truncated: false, extractor: "html" });
+        assert_eq!(
+            e,
+            Extracted {
+                text: "Quarterly numbers".into(),
+                truncated: false,
+                extractor: "html"
+            }
+        );
         let e = extract_text(Some("r.htm"), "application/octet-stream", page, 9).expect("html");
         assert_eq!((e.text.as_str(), e.truncated), ("Quarterly", true));
         let latin2 = b"<meta charset=\"iso-8859-2\"><p>\xb3\xf3d\xbc</p>";
         let e = extract_text(None, "text/html", latin2, MAX).expect("latin2");
         assert_eq!(e.text, "łódź");
         let latin1 = b"<p>na\xefve</p>";
-        assert_eq!(extract_text(None, "text/html", latin1, MAX).map(|e| e.text), Ok("naïve".into()));
+        assert_eq!(
+            extract_text(None, "text/html", latin1, MAX).map(|e| e.text),
+            Ok("naïve".into())
+        );
     }
 
     #[test]
@@ -490,7 +635,12 @@ mod tests {
             (Some("a.xlsx"), "", b"PK\x03\x04", Format::Xlsx),
             (Some("a.zip"), "application/zip", b"PK\x03\x04", Format::Zip),
             (Some("a.png"), "image/png", b"\x89PNG\r\n", Format::Unknown),
-            (None, "application/octet-stream", b"\x00\x00\x01", Format::Unknown),
+            (
+                None,
+                "application/octet-stream",
+                b"\x00\x00\x01",
+                Format::Unknown,
+            ),
         ];
         for (name, ct, bytes, format) in cases {
             assert_eq!(
@@ -499,30 +649,54 @@ mod tests {
                 "{name:?}"
             );
         }
-        assert_eq!(ExtractError::Unsupported(Format::Pdf).to_string(), "UNSUPPORTED_FORMAT");
+        assert_eq!(
+            ExtractError::Unsupported(Format::Pdf).to_string(),
+            "UNSUPPORTED_FORMAT"
+        );
         assert_eq!(ExtractError::Failed.to_string(), "EXTRACTION_FAILED");
     }
 
     #[test]
     fn format_serializes_lowercase() {
-        for format in [Format::Text, Format::Csv, Format::Eml, Format::Docx, Format::Unknown] {
+        for format in [
+            Format::Text,
+            Format::Csv,
+            Format::Eml,
+            Format::Docx,
+            Format::Unknown,
+        ] {
             let json = serde_json::to_string(&format).expect("serialize");
             assert_eq!(json, format!("\"{}\"", format.as_str()));
+            assert_eq!(format.to_string(), format.as_str());
         }
     }
 
     #[test]
     fn addressable_entries() {
-        for ok in ["a.txt", "dir/sub/report..v2.pdf", "..hidden", "a/..b/c", "é", &"x".repeat(512)]
-        {
+        for ok in [
+            "a.txt",
+            "dir/sub/report..v2.pdf",
+            "..hidden",
+            "a/..b/c",
+            "é",
+            &"x".repeat(512),
+        ] {
             assert!(is_addressable_entry(ok), "{ok}");
         }
         let too_long = "x".repeat(513);
         let multibyte_ok = "é".repeat(512);
         assert!(is_addressable_entry(&multibyte_ok));
-        for bad in
-            ["", "/etc/passwd", "..", "../x", "a/../b", "a/..", "a\\b", "nul\0byte", &too_long]
-        {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "..",
+            "../x",
+            "a/../b",
+            "a/..",
+            "a\\b",
+            "nul\0byte",
+            &too_long,
+        ] {
             assert!(!is_addressable_entry(bad), "{bad:?}");
         }
     }

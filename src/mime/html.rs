@@ -1,8 +1,9 @@
 //! HTML → plain text for untrusted mail bodies and HTML attachments.
 //!
 //! Purpose: turn sender-controlled HTML into text an agent can read without being steered by
-//! content a human reader would never see. Parsing is html5ever (through html2text); rendering is
-//! html2text with our own [`SafeDecorator`], after a pruning pass over the DOM.
+//! content a human reader would never see. Parsing is html5ever (the parser html2text builds on,
+//! into html2text's DOM) behind a token filter, [`NestingLimiter`]; rendering is html2text with
+//! our own [`SafeDecorator`], after a pruning pass over the DOM.
 //!
 //! Invariants of [`to_text`]:
 //! * never panics, never fails: unparsable input yields an empty string;
@@ -16,22 +17,41 @@
 //! * the output never contains `<script` (ASCII case-insensitive), even when the HTML spelled it
 //!   as text (`&lt;script`), so a consumer that renders it as HTML cannot be scripted;
 //! * the output has at most `max_chars` Unicode scalar values, and the work is bounded: input
-//!   beyond [`MAX_HTML_INPUT_BYTES`] is ignored and the DOM is flattened below
-//!   [`MAX_DOM_DEPTH`] (html2text sizes tables recursively).
+//!   beyond [`MAX_HTML_INPUT_BYTES`] is ignored, start tags nested deeper than
+//!   [`MAX_TAG_NESTING`] are dropped before html5ever's tree builder sees them (it is quadratic
+//!   in nesting depth: 20,000 nested `<div>`s took 11 s), and the DOM is flattened below
+//!   [`MAX_DOM_DEPTH`] (html2text sizes tables recursively); parsing also stops once about twice
+//!   `max_chars` of text or [`MAX_START_TAGS`] tags have been seen, which is reported as a cut.
 //!
 //! Known limit: `<style>` rules are not evaluated (html2text is built without its `css`
 //! feature), so text hidden through a class selector stays visible.
 //!
 //! Callers: `crate::mime` (HTML-only bodies) and `crate::extract` (HTML attachments).
 
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use html2text::render::TextDecorator;
 use html2text::{Comment, Element, Handle, RcDom, config};
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::{
+    BufferQueue, TagKind, TagToken, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
+};
+use html5ever::tree_builder::{TreeBuilder, TreeBuilderOpts};
+use html5ever::{LocalName, TokenizerResult};
 
 /// HTML beyond this many bytes is not parsed: it bounds parse and render time. Mail HTML is
 /// markup-heavy, so the cap is generous compared to any `max_chars` we are asked for.
 pub(crate) const MAX_HTML_INPUT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Start tags nested deeper than this (by our own count of open tags) are dropped, their text
+/// kept. Real mail rarely nests beyond 40.
+pub(crate) const MAX_TAG_NESTING: usize = 64;
+
+/// Parsing stops (reported as a cut) after this many start tags: html2text's layout cost grows
+/// faster than linearly with the number of elements (400,000 `<p>` took 4 s), and heavy
+/// newsletters have a few thousand.
+pub(crate) const MAX_START_TAGS: usize = 50_000;
 
 /// Elements nested deeper than this are flattened into their ancestor at this depth: html2text's
 /// size estimation recurses per nesting level and must fit a 2 MiB worker-thread stack.
@@ -58,19 +78,27 @@ pub(crate) fn to_text(html: &str, max_chars: usize) -> String {
 /// [`MAX_HTML_INPUT_BYTES`]).
 pub(crate) fn to_text_bounded(html: &str, max_chars: usize) -> (String, bool) {
     let (input, input_cut) = prefix_at_char_boundary(html, MAX_HTML_INPUT_BYTES);
-    let rendered = render(input).unwrap_or_default();
+    // Visible text appears in the output at least once per non-whitespace character, so once
+    // `max_chars` of it has been seen nothing later can be shown. Hidden text counts too, hence
+    // the factor and the slack; stopping keeps the work proportional to what can be returned.
+    let text_budget = max_chars.saturating_mul(2).saturating_add(1024);
+    // html5ever and html2text are fuzzed upstream, but html2text has `unwrap`s on paths we do not
+    // control; a panic there must not take a mail listing down with it.
+    let rendered = std::panic::catch_unwind(|| render(input, text_budget)).ok().flatten();
+    let (rendered, budget_cut) = rendered.unwrap_or_default();
     let cleaned = clean_lines(&rendered);
     let (text, cut) = truncate_chars(cleaned, max_chars);
-    (text, cut || input_cut)
+    (text, cut || input_cut || budget_cut)
 }
 
-/// Parses, prunes and renders; `None` when html2text reports an error even in raw mode.
-fn render(input: &str) -> Option<String> {
-    // Parsing with any config is the same html5ever call; the config only matters for rendering.
-    let dom = make_config(false).parse_html(input.as_bytes()).ok()?;
+/// Parses, prunes and renders; `None` when html2text reports an error even in raw mode. The flag
+/// says whether parsing stopped at the text budget.
+fn render(input: &str, text_budget: usize) -> Option<(String, bool)> {
+    let (dom, budget_cut) = parse_bounded(input, text_budget);
     prune(&dom);
     // Table layout can fail on pathological nesting; raw mode lays every cell out as a row.
-    render_dom(&dom, false).or_else(|| render_dom(&dom, true))
+    let text = render_dom(&dom, false).or_else(|| render_dom(&dom, true))?;
+    Some((text, budget_cut))
 }
 
 fn render_dom(dom: &RcDom, raw: bool) -> Option<String> {
@@ -87,12 +115,289 @@ fn make_config(raw: bool) -> config::Config<SafeDecorator> {
         .raw_mode(raw)
 }
 
+/// Parses with html5ever like html2text does (scripting off), but through [`NestingLimiter`], and
+/// without keeping tokenizer parse errors (garbage input would otherwise store one per byte).
+/// Also says whether the tree stopped growing at `text_budget`.
+fn parse_bounded(input: &str, text_budget: usize) -> (RcDom, bool) {
+    let opts = TreeBuilderOpts {
+        scripting_enabled: false,
+        ..TreeBuilderOpts::default()
+    };
+    let limiter = NestingLimiter {
+        inner: TreeBuilder::new(RcDom::default(), opts),
+        state: RefCell::new(OpenElements::default()),
+        text_budget,
+        text_seen: Cell::new(0),
+        start_tags: Cell::new(0),
+        exhausted: Cell::new(false),
+    };
+    let tokenizer = Tokenizer::new(limiter, TokenizerOpts::default());
+    let queue = BufferQueue::default();
+    queue.push_back(StrTendril::from_slice(input));
+    // `Script` results only pause the tokenizer (scripting is off); feed until done, as
+    // html5ever's own driver does.
+    while !matches!(tokenizer.feed(&queue), TokenizerResult::Done) {}
+    tokenizer.end();
+    let exhausted = tokenizer.sink.exhausted.get();
+    (tokenizer.sink.inner.sink, exhausted)
+}
+
+/// A token filter in front of html5ever's tree builder.
+///
+/// * It models the stack of open elements roughly (same-name siblings and block-closes-`<p>`
+///   are understood, HTML's scope rules are applied to end tags) and drops start tags beyond
+///   [`MAX_TAG_NESTING`] forwarded ones, keeping their text. An end tag is forwarded only when
+///   it closes a forwarded element without crossing a dropped scope boundary (otherwise the tree
+///   builder, which never saw that `<td>`, would close too much).
+/// * A start tag beyond the limit that would hide its content (see [`element_hides`]) cannot
+///   simply be dropped, or its content would become visible: everything up to its end tag is
+///   suppressed instead, and no other end tag closes across it.
+/// * Raw-text elements (`<script>`, `<style>`, …) always pass, since only the tree builder
+///   switches the tokenizer into raw-text mode; dropping one would turn its content into
+///   markup and text.
+/// * It counts non-whitespace characters outside raw-text elements and start tags and, past the
+///   text budget or [`MAX_START_TAGS`], forwards nothing but the end of input. Comments are
+///   never forwarded (they are never shown).
+///
+/// Wherever the model is unsure it errs towards keeping elements open, which can only drop
+/// formatting or suppress more, never reveal hidden text.
+struct NestingLimiter<S> {
+    inner: S,
+    state: RefCell<OpenElements>,
+    text_budget: usize,
+    text_seen: Cell<usize>,
+    start_tags: Cell<usize>,
+    exhausted: Cell<bool>,
+}
+
+/// What became of a start tag.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Forwarded,
+    Dropped,
+    /// Dropped, and its content is suppressed until its end tag.
+    Suppressing,
+}
+
+/// The limiter's model of the open elements. Counts are kept per [`Fate`] so that no decision
+/// needs a scan of the whole stack.
+#[derive(Default)]
+struct OpenElements {
+    /// Name, fate, and whether the element is a scope boundary.
+    stack: Vec<(LocalName, Fate, bool)>,
+    forwarded: usize,
+    dropped: usize,
+    suppressing: usize,
+    /// The raw-text element whose content the tokenizer is reading, if any.
+    raw_open: Option<LocalName>,
+}
+
+impl OpenElements {
+    fn push(&mut self, name: &LocalName, fate: Fate) {
+        *self.count(fate) += 1;
+        let boundary = SCOPE_BOUNDARIES.contains(&&**name);
+        self.stack.push((name.clone(), fate, boundary));
+    }
+
+    fn truncate(&mut self, at: usize) {
+        let removed: Vec<Fate> = self.stack.drain(at..).map(|(_, fate, _)| fate).collect();
+        for fate in removed {
+            *self.count(fate) -= 1;
+        }
+    }
+
+    fn count(&mut self, fate: Fate) -> &mut usize {
+        match fate {
+            Fate::Forwarded => &mut self.forwarded,
+            Fate::Dropped => &mut self.dropped,
+            Fate::Suppressing => &mut self.suppressing,
+        }
+    }
+
+    /// The position of the element an end tag `name` would close: the nearest one in scope.
+    /// Only the top [`MAX_SCOPE_SCAN`] entries are searched, so a deep stack cannot make this
+    /// quadratic; a farther match is treated as not in scope.
+    fn find_in_scope(&self, name: &LocalName) -> Option<usize> {
+        let len = self.stack.len();
+        for at in (len.saturating_sub(MAX_SCOPE_SCAN)..len).rev() {
+            let (open, fate, boundary) = &self.stack[at];
+            if open == name {
+                return Some(at);
+            }
+            if *boundary || *fate == Fate::Suppressing {
+                return None;
+            }
+        }
+        None
+    }
+}
+
+/// Elements that never have content.
+const VOID_ELEMENTS: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta",
+    "param", "source", "track", "wbr",
+];
+/// Elements whose content the tokenizer reads as raw text once the tree builder says so (with
+/// scripting off, `<noscript>` is ordinary markup).
+const RAW_TEXT_ELEMENTS: &[&str] =
+    &["iframe", "noembed", "noframes", "plaintext", "script", "style", "textarea", "title", "xmp"];
+/// Elements a start tag of the same name implicitly closes (`<p>a<p>b`, `<li>`, cells, rows).
+const SIBLING_CLOSED: &[&str] = &["dd", "dt", "li", "option", "p", "td", "th", "tr"];
+/// Start tags that implicitly close an open `<p>`.
+const CLOSES_P: &[&str] = &[
+    "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div",
+    "dl", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5",
+    "h6", "header", "hgroup", "hr", "main", "menu", "nav", "ol", "p", "pre", "section",
+    "summary", "table", "ul",
+];
+/// Elements an end tag cannot close across: the union of HTML's scope boundaries (default,
+/// button and list-item scope). A larger set only keeps elements open longer.
+const SCOPE_BOUNDARIES: &[&str] = &[
+    "applet", "button", "caption", "html", "marquee", "object", "ol", "table", "td", "template",
+    "th", "ul",
+];
+
+/// How far down the stack an end tag is looked up.
+const MAX_SCOPE_SCAN: usize = 64;
+
+/// What the limiter does with one token.
+enum Verdict {
+    Forward,
+    Drop,
+}
+
+impl<S> NestingLimiter<S> {
+    fn judge(&self, token: &Token) -> Verdict {
+        if self.exhausted.get() && !matches!(token, Token::EOFToken) {
+            return Verdict::Drop;
+        }
+        let mut open = self.state.borrow_mut();
+        match token {
+            Token::ParseError(_) | Token::CommentToken(_) => Verdict::Drop,
+            Token::CharacterTokens(_) | Token::NullCharacterToken if open.suppressing > 0 =>
+            {
+                Verdict::Drop
+            }
+            Token::CharacterTokens(text) => {
+                if open.raw_open.is_none() {
+                    let seen = self.text_seen.get()
+                        + text.chars().filter(|c| !c.is_whitespace()).count();
+                    self.text_seen.set(seen);
+                    self.exhausted.set(seen > self.text_budget);
+                }
+                Verdict::Forward
+            }
+            TagToken(tag) => {
+                if tag.kind == TagKind::StartTag {
+                    let start_tags = self.start_tags.get() + 1;
+                    self.start_tags.set(start_tags);
+                    if start_tags > MAX_START_TAGS {
+                        self.exhausted.set(true);
+                        return Verdict::Drop;
+                    }
+                }
+                let name: &str = &tag.name;
+                let listed = |set: &[&str]| set.contains(&name);
+                match tag.kind {
+                    TagKind::StartTag if listed(RAW_TEXT_ELEMENTS) => {
+                        open.raw_open = Some(tag.name.clone());
+                        Verdict::Forward
+                    }
+                    TagKind::EndTag if open.raw_open.as_ref() == Some(&tag.name) => {
+                        open.raw_open = None;
+                        Verdict::Forward
+                    }
+                    TagKind::StartTag if listed(VOID_ELEMENTS) => {
+                        if open.suppressing > 0 { Verdict::Drop } else { Verdict::Forward }
+                    }
+                    TagKind::StartTag => {
+                        if listed(CLOSES_P)
+                            && let Some(at) = open.find_in_scope(&html5ever::local_name!("p"))
+                        {
+                            open.truncate(at);
+                        }
+                        if listed(SIBLING_CLOSED)
+                            && open.stack.last().is_some_and(|(top, _, _)| *top == tag.name)
+                        {
+                            let top = open.stack.len() - 1;
+                            open.truncate(top);
+                        }
+                        if open.suppressing > 0 {
+                            open.push(&tag.name, Fate::Dropped);
+                            return Verdict::Drop;
+                        }
+                        if open.forwarded < MAX_TAG_NESTING {
+                            open.push(&tag.name, Fate::Forwarded);
+                            return Verdict::Forward;
+                        }
+                        let attr = |key: &str| {
+                            tag.attrs
+                                .iter()
+                                .find(|a| (*a.name.local).eq_ignore_ascii_case(key))
+                                .map(|a| &*a.value)
+                        };
+                        let fate =
+                            if element_hides(name, attr) { Fate::Suppressing } else { Fate::Dropped };
+                        open.push(&tag.name, fate);
+                        Verdict::Drop
+                    }
+                    TagKind::EndTag => match open.find_in_scope(&tag.name) {
+                        Some(at) => {
+                            let fate = open.stack[at].1;
+                            open.truncate(at);
+                            if fate == Fate::Forwarded { Verdict::Forward } else { Verdict::Drop }
+                        }
+                        // Unmatched end tags are the tree builder's business, unless it could
+                        // match them across elements it never saw.
+                        None if open.dropped + open.suppressing == 0 => Verdict::Forward,
+                        None => Verdict::Drop,
+                    },
+                }
+            }
+            _ => Verdict::Forward,
+        }
+    }
+}
+
+impl<S: TokenSink> TokenSink for NestingLimiter<S> {
+    type Handle = S::Handle;
+
+    fn process_token(&self, token: Token, line_number: u64) -> TokenSinkResult<Self::Handle> {
+        match self.judge(&token) {
+            Verdict::Forward => self.inner.process_token(token, line_number),
+            Verdict::Drop => TokenSinkResult::Continue,
+        }
+    }
+
+    fn end(&self) {
+        self.inner.end();
+    }
+
+    fn adjusted_current_node_present_but_not_in_html_namespace(&self) -> bool {
+        self.inner.adjusted_current_node_present_but_not_in_html_namespace()
+    }
+}
+
+fn is_table_structure(node: &Handle) -> bool {
+    match &node.data {
+        Element { name, .. } => {
+            matches!(
+                &*name.local,
+                "table" | "thead" | "tbody" | "tfoot" | "tr" | "colgroup"
+            )
+        }
+        _ => false,
+    }
+}
+
 /// Removes dropped and hidden elements and comments, and flattens nesting below
 /// [`MAX_DOM_DEPTH`]. Iterative, so deep input cannot overflow the stack here.
 fn prune(dom: &RcDom) {
     let mut stack: Vec<(Handle, usize)> = vec![(dom.document.clone(), 0)];
     while let Some((node, depth)) = stack.pop() {
-        if depth >= MAX_DOM_DEPTH {
+        // Text directly inside table structure is not rendered, so flatten into a cell (at
+        // most three levels further down) rather than into a `<tr>`.
+        if depth >= MAX_DOM_DEPTH && !is_table_structure(&node) {
             flatten_into(&node);
             continue;
         }
@@ -124,27 +429,35 @@ fn flatten_into(node: &Handle) {
     *node.children.borrow_mut() = leaves;
 }
 
-/// True for comments, for [`DROPPED_ELEMENTS`], and for elements a reader would not see.
+/// True for comments and for elements a reader would not see ([`element_hides`]).
 fn is_dropped(node: &Handle) -> bool {
     match &node.data {
         Comment { .. } => true,
         Element { name, attrs, .. } => {
-            let local: &str = &name.local;
-            if DROPPED_ELEMENTS.iter().any(|d| local.eq_ignore_ascii_case(d)) {
-                return true;
-            }
             let attrs = attrs.borrow();
-            let attr = |key: &str| {
-                attrs.iter().find(|a| a.name.local.as_ref().eq_ignore_ascii_case(key)).map(|a| &*a.value)
-            };
-            attr("hidden").is_some()
-                || attr("style").is_some_and(style_hides)
-                || (local.eq_ignore_ascii_case("input")
-                    && attr("type").is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden")))
-                || (local.eq_ignore_ascii_case("dialog") && attr("open").is_none())
+            element_hides(&name.local, |key| {
+                attrs
+                    .iter()
+                    .find(|a| (*a.name.local).eq_ignore_ascii_case(key))
+                    .map(|a| &*a.value)
+            })
         }
         _ => false,
     }
+}
+
+/// Whether an element with local name `local` and attribute lookup `attr` is dropped with its
+/// content: one of [`DROPPED_ELEMENTS`], `hidden`, a hiding inline style, a hidden input, or a
+/// closed `<dialog>`. Shared by the token filter and the DOM pass so that both agree.
+fn element_hides<'a>(local: &str, attr: impl Fn(&str) -> Option<&'a str>) -> bool {
+    DROPPED_ELEMENTS
+        .iter()
+        .any(|d| local.eq_ignore_ascii_case(d))
+        || attr("hidden").is_some()
+        || attr("style").is_some_and(style_hides)
+        || (local.eq_ignore_ascii_case("input")
+            && attr("type").is_some_and(|t| t.trim().eq_ignore_ascii_case("hidden")))
+        || (local.eq_ignore_ascii_case("dialog") && attr("open").is_none())
 }
 
 /// Whether an inline `style` attribute hides the element. Conservative on purpose: any hiding
@@ -155,7 +468,9 @@ fn style_hides(style: &str) -> bool {
     let mut zero_box = false;
     let mut overflow_hidden = false;
     for decl in style.split(';') {
-        let Some((prop, value)) = decl.split_once(':') else { continue };
+        let Some((prop, value)) = decl.split_once(':') else {
+            continue;
+        };
         let prop = prop.trim();
         let value = value.trim();
         let value = value.strip_suffix("!important").unwrap_or(value).trim();
@@ -179,9 +494,7 @@ fn style_hides(style: &str) -> bool {
 /// `0`, `0px`, `0.0em`, `0%`, `.0` …: a number equal to zero with an optional unit.
 fn is_css_zero(value: &str) -> bool {
     let number = value.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%');
-    !number.is_empty()
-        && number.chars().all(|c| c == '0' || c == '.')
-        && number.contains('0')
+    !number.is_empty() && number.chars().all(|c| c == '0' || c == '.') && number.contains('0')
 }
 
 fn strip_css_comments(style: &str) -> String {
@@ -264,7 +577,9 @@ pub(crate) fn defuse_script_tags(text: String) -> String {
     const NEEDLE: &[u8] = b"<script";
     let bytes = text.as_bytes();
     let found = |i: usize| {
-        bytes.get(i..i + NEEDLE.len()).is_some_and(|w| w.eq_ignore_ascii_case(NEEDLE))
+        bytes
+            .get(i..i + NEEDLE.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(NEEDLE))
     };
     if !(0..bytes.len()).any(found) {
         return text;
@@ -436,15 +751,23 @@ mod tests {
         let text = to_text(html, MAX);
         assert!(text.contains("Click here now."), "{text}");
         assert!(text.contains("[Company logo]"), "{text}");
-        for bad in ["track.example.com", "img.example.com", "img.example.net", "example.org", "://"]
-        {
+        for bad in [
+            "track.example.com",
+            "img.example.com",
+            "img.example.net",
+            "example.org",
+            "://",
+        ] {
             assert!(!text.contains(bad), "{bad} in {text}");
         }
     }
 
     #[test]
     fn link_text_that_is_a_url_is_kept_as_text() {
-        let text = to_text("<a href=\"https://t.example.com/r\">www.example.org</a>", MAX);
+        let text = to_text(
+            "<a href=\"https://t.example.com/r\">www.example.org</a>",
+            MAX,
+        );
         assert_eq!(text, "www.example.org");
     }
 
@@ -463,7 +786,10 @@ mod tests {
 
     #[test]
     fn defuses_script_written_as_text() {
-        let text = to_text("<p>&lt;script&gt;alert(1)&lt;/SCRIPT&gt; and &lt;ScRiPt src=x&gt;</p>", MAX);
+        let text = to_text(
+            "<p>&lt;script&gt;alert(1)&lt;/SCRIPT&gt; and &lt;ScRiPt src=x&gt;</p>",
+            MAX,
+        );
         assert!(!text.to_ascii_lowercase().contains("<script"), "{text}");
         assert!(text.contains("\u{2039}script>alert(1)</SCRIPT>"), "{text}");
     }
@@ -498,12 +824,18 @@ mod tests {
         let handle = std::thread::Builder::new()
             .stack_size(2 * 1024 * 1024)
             .spawn(|| {
-                let depth = 20_000;
+                // Deep, but under MAX_START_TAGS (four start tags per level).
+                let depth = 10_000;
                 let mut html = String::new();
                 for _ in 0..depth {
                     html.push_str("<div><table><tr><td>");
                 }
                 html.push_str("deep text<script>x()</script><span hidden>gone</span>");
+                html.push_str("<div style='display:none'><table><tr><td></div>cell-hidden");
+                html.push_str("</td></tr></table>still-hidden</div>");
+                html.push_str("<p hidden><script>a</p>b</script>in-script</p>");
+                html.push_str("<template>inert</template><textarea hidden>area-text</textarea>");
+                html.push_str("<b>after</b>");
                 let text = to_text(&html, MAX);
                 let nested_spans = format!("{}deep spans{}", "<span>".repeat(50_000), "");
                 let text2 = to_text(&nested_spans, MAX);
@@ -512,7 +844,18 @@ mod tests {
             .expect("spawn test thread");
         let (text, text2) = handle.join().expect("no stack overflow");
         assert!(text.contains("deep text"), "{text}");
-        assert!(!text.contains("x()") && !text.contains("gone"), "{text}");
+        assert!(text.contains("after"), "{text}");
+        for bad in [
+            "x()",
+            "gone",
+            "cell-hidden",
+            "still-hidden",
+            "in-script",
+            "inert",
+            "area-text",
+        ] {
+            assert!(!text.contains(bad), "{bad} in {text}");
+        }
         assert_eq!(text2, "deep spans");
     }
 
@@ -534,6 +877,90 @@ mod tests {
     }
 
     #[test]
+    fn text_budget_stops_parsing_early_but_keeps_the_prefix() {
+        let html = format!(
+            "<style>{}</style><p>{}</p>",
+            "x".repeat(50_000),
+            "word ".repeat(100_000)
+        );
+        let (text, cut) = to_text_bounded(&html, 20);
+        assert_eq!(text, "word word word word ");
+        assert!(cut);
+        let (dom, exhausted) = parse_bounded(&html, 100);
+        assert!(exhausted);
+        drop(dom);
+        let (_, exhausted) = parse_bounded("<p>short</p>", 100);
+        assert!(!exhausted);
+    }
+
+    fn arb_html() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("<div>"),
+            Just("</div>"),
+            Just("<span hidden>"),
+            Just("</span>"),
+            Just("<script>"),
+            Just("</script>"),
+            Just("&lt;script"),
+            Just("<table><tr><td>"),
+            Just("</td>"),
+            Just("<p>"),
+            Just("<!--"),
+            Just("-->"),
+            Just("<svg><title>"),
+            Just("<textarea>"),
+            Just("<img src=https://x.example.com/a alt=a>"),
+            Just("<a href=https://t.example.com/>"),
+            Just("word "),
+            Just("\u{200B}"),
+        ];
+        proptest::collection::vec(piece, 0..300).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn html_shaped_input_stays_bounded_and_script_free(html in arb_html(), max in 0usize..200) {
+            let (text, _) = to_text_bounded(&html, max);
+            proptest::prop_assert!(text.chars().count() <= max);
+            proptest::prop_assert!(!text.to_ascii_lowercase().contains("<script"));
+            if !html.contains("<textarea>") {
+                // Text inside a textarea is text, URLs included; elsewhere no URL survives.
+                proptest::prop_assert!(!text.contains("example.com"), "{}", text);
+            }
+        }
+
+        #[test]
+        fn hidden_content_stays_hidden_at_any_depth(depth in 0usize..200, cells in 0usize..30) {
+            let payload = "<p>visible</p><span hidden>h1</span><div style='display:none'>\
+                <table><tr><td></div>h2</td></tr></table>h3</div><p hidden><script>s</p>h4\
+                </script>h5</p><template>h6</template><b>end</b>";
+            let html = format!(
+                "{}{}{payload}",
+                "<div>".repeat(depth),
+                "<table><tr><td>".repeat(cells)
+            );
+            let text = to_text(&html, 10_000);
+            proptest::prop_assert!(text.contains("visible") && text.contains("end"), "{}", text);
+            for hidden in ["h1", "h2", "h3", "h4", "h5", "h6"] {
+                proptest::prop_assert!(!text.contains(hidden), "{} in {}", hidden, text);
+            }
+        }
+    }
+
+    #[test]
+    fn start_tag_cap_stops_parsing() {
+        let html = format!("{}<p>after</p>", "<br>".repeat(MAX_START_TAGS));
+        let (text, cut) = to_text_bounded(&html, MAX);
+        assert!(cut);
+        assert!(!text.contains("after"));
+        let html = format!("{}<p>after</p>", "<br>".repeat(1000));
+        let (text, cut) = to_text_bounded(&html, MAX);
+        assert!(!cut);
+        assert_eq!(text, "after");
+    }
+
+    #[test]
     fn css_zero_detection() {
         for zero in ["0", "0px", "0.0em", ".0", "0%", "00"] {
             assert!(is_css_zero(zero), "{zero}");
@@ -546,7 +973,10 @@ mod tests {
     #[test]
     fn truncate_chars_is_exact() {
         assert_eq!(truncate_chars("añb".to_owned(), 2), ("añ".to_owned(), true));
-        assert_eq!(truncate_chars("añb".to_owned(), 3), ("añb".to_owned(), false));
+        assert_eq!(
+            truncate_chars("añb".to_owned(), 3),
+            ("añb".to_owned(), false)
+        );
         assert_eq!(truncate_chars(String::new(), 0), (String::new(), false));
     }
 }

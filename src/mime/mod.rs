@@ -90,21 +90,21 @@ pub(crate) fn parse(raw: &[u8]) -> ParsedMessage {
 /// Like [`parse`], but `None` when mail-parser finds no message at all (e.g. empty input), so
 /// that `.eml` extraction can report a failure instead of an empty text.
 pub(crate) fn try_parse(raw: &[u8]) -> Option<ParsedMessage> {
-    let message = MessageParser::default().parse(raw)?;
+    let message = parse_message(raw)?;
     Some(view(raw, &message))
 }
 
 /// Decoded bytes of attachment `index` (same numbering as [`ParsedMessage::attachments`]),
 /// `None` if out of range.
 pub(crate) fn attachment_bytes(raw: &[u8], index: usize) -> Option<Vec<u8>> {
-    let message = MessageParser::default().parse(raw)?;
+    let message = parse_message(raw)?;
     nth_attachment(&message, index).map(|part| part_bytes(raw, part))
 }
 
 /// Like [`parse`] but also returns the decoded bytes of attachment `index` (`None` if out of
 /// range), parsing once. Used by `get_attachment_content`.
 pub(crate) fn parse_with_attachment(raw: &[u8], index: usize) -> (ParsedMessage, Option<Vec<u8>>) {
-    let Some(message) = MessageParser::default().parse(raw) else {
+    let Some(message) = parse_message(raw) else {
         return (ParsedMessage::default(), None);
     };
     let bytes = nth_attachment(&message, index).map(|part| part_bytes(raw, part));
@@ -142,31 +142,64 @@ pub(crate) fn decode_unlabelled(bytes: &[u8]) -> String {
 /// The fuzz oracle for this module (called by the fuzz harness and the property tests): parsing
 /// never panics, every listed attachment has exactly its declared size, the index past the end
 /// has no bytes, and HTML rendering stays bounded and script-free.
+#[cfg_attr(
+    not(any(test, fuzzing)),
+    expect(dead_code, reason = "called only by the cfg(fuzzing) harness and the unit tests")
+)]
 pub(crate) fn fuzz_parse(data: &[u8]) {
     let message = parse(data);
     for (i, attachment) in message.attachments.iter().enumerate() {
         assert_eq!(attachment.index, i, "attachment index is its position");
         let bytes = attachment_bytes(data, i).expect("oracle: listed attachment has bytes");
-        assert_eq!(bytes.len() as u64, attachment.size, "oracle: size is the decoded length");
+        assert_eq!(
+            bytes.len() as u64,
+            attachment.size,
+            "oracle: size is the decoded length"
+        );
     }
-    assert!(attachment_bytes(data, message.attachments.len()).is_none(), "oracle: out of range");
+    assert!(
+        attachment_bytes(data, message.attachments.len()).is_none(),
+        "oracle: out of range"
+    );
     let (again, bytes) = parse_with_attachment(data, 0);
     assert_eq!(again, message, "oracle: parse is deterministic");
-    assert_eq!(bytes, attachment_bytes(data, 0), "oracle: same bytes either way");
-    assert!(message.body_text.chars().count() <= MAX_BODY_CHARS, "oracle: body bounded");
+    assert_eq!(
+        bytes,
+        attachment_bytes(data, 0),
+        "oracle: same bytes either way"
+    );
+    assert!(
+        message.body_text.chars().count() <= MAX_BODY_CHARS,
+        "oracle: body bounded"
+    );
 
     let as_text = String::from_utf8_lossy(data);
     for max_chars in [0, 7, 1_000] {
         let text = html::to_text(&as_text, max_chars);
         assert!(text.chars().count() <= max_chars, "oracle: to_text bounded");
-        assert!(!text.to_ascii_lowercase().contains("<script"), "oracle: no <script in output");
+        assert!(
+            !text.to_ascii_lowercase().contains("<script"),
+            "oracle: no <script in output"
+        );
     }
+}
+
+/// mail-parser, with any panic contained. mail-parser 0.11.9 has a reachable
+/// `debug_assert!(false, "Invalid part ID, …")` (parsers/message.rs:485; an empty nested
+/// `message/rfc822` inside a multipart reaches it, see the regression test). Release builds
+/// compile it out; debug builds, tests and fuzzing with debug assertions would panic. A
+/// contained panic reads as "no message".
+fn parse_message(raw: &[u8]) -> Option<Message<'_>> {
+    std::panic::catch_unwind(|| MessageParser::default().parse(raw)).ok().flatten()
 }
 
 /// The attachment parts in mail-parser's order. Every numbering in this module goes through
 /// here, so listing and fetching cannot disagree even if an id were dangling.
 fn attachment_parts<'m>(message: &'m Message<'m>) -> impl Iterator<Item = &'m MessagePart<'m>> {
-    message.attachments.iter().filter_map(|id| message.parts.get(*id as usize))
+    message
+        .attachments
+        .iter()
+        .filter_map(|id| message.parts.get(*id as usize))
 }
 
 fn nth_attachment<'m>(message: &'m Message<'m>, index: usize) -> Option<&'m MessagePart<'m>> {
@@ -199,7 +232,11 @@ fn view(raw: &[u8], message: &Message<'_>) -> ParsedMessage {
 /// The body: every text/plain or text/html part mail-parser counts as body text, in order; the
 /// HTML body when there is no text body at all.
 fn body(raw: &[u8], message: &Message<'_>) -> (String, bool) {
-    let ids = if message.text_body.is_empty() { &message.html_body } else { &message.text_body };
+    let ids = if message.text_body.is_empty() {
+        &message.html_body
+    } else {
+        &message.text_body
+    };
     let mut text = String::new();
     let mut from_html = false;
     for part in ids.iter().filter_map(|id| message.parts.get(*id as usize)) {
@@ -220,7 +257,11 @@ fn body(raw: &[u8], message: &Message<'_>) -> (String, bool) {
         }
         text.push_str(&piece);
     }
-    let text = if text.contains('\r') { text.replace("\r\n", "\n") } else { text };
+    let text = if text.contains('\r') {
+        text.replace("\r\n", "\n")
+    } else {
+        text
+    };
     (html::truncate_chars(text, MAX_BODY_CHARS).0, from_html)
 }
 
@@ -241,7 +282,10 @@ fn plain_text<'a>(raw: &[u8], part: &MessagePart<'_>, decoded: &'a str) -> Cow<'
 /// exactly. "Exactly" is checked: decoding them the way mail-parser did must give `decoded`.
 fn unlabelled_original(raw: &[u8], part: &MessagePart<'_>, decoded: &str) -> Option<Vec<u8>> {
     let charset = part.content_type().and_then(|ct| ct.attribute("charset"));
-    if charset.and_then(|c| charset_decoder(c.as_bytes())).is_some() {
+    if charset
+        .and_then(|c| charset_decoder(c.as_bytes()))
+        .is_some()
+    {
         return None;
     }
     let body = raw.get(part.offset_body as usize..part.offset_end as usize)?;
@@ -296,7 +340,8 @@ fn attachment_meta(raw: &[u8], index: usize, part: &MessagePart<'_>) -> ParsedAt
 fn content_type(part: &MessagePart<'_>) -> String {
     let is_token = |s: &str| {
         (1..=MAX_MEDIA_NAME).contains(&s.len())
-            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
     };
     match part.content_type() {
         Some(ct) => match ct.subtype() {
@@ -336,9 +381,11 @@ fn first_text(value: &HeaderValue<'_>) -> Option<String> {
 fn text_list(value: &HeaderValue<'_>) -> Vec<String> {
     match value {
         HeaderValue::Text(text) => clean_header(text).into_iter().collect(),
-        HeaderValue::TextList(list) => {
-            list.iter().filter_map(|t| clean_header(t)).take(MAX_REFERENCES).collect()
-        }
+        HeaderValue::TextList(list) => list
+            .iter()
+            .filter_map(|t| clean_header(t))
+            .take(MAX_REFERENCES)
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -346,8 +393,10 @@ fn text_list(value: &HeaderValue<'_>) -> Vec<String> {
 /// Header text without control characters (an encoded word can smuggle CR/LF), trimmed; `None`
 /// when nothing is left.
 fn clean_header(value: &str) -> Option<String> {
-    let cleaned: String =
-        value.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>();
+    let cleaned: String = value
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>();
     let trimmed = cleaned.trim();
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
 }
@@ -358,7 +407,9 @@ fn decode_utf16(bytes: &[u8], unit: fn([u8; 2]) -> u16) -> String {
         // A dangling odd byte cannot be a code unit: decode it as a replacement character.
         _ => 0xFFFD,
     });
-    char::decode_utf16(units).map(|r| r.unwrap_or(char::REPLACEMENT_CHARACTER)).collect()
+    char::decode_utf16(units)
+        .map(|r| r.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect()
 }
 
 fn decode_windows_1252(bytes: &[u8]) -> String {
@@ -437,20 +488,30 @@ a,b
         assert_eq!(m.subject.as_deref(), Some("Café report"));
         assert_eq!(
             m.from,
-            [Mailbox { name: Some("Ann Example".into()), address: Some("ann@example.com".into()) }]
+            [Mailbox {
+                name: Some("Ann Example".into()),
+                address: Some("ann@example.com".into())
+            }]
         );
         let to: Vec<_> = m.to.iter().map(|b| b.address.as_deref()).collect();
         assert_eq!(to, [Some("bob@example.org"), Some("carol@example.net")]);
         assert_eq!(m.to[1].name.as_deref(), Some("Carol"));
         let cc: Vec<_> = m.cc.iter().map(|b| b.address.as_deref()).collect();
         assert_eq!(cc, [Some("dan@example.com"), Some("eve@example.com")]);
-        assert_eq!(m.date.map(|d| d.to_rfc3339()).as_deref(), Some("2025-07-01T08:00:00+00:00"));
+        assert_eq!(
+            m.date.map(|d| d.to_rfc3339()).as_deref(),
+            Some("2025-07-01T08:00:00+00:00")
+        );
         assert_eq!(m.body_text, "Plain body\nsecond line");
         assert!(!m.body_is_html);
 
         let names: Vec<_> = m.attachments.iter().map(|a| a.name.as_deref()).collect();
         assert_eq!(names, [None, Some("report.pdf"), Some("data.csv")]);
-        let types: Vec<_> = m.attachments.iter().map(|a| a.content_type.as_str()).collect();
+        let types: Vec<_> = m
+            .attachments
+            .iter()
+            .map(|a| a.content_type.as_str())
+            .collect();
         assert_eq!(types, ["image/png", "application/pdf", "text/csv"]);
         let inline: Vec<_> = m.attachments.iter().map(|a| a.is_inline).collect();
         assert_eq!(inline, [true, false, false]);
@@ -459,9 +520,19 @@ a,b
             let bytes = attachment_bytes(&raw, i).expect("listed attachment");
             assert_eq!(bytes.len() as u64, a.size);
         }
-        assert_eq!(attachment_bytes(&raw, 0).as_deref(), Some(&b"\x89PNG\r\n\x1a\n"[..]));
-        assert!(attachment_bytes(&raw, 1).expect("pdf").starts_with(b"%PDF-1.4"));
-        assert_eq!(attachment_bytes(&raw, 2).as_deref(), Some(&b"a,b\r\n1,2"[..]));
+        assert_eq!(
+            attachment_bytes(&raw, 0).as_deref(),
+            Some(&b"\x89PNG\r\n\x1a\n"[..])
+        );
+        assert!(
+            attachment_bytes(&raw, 1)
+                .expect("pdf")
+                .starts_with(b"%PDF-1.4")
+        );
+        assert_eq!(
+            attachment_bytes(&raw, 2).as_deref(),
+            Some(&b"a,b\r\n1,2"[..])
+        );
         assert_eq!(attachment_bytes(&raw, 3), None);
         assert_eq!(attachment_bytes(&raw, usize::MAX), None);
 
@@ -496,7 +567,8 @@ a,b
         mostly.extend_from_slice("über straße €".as_bytes());
         mostly.push(0xff);
         assert_eq!(parse(&mostly).body_text, "über straße €\u{FFFD}");
-        let unknown_utf8 = "Subject: x\r\nContent-Type: text/plain; charset=x-unknown\r\n\r\nnaïve ✓";
+        let unknown_utf8 =
+            "Subject: x\r\nContent-Type: text/plain; charset=x-unknown\r\n\r\nnaïve ✓";
         assert_eq!(parse(unknown_utf8.as_bytes()).body_text, "naïve ✓");
     }
 
@@ -534,10 +606,20 @@ Content-Type: text/html; charset=utf-8
         let m = parse(&raw);
         assert!(m.body_is_html);
         assert!(m.body_text.contains("Dear customer,"), "{}", m.body_text);
-        assert!(m.body_text.contains("Your code is 1234."), "{}", m.body_text);
+        assert!(
+            m.body_text.contains("Your code is 1234."),
+            "{}",
+            m.body_text
+        );
         assert!(m.body_text.contains("Unsubscribe"), "{}", m.body_text);
-        for bad in ["secret title", "color", "steal", "ignore previous", "hidden para", "example.net"]
-        {
+        for bad in [
+            "secret title",
+            "color",
+            "steal",
+            "ignore previous",
+            "hidden para",
+            "example.net",
+        ] {
             assert!(!m.body_text.contains(bad), "{bad} in {}", m.body_text);
         }
         assert!(m.attachments.is_empty());
@@ -582,7 +664,14 @@ x
         );
         let m = parse(&raw);
         let names: Vec<_> = m.attachments.iter().map(|a| a.name.as_deref()).collect();
-        assert_eq!(names, [Some("Résumé € 2025.pdf"), Some("élève.pdf"), Some("bad name.bin")]);
+        assert_eq!(
+            names,
+            [
+                Some("Résumé € 2025.pdf"),
+                Some("élève.pdf"),
+                Some("bad name.bin")
+            ]
+        );
         assert_eq!(m.attachments[0].size, 3);
         assert_eq!(m.attachments[2].content_type, "application/x-thing");
         assert_eq!(m.body_text, "see attached");
@@ -622,8 +711,15 @@ U3ViamVjdDogZW5jb2RlZAoKZW5jb2RlZCBib2R5Cg==
         assert_eq!(m.attachments[0].name.as_deref(), Some("inner.eml"));
         let inner = attachment_bytes(&raw, 0).expect("nested message");
         assert_eq!(inner.len() as u64, m.attachments[0].size);
-        assert!(inner.starts_with(b"From: Inner Sender"), "{}", String::from_utf8_lossy(&inner));
-        assert!(!inner.windows(4).any(|w| w == b"fwd\r"), "only the nested message");
+        assert!(
+            inner.starts_with(b"From: Inner Sender"),
+            "{}",
+            String::from_utf8_lossy(&inner)
+        );
+        assert!(
+            !inner.windows(4).any(|w| w == b"fwd\r"),
+            "only the nested message"
+        );
         let nested = parse(&inner);
         assert_eq!(nested.subject.as_deref(), Some("inner subject"));
         assert_eq!(nested.from[0].address.as_deref(), Some("inner@example.org"));
@@ -660,10 +756,16 @@ caf=E9
 ",
         );
         let m = parse(&raw);
-        assert_eq!(attachment_bytes(&raw, 0).as_deref(), Some(&b"a,b\nc\xe9,d\n"[..]));
-        assert_eq!(m.attachments[0].size, 10);
+        assert_eq!(
+            attachment_bytes(&raw, 0).as_deref(),
+            Some(&b"a,b\nc\xe9,d\n"[..])
+        );
+        assert_eq!(m.attachments[0].size, 9);
         // A known charset is transcoded: the label does not travel with the bytes.
-        assert_eq!(attachment_bytes(&raw, 1).as_deref(), Some("café".as_bytes()));
+        assert_eq!(
+            attachment_bytes(&raw, 1).as_deref(),
+            Some("café".as_bytes())
+        );
         assert_eq!(m.attachments[1].size, 5);
     }
 
@@ -700,6 +802,16 @@ caf=E9
     }
 
     #[test]
+    fn mail_parser_debug_assert_is_contained() {
+        // Found by the proptest below; trips a debug_assert inside mail-parser 0.11.9.
+        let raw = b"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\
+            Content-Type: message/rfc822\r\n\r\nContent-Type: message/rfc822\r\n\r\n\r\n--b--\r\n";
+        fuzz_parse(raw);
+        let m = parse(raw);
+        assert_eq!(attachment_bytes(raw, m.attachments.len()), None);
+    }
+
+    #[test]
     fn header_control_characters_are_removed() {
         let m = parse(b"Subject: =?utf-8?q?line=0Anext=00end?=\r\n\r\nx");
         assert_eq!(m.subject.as_deref(), Some("line next end"));
@@ -713,7 +825,10 @@ caf=E9
         assert_eq!(decode_unlabelled(b"\xFE\xFF\x00h\x00"), "h\u{FFFD}");
         assert_eq!(decode_unlabelled(b"\xFF\xFE\x00\xd8"), "\u{FFFD}");
         assert_eq!(decode_unlabelled("plain ü".as_bytes()), "plain ü");
-        assert_eq!(decode_unlabelled(b"\x93hi\x94 \xe9"), "\u{201C}hi\u{201D} é");
+        assert_eq!(
+            decode_unlabelled(b"\x93hi\x94 \xe9"),
+            "\u{201C}hi\u{201D} é"
+        );
         assert_eq!(decode_unlabelled(b""), "");
     }
 

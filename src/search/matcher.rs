@@ -56,6 +56,7 @@ impl TokenQuery {
     }
 
     /// A query with no alphanumeric token cannot prove anything, so it matches nothing.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.required.is_empty()
     }

@@ -100,6 +100,7 @@ pub(crate) struct Candidate {
     pub(crate) sent: Option<DateTime<Utc>>,
     pub(crate) is_read: bool,
     pub(crate) is_flagged: bool,
+    #[expect(dead_code, reason = "flag kept for the write family (replied state)")]
     pub(crate) is_answered: bool,
     pub(crate) has_attachments: bool,
     /// Start of the body text, for previews.
@@ -147,12 +148,12 @@ impl Filters {
             }
         }
         if let Some(from) = self.date_from
-            && !c.received.is_some_and(|d| d >= from)
+            && c.received.is_none_or(|d| d < from)
         {
             return false;
         }
         if let Some(to) = self.date_to
-            && !c.received.is_some_and(|d| d <= to)
+            && c.received.is_none_or(|d| d > to)
         {
             return false;
         }

@@ -9,10 +9,7 @@ use garde::Validate;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// `^[0-9]{4}-[0-9]{2}-[0-9]{2}` plus an optional time and zone, as the reference accepts.
-pub(crate) const DATE_PATTERN: &str =
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$";
-
+#[expect(clippy::ptr_arg, reason = "garde passes the field type")]
 fn valid_address(value: &String, _ctx: &()) -> garde::Result {
     crate::policy::address::EmailAddress::parse(value)
         .map(|_| ())
@@ -91,6 +88,7 @@ fn unique_folders(values: &Option<Vec<InvestigationFolder>>, _ctx: &()) -> garde
     }
 }
 
+#[expect(clippy::ptr_arg, reason = "garde passes the field type")]
 fn unique_labels(values: &Vec<BatchQuery>, _ctx: &()) -> garde::Result {
     let mut seen = std::collections::HashSet::new();
     if values.iter().all(|v| seen.insert(v.label.as_str())) {
@@ -462,6 +460,7 @@ pub(crate) struct MarkArgs {
     pub(crate) message_ids: Vec<String>,
     /// true marks read, false unread.
     #[garde(skip)]
+    #[expect(dead_code, reason = "read by the handler of the write-family issue")]
     pub(crate) read: bool,
 }
 
@@ -535,6 +534,7 @@ pub(crate) struct SendEmailArgs {
     pub(crate) in_reply_to: Option<String>,
     /// Render the envelope and the policy verdict without sending.
     #[garde(skip)]
+    #[expect(dead_code, reason = "read by the handler of the send issue")]
     pub(crate) dry_run: Option<bool>,
     /// A UUIDv4: a retried call with the same key returns the first call's receipt.
     #[garde(pattern(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"))]

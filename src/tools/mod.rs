@@ -155,7 +155,6 @@ pub(crate) enum ErrorCode {
     NotFound,
     LimitExceeded,
     BackendUnavailable,
-    RateLimited,
     Unsupported,
     InvalidArgument,
     AttachmentTooLarge,
@@ -174,7 +173,6 @@ impl ErrorCode {
             ErrorCode::NotFound => "NOT_FOUND",
             ErrorCode::LimitExceeded => "LIMIT_EXCEEDED",
             ErrorCode::BackendUnavailable => "BACKEND_UNAVAILABLE",
-            ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::Unsupported => "UNSUPPORTED",
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::AttachmentTooLarge => "ATTACHMENT_TOO_LARGE",
@@ -296,6 +294,7 @@ pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
 /// Everything a handler may use, fixed at startup.
 pub(crate) struct App {
     pub(crate) config: Config,
+    #[expect(dead_code, reason = "read by the send handler (the sender settings) in the send issue")]
     pub(crate) gates: Gates,
     pub(crate) backends: Registry,
     pub(crate) journal: Option<Journal>,

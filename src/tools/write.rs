@@ -27,6 +27,7 @@ pub(crate) struct ItemResultOut {
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[expect(dead_code, reason = "built by the handlers of the write-family issue")]
 pub(crate) enum BatchStatus {
     Complete,
     Partial,

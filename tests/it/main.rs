@@ -1,1 +1,13 @@
+//! The single integration-test binary: every test starts the real `mailgate` binary as a child
+//! process (stdio MCP through rmcp's client, or the CLI) with a private, minimal environment.
+#![allow(clippy::unwrap_used, reason = "tests")]
+#![allow(clippy::disallowed_methods, reason = "tests build their fixtures with std::fs")]
 
+mod util;
+
+mod catalog;
+mod config_refusals;
+mod invalid_inputs;
+mod policy_drift;
+mod read_tools;
+mod telemetry;

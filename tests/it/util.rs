@@ -1,0 +1,146 @@
+//! Test harness: a private temp HOME with the demo mailboxes, a minimal child environment, and an
+//! rmcp client over the child's stdio.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::Value;
+use tempfile::TempDir;
+
+pub(crate) const EXE: &str = env!("CARGO_BIN_EXE_mailgate");
+
+/// One test's world: a temp dir used as HOME, cwd and MAILGATE_HOME parent.
+pub(crate) struct World {
+    pub(crate) dir: TempDir,
+    pub(crate) env: BTreeMap<String, String>,
+}
+
+impl World {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mut env = BTreeMap::new();
+        env.insert("PATH".into(), "/usr/bin:/bin".into());
+        env.insert("HOME".into(), dir.path().display().to_string());
+        env.insert("MAILGATE_HOME".into(), dir.path().join("state").display().to_string());
+        Self { dir, env }
+    }
+
+    pub(crate) fn with(mut self, key: &str, value: &str) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub(crate) fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(EXE);
+        cmd.args(args).env_clear().envs(&self.env).current_dir(self.dir.path());
+        cmd
+    }
+
+    /// Runs the CLI to completion.
+    pub(crate) async fn run(&self, args: &[&str]) -> Output {
+        self.command(args).stdin(std::process::Stdio::null()).output().await.unwrap()
+    }
+
+    /// Writes a plugin.json with the given mode and points OUTLOOK_PLUGIN_CONFIG at it.
+    pub(crate) fn config(mut self, json: &str, mode: u32) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.dir.path().join("plugin.json");
+        std::fs::write(&path, json).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        self.env.insert("OUTLOOK_PLUGIN_CONFIG".into(), path.display().to_string());
+        self
+    }
+
+    /// Starts `mailgate demo --serve` (the demo mailboxes as fixture) and connects a client.
+    pub(crate) async fn demo_client(&self) -> Client {
+        self.client(&["demo", "--serve"]).await
+    }
+
+    pub(crate) async fn client(&self, args: &[&str]) -> Client {
+        self.client_with(args, std::process::Stdio::null()).await
+    }
+
+    /// The demo server with its stderr captured into `path`.
+    pub(crate) async fn demo_client_with_stderr(&self, path: &Path) -> Client {
+        let file = std::fs::File::create(path).unwrap();
+        self.client_with(&["demo", "--serve"], file.into()).await
+    }
+
+    async fn client_with(&self, args: &[&str], stderr: std::process::Stdio) -> Client {
+        let cmd = self.command(args).configure(|c| {
+            c.kill_on_drop(true);
+        });
+        let (transport, _stderr) = TokioChildProcess::builder(cmd).stderr(stderr).spawn().unwrap();
+        Client { inner: ().serve(transport).await.unwrap() }
+    }
+}
+
+pub(crate) struct Client {
+    pub(crate) inner: RunningService<RoleClient, ()>,
+}
+
+impl Client {
+    pub(crate) async fn tools(&self) -> Vec<Tool> {
+        self.inner.list_all_tools().await.unwrap()
+    }
+
+    pub(crate) async fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.tools().await.into_iter().map(|t| t.name.to_string()).collect();
+        names.sort();
+        names
+    }
+
+    /// Calls a tool; `Err` is the protocol-error channel.
+    pub(crate) async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
+        let Value::Object(map) = args else { panic!("arguments must be an object") };
+        self.inner
+            .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(map))
+            .await
+    }
+
+    /// Calls a tool that must succeed and returns its structured content.
+    pub(crate) async fn ok(&self, name: &str, args: Value) -> Value {
+        let result = self.call(name, args).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{name} failed: {:?}", result.content);
+        result.structured_content.expect("structured content")
+    }
+
+    /// Calls a tool that must fail in-band and returns its stable error code.
+    pub(crate) async fn tool_error(&self, name: &str, args: Value) -> String {
+        let result = self.call(name, args).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{name} should fail: {:?}", result.structured_content);
+        let meta = result.meta.expect("error meta");
+        meta.0["mailgate/errorCode"].as_str().unwrap().to_owned()
+    }
+
+    pub(crate) async fn close(self) {
+        let _ = self.inner.cancel().await;
+    }
+}
+
+/// The text of all text blocks of a result.
+pub(crate) fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A minimal valid config with one Graph mailbox (no backend is contacted by `policy check`).
+pub(crate) const ONE_MAILBOX: &str =
+    r#"{ "mailboxes": [ { "alias": "test", "address": "test@example.com" } ] }"#;
