@@ -21,7 +21,11 @@ use crate::startup::build_app;
 use crate::tools::{App, CallError};
 
 #[derive(Parser)]
-#[command(name = "mailgate", version, about = "Policy-first MCP gateway to allowlisted mailboxes")]
+#[command(
+    name = "mailgate",
+    version,
+    about = "Policy-first MCP gateway to allowlisted mailboxes"
+)]
 struct Cli {
     /// plugin.json to use (default: OUTLOOK_PLUGIN_CONFIG, else ~/.config/mailgate/plugin.json)
     #[arg(long, global = true, value_name = "FILE")]
@@ -86,7 +90,10 @@ pub fn run() -> i32 {
         Err(err) => return fail(&StartupError::Config(err)),
     };
     crate::telemetry::init_tracing(env.get("MAILGATE_LOG"));
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(err) => return fail(&StartupError::Transport(err.kind().to_string())),
     };
@@ -106,7 +113,13 @@ fn fail(err: &StartupError) -> i32 {
 fn write_out(text: &str) -> Result<(), StartupError> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
-        .and_then(|()| if text.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") })
+        .and_then(|()| {
+            if text.ends_with('\n') {
+                Ok(())
+            } else {
+                out.write_all(b"\n")
+            }
+        })
         .and_then(|()| out.flush())
         .map_err(|e| StartupError::Output(e.kind()))
 }
@@ -149,7 +162,10 @@ async fn serve_stdio(app: Arc<App>) -> Result<(), StartupError> {
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| StartupError::Transport(e.to_string()))?;
-    service.waiting().await.map_err(|e| StartupError::Transport(e.to_string()))?;
+    service
+        .waiting()
+        .await
+        .map_err(|e| StartupError::Transport(e.to_string()))?;
     Ok(())
 }
 
@@ -158,13 +174,17 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
     let raw: JsonObject = match serde_json::from_str(json) {
         Ok(serde_json::Value::Object(map)) => map,
         _ => {
-            return Err(StartupError::Usage("the arguments must be a JSON object".into()));
+            return Err(StartupError::Usage(
+                "the arguments must be a JSON object".into(),
+            ));
         }
     };
     match app.call(tool, raw).await {
         Ok(out) => {
             let rendered = out.render();
-            let value = rendered.structured_content.unwrap_or(serde_json::Value::Null);
+            let value = rendered
+                .structured_content
+                .unwrap_or(serde_json::Value::Null);
             write_out(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
             Ok(0)
         }
@@ -177,7 +197,10 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
             Ok(1)
         }
         Err(CallError::InvalidParams(msg)) => {
-            write_out(&serde_json::json!({ "protocolError": "invalid_params", "message": msg }).to_string())?;
+            write_out(
+                &serde_json::json!({ "protocolError": "invalid_params", "message": msg })
+                    .to_string(),
+            )?;
             Ok(2)
         }
         Err(CallError::UnknownTool) => {
@@ -203,15 +226,20 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
         PolicyCommand::Check => {
             let s = settings(env, config)?;
             let app = build_app(&s, s.gates.clone())?;
-            write_out(&format!("ok: the configuration starts; catalog of {} tools", app.tools.len()))?;
+            write_out(&format!(
+                "ok: the configuration starts; catalog of {} tools",
+                app.tools.len()
+            ))?;
             Ok(0)
         }
         PolicyCommand::Export { out } => {
-            let dir = crate::path_guard::open_dir(&out)
-                .map_err(|e| StartupError::Usage(format!("cannot open the output folder ({})", e.kind())))?;
+            let dir = crate::path_guard::open_dir(&out).map_err(|e| {
+                StartupError::Usage(format!("cannot open the output folder ({})", e.kind()))
+            })?;
             let _ = dir.create_dir("catalogs");
             for (name, contents) in crate::report::golden_files() {
-                dir.write(&name, contents.as_bytes()).map_err(|e| StartupError::Output(e.kind()))?;
+                dir.write(&name, contents.as_bytes())
+                    .map_err(|e| StartupError::Output(e.kind()))?;
             }
             write_out("policy files written")?;
             Ok(0)

@@ -10,7 +10,10 @@ pub(crate) enum StartupError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("mailbox {alias}: its maildir folder could not be opened ({kind})")]
-    MaildirUnavailable { alias: String, kind: std::io::ErrorKind },
+    MaildirUnavailable {
+        alias: String,
+        kind: std::io::ErrorKind,
+    },
     #[error("the state folder could not be prepared ({0})")]
     StateDir(std::io::ErrorKind),
     #[error("the run journal could not be opened ({0})")]

@@ -27,8 +27,8 @@ pub(crate) const COMBINATIONS: [(bool, bool, bool); 8] = [
 /// The exact `tools/list` answer of one catalog, as pretty JSON.
 pub(crate) fn catalog_json(tools: &[&'static ToolDef]) -> String {
     let list: Vec<rmcp::model::Tool> = tools.iter().map(|t| t.to_mcp()).collect();
-    let mut text = serde_json::to_string_pretty(&serde_json::json!({ "tools": list }))
-        .unwrap_or_default();
+    let mut text =
+        serde_json::to_string_pretty(&serde_json::json!({ "tools": list })).unwrap_or_default();
     text.push('\n');
     text
 }
@@ -119,8 +119,18 @@ pub(crate) fn explain(settings: &Settings) -> String {
         catalog::catalog_name(g.handoffs, g.writes, g.send.is_some()),
         tools.len()
     );
-    let _ = writeln!(out, "gates: writes={} handoffs={} send={}", g.writes, g.handoffs, g.send.is_some());
-    let _ = writeln!(out, "tools: {}", tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(
+        out,
+        "gates: writes={} handoffs={} send={}",
+        g.writes,
+        g.handoffs,
+        g.send.is_some()
+    );
+    let _ = writeln!(
+        out,
+        "tools: {}",
+        tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+    );
     let _ = writeln!(out, "mailboxes:");
     for m in &settings.config.mailboxes {
         let kind = match &m.backend {
@@ -146,15 +156,27 @@ pub(crate) fn explain(settings: &Settings) -> String {
                 s.from_alias,
                 s.allowed_senders.len(),
                 domains.join(", "),
-                if s.recipient_domains_defaulted { " (defaulted to the sender's own domain)" } else { "" }
+                if s.recipient_domains_defaulted {
+                    " (defaulted to the sender's own domain)"
+                } else {
+                    ""
+                }
             );
         }
     }
     let _ = writeln!(out, "disk roots:");
     let _ = writeln!(out, "  state folder: {}", settings.state_dir.display());
     let _ = writeln!(out, "  download root: {}", settings.download_dir.display());
-    let _ = writeln!(out, "  handoff root: {}", settings.state_dir.join("handoffs").display());
-    let _ = writeln!(out, "  run journal: {}", if settings.journal { "on" } else { "off" });
+    let _ = writeln!(
+        out,
+        "  handoff root: {}",
+        settings.state_dir.join("handoffs").display()
+    );
+    let _ = writeln!(
+        out,
+        "  run journal: {}",
+        if settings.journal { "on" } else { "off" }
+    );
     let limits = serde_json::to_value(&settings.config.limits).unwrap_or(Value::Null);
     if let Value::Object(map) = limits {
         let _ = writeln!(out, "limits:");

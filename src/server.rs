@@ -63,9 +63,10 @@ impl ServerHandler for MailServer {
             Ok(out) => Ok(out.render().into()),
             Err(CallError::Tool(err)) => Ok(render_error(&err).into()),
             Err(CallError::InvalidParams(msg)) => Err(ErrorData::invalid_params(msg, None)),
-            Err(CallError::UnknownTool) => {
-                Err(ErrorData::invalid_params(format!("tool not found: {}", request.name), None))
-            }
+            Err(CallError::UnknownTool) => Err(ErrorData::invalid_params(
+                format!("tool not found: {}", request.name),
+                None,
+            )),
         }
     }
 }

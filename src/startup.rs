@@ -19,10 +19,11 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
     for mailbox in &settings.config.mailboxes {
         let backend = match &mailbox.backend {
             BackendSpec::Maildir { path, .. } => {
-                let dir = path_guard::open_dir(path).map_err(|e| StartupError::MaildirUnavailable {
-                    alias: mailbox.alias.to_string(),
-                    kind: e.kind(),
-                })?;
+                let dir =
+                    path_guard::open_dir(path).map_err(|e| StartupError::MaildirUnavailable {
+                        alias: mailbox.alias.to_string(),
+                        kind: e.kind(),
+                    })?;
                 Backend::Maildir(MaildirStore::new(dir))
             }
             BackendSpec::Graph => Backend::Unavailable { kind: "graph" },

@@ -11,8 +11,8 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use cap_std::fs::{Dir, OpenOptions};
 use cap_std::fs::OpenOptionsExt;
+use cap_std::fs::{Dir, OpenOptions};
 use rmcp::model::JsonObject;
 use serde::Serialize;
 use serde_json::Value;
@@ -100,7 +100,9 @@ impl Journal {
         let mut opts = OpenOptions::new();
         opts.append(true).create(true).mode(0o600);
         let file = state.open_with(Self::FILE, &opts)?;
-        Ok(Self { file: Mutex::new(file) })
+        Ok(Self {
+            file: Mutex::new(file),
+        })
     }
 
     pub(crate) fn record_call(
@@ -116,13 +118,20 @@ impl Journal {
                 "ok",
                 None,
                 // Only the status enum is copied, never content.
-                out.structured.get("status").and_then(Value::as_str).and_then(|s| {
-                    matches!(
-                        s,
-                        "FOUND" | "NOT_FOUND" | "SEARCH_INCOMPLETE" | "SEARCH_FAILED" | "SEARCH_UNTRUSTED"
-                    )
-                    .then(|| s.to_owned())
-                }),
+                out.structured
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .and_then(|s| {
+                        matches!(
+                            s,
+                            "FOUND"
+                                | "NOT_FOUND"
+                                | "SEARCH_INCOMPLETE"
+                                | "SEARCH_FAILED"
+                                | "SEARCH_UNTRUSTED"
+                        )
+                        .then(|| s.to_owned())
+                    }),
             ),
             Err(CallError::Tool(e)) => ("tool_error", Some(e.code.as_str()), None),
             Err(CallError::InvalidParams(_)) => ("invalid_arguments", None, None),
@@ -140,8 +149,16 @@ impl Journal {
             error_code,
             search_status,
         };
-        tracing::info!(tool, outcome, error_code, duration_ms = event.duration_ms as u64, "tool call");
-        let Ok(mut line) = serde_json::to_vec(&event) else { return };
+        tracing::info!(
+            tool,
+            outcome,
+            error_code,
+            duration_ms = event.duration_ms as u64,
+            "tool call"
+        );
+        let Ok(mut line) = serde_json::to_vec(&event) else {
+            return;
+        };
         line.push(b'\n');
         if let Ok(mut f) = self.file.lock()
             && let Err(err) = f.write_all(&line)

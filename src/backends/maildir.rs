@@ -55,7 +55,9 @@ impl MessageFile {
 
 impl MaildirStore {
     pub(crate) fn new(root: Dir) -> Self {
-        Self { root: Arc::new(root) }
+        Self {
+            root: Arc::new(root),
+        }
     }
 
     async fn blocking<T, F>(&self, f: F) -> Result<T, BackendError>
@@ -118,9 +120,21 @@ impl MaildirStore {
                 }
             }
             let window = &files[..scanned];
-            let newest = window.iter().map(|f| f.received).max().and_then(secs_to_utc);
-            let oldest = window.iter().map(|f| f.received).min().and_then(secs_to_utc);
-            let name = if id == INBOX { "Inbox".to_owned() } else { id.clone() };
+            let newest = window
+                .iter()
+                .map(|f| f.received)
+                .max()
+                .and_then(secs_to_utc);
+            let oldest = window
+                .iter()
+                .map(|f| f.received)
+                .min()
+                .and_then(secs_to_utc);
+            let name = if id == INBOX {
+                "Inbox".to_owned()
+            } else {
+                id.clone()
+            };
             Ok(FolderStats {
                 folder: FolderInfo {
                     id: id.clone(),
@@ -169,7 +183,9 @@ impl MaildirStore {
                         page.truncated = true;
                         break;
                     }
-                    let Ok(raw) = read_file(&dir, file) else { continue };
+                    let Ok(raw) = read_file(&dir, file) else {
+                        continue;
+                    };
                     let parsed = mime::parse(&raw);
                     let candidate = to_candidate(&id, file, &parsed);
                     if !req.filters.matches(&candidate) {
@@ -236,7 +252,8 @@ impl MaildirStore {
         self.blocking(move |root| {
             let (_, dir, file) = locate(root, &id)?;
             let raw = read_file(&dir, &file)?;
-            let parsed = mime::parse(&raw);
+            // One parse yields both the metadata and the decoded bytes.
+            let (parsed, bytes) = mime::parse_with_attachment(&raw, index);
             let meta = attachment_metas(&parsed)
                 .into_iter()
                 .nth(index)
@@ -244,7 +261,7 @@ impl MaildirStore {
             if meta.size > max_bytes {
                 return Err(BackendError::TooLarge);
             }
-            let bytes = mime::attachment_bytes(&raw, index).ok_or(BackendError::NotFound)?;
+            let bytes = bytes.ok_or(BackendError::NotFound)?;
             if bytes.len() as u64 != meta.size || bytes.len() as u64 > max_bytes {
                 return Err(BackendError::TooLarge);
             }
@@ -313,7 +330,10 @@ fn contains_all(c: &Candidate, words: &[String]) -> bool {
         hay.push(' ');
     }
     if let Some(from) = &c.from {
-        for part in [from.address.as_deref(), from.name.as_deref()].into_iter().flatten() {
+        for part in [from.address.as_deref(), from.name.as_deref()]
+            .into_iter()
+            .flatten()
+        {
             hay.push_str(&tokens(part).join(" "));
             hay.push(' ');
         }
@@ -332,7 +352,9 @@ pub(crate) fn encode_id(folder: &str, unique: &str) -> String {
 }
 
 fn decode_id(id: &str) -> Result<(String, String), BackendError> {
-    let bytes = URL_SAFE_NO_PAD.decode(id).map_err(|_| BackendError::BadId)?;
+    let bytes = URL_SAFE_NO_PAD
+        .decode(id)
+        .map_err(|_| BackendError::BadId)?;
     let text = String::from_utf8(bytes).map_err(|_| BackendError::BadId)?;
     let (folder, unique) = text.split_once('\n').ok_or(BackendError::BadId)?;
     if !valid_folder_id(folder) || !valid_unique(unique) {
@@ -354,7 +376,9 @@ fn valid_unique(unique: &str) -> bool {
     !unique.is_empty()
         && unique.len() <= 255
         && !unique.starts_with('.')
-        && !unique.chars().any(|c| c == '/' || c == '\\' || c == ':' || c.is_control())
+        && !unique
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c == ':' || c.is_control())
 }
 
 /// Folder ids present: the inbox (when the root is a Maildir) and every `.Name` directory that
@@ -367,8 +391,12 @@ fn discover_folders(root: &Dir) -> Result<Vec<String>, BackendError> {
     let mut others = Vec::new();
     for entry in root.entries()? {
         let entry = entry?;
-        let Ok(name) = entry.file_name().into_string() else { continue };
-        let Some(id) = name.strip_prefix('.') else { continue };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        let Some(id) = name.strip_prefix('.') else {
+            continue;
+        };
         if !valid_folder_id(id) || !entry.file_type()?.is_dir() {
             continue;
         }
@@ -422,10 +450,14 @@ fn folder_dir(root: &Dir, id: &str) -> Result<Dir, BackendError> {
 fn list_files(dir: &Dir) -> Result<Vec<MessageFile>, BackendError> {
     let mut files = Vec::new();
     for sub in ["cur", "new"] {
-        let Ok(entries) = dir.read_dir(sub) else { continue };
+        let Ok(entries) = dir.read_dir(sub) else {
+            continue;
+        };
         for entry in entries {
             let entry = entry?;
-            let Ok(file_name) = entry.file_name().into_string() else { continue };
+            let Ok(file_name) = entry.file_name().into_string() else {
+                continue;
+            };
             if file_name.starts_with('.') || !entry.file_type()?.is_file() {
                 continue;
             }
@@ -450,10 +482,20 @@ fn list_files(dir: &Dir) -> Result<Vec<MessageFile>, BackendError> {
                 .unwrap_or(0);
             // A message in new/ has not been seen by any client, whatever its name says.
             let flags = if sub == "new" { String::new() } else { flags };
-            files.push(MessageFile { sub, file_name, unique, flags, received });
+            files.push(MessageFile {
+                sub,
+                file_name,
+                unique,
+                flags,
+                received,
+            });
         }
     }
-    files.sort_by(|a, b| b.received.cmp(&a.received).then_with(|| a.unique.cmp(&b.unique)));
+    files.sort_by(|a, b| {
+        b.received
+            .cmp(&a.received)
+            .then_with(|| a.unique.cmp(&b.unique))
+    });
     Ok(files)
 }
 
@@ -487,11 +529,21 @@ mod tests {
         let id = encode_id("Projects.Alpha", "1767225600.M1P1.demo");
         assert_eq!(
             decode_id(&id).unwrap(),
-            ("Projects.Alpha".to_owned(), "1767225600.M1P1.demo".to_owned())
+            (
+                "Projects.Alpha".to_owned(),
+                "1767225600.M1P1.demo".to_owned()
+            )
         );
-        for (folder, unique) in [("..", "x"), ("a/b", "x"), ("INBOX", "../x"), (".hidden", "x")]
-        {
-            assert!(decode_id(&encode_id(folder, unique)).is_err(), "{folder} {unique}");
+        for (folder, unique) in [
+            ("..", "x"),
+            ("a/b", "x"),
+            ("INBOX", "../x"),
+            (".hidden", "x"),
+        ] {
+            assert!(
+                decode_id(&encode_id(folder, unique)).is_err(),
+                "{folder} {unique}"
+            );
         }
         assert!(decode_id("not base64 !").is_err());
     }

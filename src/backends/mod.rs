@@ -90,7 +90,9 @@ pub(crate) enum Backend {
     Maildir(maildir::MaildirStore),
     /// A mailbox whose backend kind is configured but not built yet (Graph, IMAP): every call
     /// answers `UNSUPPORTED`, so the catalog and the allowlist still work.
-    Unavailable { kind: &'static str },
+    Unavailable {
+        kind: &'static str,
+    },
 }
 
 impl Backend {
@@ -171,6 +173,9 @@ impl Registry {
     }
 
     pub(crate) fn get(&self, alias: &Alias) -> Option<&Backend> {
-        self.entries.iter().find(|(a, _)| a == alias).map(|(_, b)| b)
+        self.entries
+            .iter()
+            .find(|(a, _)| a == alias)
+            .map(|(_, b)| b)
     }
 }

@@ -72,7 +72,11 @@ pub(crate) fn setup(state: &Path, reset: bool) -> Result<PathBuf, StartupError> 
     Ok(root_path.join(CONFIG_FILE))
 }
 
-fn write_mailbox(mail: &Dir, mailbox: &corpus::DemoMailbox, private: &DirBuilder) -> std::io::Result<()> {
+fn write_mailbox(
+    mail: &Dir,
+    mailbox: &corpus::DemoMailbox,
+    private: &DirBuilder,
+) -> std::io::Result<()> {
     mail.create_dir_with(mailbox.alias, private)?;
     let root = mail.open_dir(mailbox.alias)?;
     for sub in ["cur", "new", "tmp"] {
@@ -157,7 +161,11 @@ fn abbreviate(v: &Value) -> String {
     if lines.len() <= 40 {
         text
     } else {
-        format!("{}\n  … ({} more lines)", lines[..40].join("\n"), lines.len() - 40)
+        format!(
+            "{}\n  … ({} more lines)",
+            lines[..40].join("\n"),
+            lines.len() - 40
+        )
     }
 }
 
@@ -179,7 +187,13 @@ pub(crate) async fn tour(app: &Arc<App>, config: &Path) -> String {
          A short tour through the same validation and handlers the server uses:\n",
         config = config.display()
     );
-    let (text, _) = step(app, "The allowlist (aliases only, never addresses)", "list_allowed_mailboxes", json!({})).await;
+    let (text, _) = step(
+        app,
+        "The allowlist (aliases only, never addresses)",
+        "list_allowed_mailboxes",
+        json!({}),
+    )
+    .await;
     out.push_str(&text);
     let (text, found) = step(
         app,

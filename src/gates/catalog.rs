@@ -15,7 +15,13 @@ pub(crate) fn build(gates: &Gates) -> Vec<&'static ToolDef> {
 /// The catalog `gates` would give with the send gate forced to `send` (policy export needs the
 /// send catalogs without a configured sender).
 pub(crate) fn build_for(gates: &Gates, send: bool) -> Vec<&'static ToolDef> {
-    compose(|gate| if gate == Gate::Send { send } else { gates.is_open(gate) })
+    compose(|gate| {
+        if gate == Gate::Send {
+            send
+        } else {
+            gates.is_open(gate)
+        }
+    })
 }
 
 fn compose(is_open: impl Fn(Gate) -> bool) -> Vec<&'static ToolDef> {

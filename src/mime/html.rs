@@ -84,7 +84,9 @@ pub(crate) fn to_text_bounded(html: &str, max_chars: usize) -> (String, bool) {
     let text_budget = max_chars.saturating_mul(2).saturating_add(1024);
     // html5ever and html2text are fuzzed upstream, but html2text has `unwrap`s on paths we do not
     // control; a panic there must not take a mail listing down with it.
-    let rendered = std::panic::catch_unwind(|| render(input, text_budget)).ok().flatten();
+    let rendered = std::panic::catch_unwind(|| render(input, text_budget))
+        .ok()
+        .flatten();
     let (rendered, budget_cut) = rendered.unwrap_or_default();
     let cleaned = clean_lines(&rendered);
     let (text, cut) = truncate_chars(cleaned, max_chars);
@@ -234,21 +236,60 @@ impl OpenElements {
 
 /// Elements that never have content.
 const VOID_ELEMENTS: &[&str] = &[
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta",
-    "param", "source", "track", "wbr",
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "keygen", "link", "meta", "param",
+    "source", "track", "wbr",
 ];
 /// Elements whose content the tokenizer reads as raw text once the tree builder says so (with
 /// scripting off, `<noscript>` is ordinary markup).
-const RAW_TEXT_ELEMENTS: &[&str] =
-    &["iframe", "noembed", "noframes", "plaintext", "script", "style", "textarea", "title", "xmp"];
+const RAW_TEXT_ELEMENTS: &[&str] = &[
+    "iframe",
+    "noembed",
+    "noframes",
+    "plaintext",
+    "script",
+    "style",
+    "textarea",
+    "title",
+    "xmp",
+];
 /// Elements a start tag of the same name implicitly closes (`<p>a<p>b`, `<li>`, cells, rows).
 const SIBLING_CLOSED: &[&str] = &["dd", "dt", "li", "option", "p", "td", "th", "tr"];
 /// Start tags that implicitly close an open `<p>`.
 const CLOSES_P: &[&str] = &[
-    "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div",
-    "dl", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5",
-    "h6", "header", "hgroup", "hr", "main", "menu", "nav", "ol", "p", "pre", "section",
-    "summary", "table", "ul",
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "center",
+    "details",
+    "dialog",
+    "dir",
+    "div",
+    "dl",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hgroup",
+    "hr",
+    "main",
+    "menu",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "ul",
 ];
 /// Elements an end tag cannot close across: the union of HTML's scope boundaries (default,
 /// button and list-item scope). A larger set only keeps elements open longer.
@@ -274,14 +315,13 @@ impl<S> NestingLimiter<S> {
         let mut open = self.state.borrow_mut();
         match token {
             Token::ParseError(_) | Token::CommentToken(_) => Verdict::Drop,
-            Token::CharacterTokens(_) | Token::NullCharacterToken if open.suppressing > 0 =>
-            {
+            Token::CharacterTokens(_) | Token::NullCharacterToken if open.suppressing > 0 => {
                 Verdict::Drop
             }
             Token::CharacterTokens(text) => {
                 if open.raw_open.is_none() {
-                    let seen = self.text_seen.get()
-                        + text.chars().filter(|c| !c.is_whitespace()).count();
+                    let seen =
+                        self.text_seen.get() + text.chars().filter(|c| !c.is_whitespace()).count();
                     self.text_seen.set(seen);
                     self.exhausted.set(seen > self.text_budget);
                 }
@@ -308,7 +348,11 @@ impl<S> NestingLimiter<S> {
                         Verdict::Forward
                     }
                     TagKind::StartTag if listed(VOID_ELEMENTS) => {
-                        if open.suppressing > 0 { Verdict::Drop } else { Verdict::Forward }
+                        if open.suppressing > 0 {
+                            Verdict::Drop
+                        } else {
+                            Verdict::Forward
+                        }
                     }
                     TagKind::StartTag => {
                         if listed(CLOSES_P)
@@ -317,7 +361,10 @@ impl<S> NestingLimiter<S> {
                             open.truncate(at);
                         }
                         if listed(SIBLING_CLOSED)
-                            && open.stack.last().is_some_and(|(top, _, _)| *top == tag.name)
+                            && open
+                                .stack
+                                .last()
+                                .is_some_and(|(top, _, _)| *top == tag.name)
                         {
                             let top = open.stack.len() - 1;
                             open.truncate(top);
@@ -336,8 +383,11 @@ impl<S> NestingLimiter<S> {
                                 .find(|a| (*a.name.local).eq_ignore_ascii_case(key))
                                 .map(|a| &*a.value)
                         };
-                        let fate =
-                            if element_hides(name, attr) { Fate::Suppressing } else { Fate::Dropped };
+                        let fate = if element_hides(name, attr) {
+                            Fate::Suppressing
+                        } else {
+                            Fate::Dropped
+                        };
                         open.push(&tag.name, fate);
                         Verdict::Drop
                     }
@@ -345,7 +395,11 @@ impl<S> NestingLimiter<S> {
                         Some(at) => {
                             let fate = open.stack[at].1;
                             open.truncate(at);
-                            if fate == Fate::Forwarded { Verdict::Forward } else { Verdict::Drop }
+                            if fate == Fate::Forwarded {
+                                Verdict::Forward
+                            } else {
+                                Verdict::Drop
+                            }
                         }
                         // Unmatched end tags are the tree builder's business, unless it could
                         // match them across elements it never saw.
@@ -374,7 +428,8 @@ impl<S: TokenSink> TokenSink for NestingLimiter<S> {
     }
 
     fn adjusted_current_node_present_but_not_in_html_namespace(&self) -> bool {
-        self.inner.adjusted_current_node_present_but_not_in_html_namespace()
+        self.inner
+            .adjusted_current_node_present_but_not_in_html_namespace()
     }
 }
 

@@ -11,6 +11,8 @@
 //! * attachments are numbered by their position in mail-parser's attachment list, and
 //!   [`attachment_bytes`]`(raw, i)` is `Some` exactly for `i < attachments.len()`, with
 //!   `len() == attachments[i].size` (both come from one function, [`part_bytes`]);
+//! * a panic inside mail-parser (it has a reachable `debug_assert!`) is contained and reads as
+//!   unparsable input;
 //! * header strings carry no control characters, lists and the body are capped
 //!   ([`MAX_ADDRESSES`], [`MAX_REFERENCES`], [`MAX_BODY_CHARS`]).
 //!
@@ -98,7 +100,7 @@ pub(crate) fn try_parse(raw: &[u8]) -> Option<ParsedMessage> {
 /// `None` if out of range.
 pub(crate) fn attachment_bytes(raw: &[u8], index: usize) -> Option<Vec<u8>> {
     let message = parse_message(raw)?;
-    nth_attachment(&message, index).map(|part| part_bytes(raw, part))
+    nth_attachment(&message, index).map(|part| part_bytes(raw, part).into_owned())
 }
 
 /// Like [`parse`] but also returns the decoded bytes of attachment `index` (`None` if out of
@@ -107,7 +109,7 @@ pub(crate) fn parse_with_attachment(raw: &[u8], index: usize) -> (ParsedMessage,
     let Some(message) = parse_message(raw) else {
         return (ParsedMessage::default(), None);
     };
-    let bytes = nth_attachment(&message, index).map(|part| part_bytes(raw, part));
+    let bytes = nth_attachment(&message, index).map(|part| part_bytes(raw, part).into_owned());
     (view(raw, &message), bytes)
 }
 
@@ -144,7 +146,10 @@ pub(crate) fn decode_unlabelled(bytes: &[u8]) -> String {
 /// has no bytes, and HTML rendering stays bounded and script-free.
 #[cfg_attr(
     not(any(test, fuzzing)),
-    expect(dead_code, reason = "called only by the cfg(fuzzing) harness and the unit tests")
+    expect(
+        dead_code,
+        reason = "called only by the cfg(fuzzing) harness and the unit tests"
+    )
 )]
 pub(crate) fn fuzz_parse(data: &[u8]) {
     let message = parse(data);
@@ -190,7 +195,9 @@ pub(crate) fn fuzz_parse(data: &[u8]) {
 /// compile it out; debug builds, tests and fuzzing with debug assertions would panic. A
 /// contained panic reads as "no message".
 fn parse_message(raw: &[u8]) -> Option<Message<'_>> {
-    std::panic::catch_unwind(|| MessageParser::default().parse(raw)).ok().flatten()
+    std::panic::catch_unwind(|| MessageParser::default().parse(raw))
+        .ok()
+        .flatten()
 }
 
 /// The attachment parts in mail-parser's order. Every numbering in this module goes through
@@ -304,20 +311,23 @@ fn unlabelled_original(raw: &[u8], part: &MessagePart<'_>, decoded: &str) -> Opt
 /// message, so we slice by its offsets). Text parts: the original bytes when they had no charset
 /// decoder (so a Latin-1 CSV can still be decoded right later), otherwise mail-parser's
 /// transcoded UTF-8 (the charset label is not passed on, so the bytes must speak for themselves).
-fn part_bytes(raw: &[u8], part: &MessagePart<'_>) -> Vec<u8> {
+/// Borrowed where it can be, so that listing sizes copies nothing but recovered text.
+fn part_bytes<'a>(raw: &'a [u8], part: &'a MessagePart<'a>) -> Cow<'a, [u8]> {
     match &part.body {
         PartType::Text(decoded) | PartType::Html(decoded) => {
-            unlabelled_original(raw, part, decoded).unwrap_or_else(|| decoded.as_bytes().to_vec())
+            match unlabelled_original(raw, part, decoded) {
+                Some(original) => Cow::Owned(original),
+                None => Cow::Borrowed(decoded.as_bytes()),
+            }
         }
-        PartType::Binary(bytes) | PartType::InlineBinary(bytes) => bytes.to_vec(),
-        PartType::Message(nested) => match part.encoding {
+        PartType::Binary(bytes) | PartType::InlineBinary(bytes) => Cow::Borrowed(bytes),
+        PartType::Message(nested) => Cow::Borrowed(match part.encoding {
             Encoding::None => raw
                 .get(part.offset_body as usize..part.offset_end as usize)
-                .unwrap_or_else(|| nested.raw_message())
-                .to_vec(),
-            Encoding::QuotedPrintable | Encoding::Base64 => nested.raw_message().to_vec(),
-        },
-        PartType::Multipart(_) => Vec::new(),
+                .unwrap_or_else(|| nested.raw_message()),
+            Encoding::QuotedPrintable | Encoding::Base64 => nested.raw_message(),
+        }),
+        PartType::Multipart(_) => Cow::Borrowed(&[]),
     }
 }
 

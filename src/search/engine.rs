@@ -73,7 +73,8 @@ async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> Search
 async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) -> SearchOutcome {
     let req = plan.scan_request();
     let canary = canary_term(query);
-    let (real, canary_page) = futures::join!(source.search(&req, query), source.search(&req, &canary));
+    let (real, canary_page) =
+        futures::join!(source.search(&req, query), source.search(&req, &canary));
 
     let mut warnings = Vec::new();
     let canary_matched = matches!(&canary_page, Ok(p) if !p.items.is_empty());
@@ -183,7 +184,10 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
     }
 }
 
-#[expect(clippy::too_many_arguments, reason = "one constructor for the FOUND evidence fields")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one constructor for the FOUND evidence fields"
+)]
 fn found(
     strategy: Strategy,
     mut hits: Vec<Candidate>,
@@ -201,7 +205,11 @@ fn found(
     SearchOutcome {
         status: SearchStatus::Found,
         strategy,
-        confidence: if truncated { Confidence::Medium } else { Confidence::High },
+        confidence: if truncated {
+            Confidence::Medium
+        } else {
+            Confidence::High
+        },
         pages_scanned,
         candidates_scanned,
         truncated,
@@ -262,12 +270,20 @@ pub(crate) mod tests {
     }
 
     fn page(items: Vec<Candidate>, truncated: bool) -> Result<Page, ()> {
-        Ok(Page { items, pages_scanned: 1, truncated })
+        Ok(Page {
+            items,
+            pages_scanned: 1,
+            truncated,
+        })
     }
 
     impl SearchSource for Fake {
         async fn search(&self, _req: &ScanRequest, query: &str) -> Result<Page, BackendError> {
-            let r = if query.starts_with("__mailgate_canary_") { &self.canary } else { &self.real };
+            let r = if query.starts_with("__mailgate_canary_") {
+                &self.canary
+            } else {
+                &self.real
+            };
             r.clone().map_err(|()| BackendError::NotFound)
         }
         async fn list(&self, _req: &ScanRequest) -> Result<Page, BackendError> {
@@ -295,7 +311,11 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn backend_hits_with_clean_canary_are_found_high() {
         let o = outcome(
-            Fake { real: page(vec![candidate("1", "x")], false), canary: page(vec![], false), list: Err(()) },
+            Fake {
+                real: page(vec![candidate("1", "x")], false),
+                canary: page(vec![], false),
+                list: Err(()),
+            },
             Some("invoice"),
         )
         .await;
@@ -339,7 +359,11 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn empty_backend_and_complete_scan_is_not_found_medium() {
         let o = outcome(
-            Fake { real: page(vec![], false), canary: page(vec![], false), list: page(vec![candidate("1", "other")], false) },
+            Fake {
+                real: page(vec![], false),
+                canary: page(vec![], false),
+                list: page(vec![candidate("1", "other")], false),
+            },
             Some("invoice"),
         )
         .await;
@@ -352,7 +376,11 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn truncated_scan_without_match_is_incomplete() {
         let o = outcome(
-            Fake { real: page(vec![], true), canary: page(vec![], false), list: page(vec![candidate("1", "other")], true) },
+            Fake {
+                real: page(vec![], true),
+                canary: page(vec![], false),
+                list: page(vec![candidate("1", "other")], true),
+            },
             Some("invoice"),
         )
         .await;
@@ -362,7 +390,15 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn both_failing_is_search_failed() {
-        let o = outcome(Fake { real: Err(()), canary: Err(()), list: Err(()) }, Some("invoice")).await;
+        let o = outcome(
+            Fake {
+                real: Err(()),
+                canary: Err(()),
+                list: Err(()),
+            },
+            Some("invoice"),
+        )
+        .await;
         assert_eq!(o.status, SearchStatus::SearchFailed);
         assert!(o.truncated);
         assert!(o.warnings.contains(&warning::LOCAL_SCAN_FAILED));
@@ -371,7 +407,11 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn backend_ok_canary_failed_scan_failed_is_untrusted() {
         let o = outcome(
-            Fake { real: page(vec![candidate("1", "x")], false), canary: Err(()), list: Err(()) },
+            Fake {
+                real: page(vec![candidate("1", "x")], false),
+                canary: Err(()),
+                list: Err(()),
+            },
             Some("invoice"),
         )
         .await;
@@ -380,13 +420,51 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn deterministic_outcomes() {
-        let found = outcome(Fake { real: Err(()), canary: Err(()), list: page(vec![candidate("1", "a")], false) }, None).await;
-        assert_eq!((found.status, found.confidence), (SearchStatus::Found, Confidence::High));
-        let none = outcome(Fake { real: Err(()), canary: Err(()), list: page(vec![], false) }, None).await;
-        assert_eq!((none.status, none.confidence), (SearchStatus::NotFound, Confidence::High));
-        let cut = outcome(Fake { real: Err(()), canary: Err(()), list: page(vec![], true) }, None).await;
+        let found = outcome(
+            Fake {
+                real: Err(()),
+                canary: Err(()),
+                list: page(vec![candidate("1", "a")], false),
+            },
+            None,
+        )
+        .await;
+        assert_eq!(
+            (found.status, found.confidence),
+            (SearchStatus::Found, Confidence::High)
+        );
+        let none = outcome(
+            Fake {
+                real: Err(()),
+                canary: Err(()),
+                list: page(vec![], false),
+            },
+            None,
+        )
+        .await;
+        assert_eq!(
+            (none.status, none.confidence),
+            (SearchStatus::NotFound, Confidence::High)
+        );
+        let cut = outcome(
+            Fake {
+                real: Err(()),
+                canary: Err(()),
+                list: page(vec![], true),
+            },
+            None,
+        )
+        .await;
         assert_eq!(cut.status, SearchStatus::SearchIncomplete);
-        let failed = outcome(Fake { real: Err(()), canary: Err(()), list: Err(()) }, None).await;
+        let failed = outcome(
+            Fake {
+                real: Err(()),
+                canary: Err(()),
+                list: Err(()),
+            },
+            None,
+        )
+        .await;
         assert_eq!(failed.status, SearchStatus::SearchFailed);
         assert_eq!(failed.warnings, vec![warning::FILTER_FAILED]);
     }
@@ -394,7 +472,15 @@ pub(crate) mod tests {
     #[tokio::test]
     async fn found_cut_to_max_results_is_truncated_medium() {
         let many: Vec<Candidate> = (0..9).map(|i| candidate(&i.to_string(), "a")).collect();
-        let o = outcome(Fake { real: Err(()), canary: Err(()), list: page(many, false) }, None).await;
+        let o = outcome(
+            Fake {
+                real: Err(()),
+                canary: Err(()),
+                list: page(many, false),
+            },
+            None,
+        )
+        .await;
         assert_eq!(o.messages.len(), 5);
         assert!(o.truncated);
         assert_eq!(o.confidence, Confidence::Medium);
@@ -404,15 +490,27 @@ pub(crate) mod tests {
     fn aggregate_precedence() {
         use SearchStatus::*;
         assert_eq!(SearchStatus::worst([NotFound, Found]), Found);
-        assert_eq!(SearchStatus::worst([Found, SearchIncomplete]), SearchIncomplete);
-        assert_eq!(SearchStatus::worst([SearchIncomplete, SearchUntrusted]), SearchUntrusted);
-        assert_eq!(SearchStatus::worst([SearchUntrusted, SearchFailed, NotFound]), SearchFailed);
+        assert_eq!(
+            SearchStatus::worst([Found, SearchIncomplete]),
+            SearchIncomplete
+        );
+        assert_eq!(
+            SearchStatus::worst([SearchIncomplete, SearchUntrusted]),
+            SearchUntrusted
+        );
+        assert_eq!(
+            SearchStatus::worst([SearchUntrusted, SearchFailed, NotFound]),
+            SearchFailed
+        );
     }
 
     #[test]
     fn limit_derivation_matches_reference() {
         assert_eq!(SearchPlan::derive_limits(Some("q"), Some(5), 20), (5, 15));
-        assert_eq!(SearchPlan::derive_limits(Some("q"), Some(100), 100), (50, 100));
+        assert_eq!(
+            SearchPlan::derive_limits(Some("q"), Some(100), 100),
+            (50, 100)
+        );
         assert_eq!(SearchPlan::derive_limits(None, None, 20), (20, 100));
         assert_eq!(SearchPlan::derive_limits(None, Some(100), 100), (100, 500));
     }

@@ -99,7 +99,10 @@ mod tests {
 
     #[test]
     fn folds_diacritics_case_and_punctuation() {
-        assert_eq!(tokens("Relatório-FINAL, nº 42!"), vec!["relatorio", "final", "no", "42"]);
+        assert_eq!(
+            tokens("Relatório-FINAL, nº 42!"),
+            vec!["relatorio", "final", "no", "42"]
+        );
         assert_eq!(tokens("<p>Olá <b>mundo</b></p>"), vec!["ola", "mundo"]);
     }
 

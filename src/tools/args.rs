@@ -24,7 +24,10 @@ fn valid_date(value: &Option<String>, _ctx: &()) -> garde::Result {
 }
 
 fn valid_entry(value: &Option<String>, _ctx: &()) -> garde::Result {
-    if value.as_deref().is_none_or(crate::extract::is_addressable_entry) {
+    if value
+        .as_deref()
+        .is_none_or(crate::extract::is_addressable_entry)
+    {
         Ok(())
     } else {
         Err(garde::Error::new("not an addressable archive entry"))
@@ -35,7 +38,9 @@ fn valid_entry(value: &Option<String>, _ctx: &()) -> garde::Result {
 fn alias_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
     let Some(values) = values else { return Ok(()) };
     if values.is_empty() || values.len() > 32 {
-        return Err(garde::Error::new("length is lower than 1 or greater than 32"));
+        return Err(garde::Error::new(
+            "length is lower than 1 or greater than 32",
+        ));
     }
     for v in values {
         crate::alias::Alias::parse(v)
@@ -51,7 +56,9 @@ fn alias_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
 fn address_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
     let Some(values) = values else { return Ok(()) };
     if values.is_empty() || values.len() > 50 {
-        return Err(garde::Error::new("length is lower than 1 or greater than 50"));
+        return Err(garde::Error::new(
+            "length is lower than 1 or greater than 50",
+        ));
     }
     values.iter().try_for_each(|v| valid_address(v, &()))
 }
@@ -60,12 +67,19 @@ fn address_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
 fn id_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
     let Some(values) = values else { return Ok(()) };
     if values.is_empty() || values.len() > 100 {
-        return Err(garde::Error::new("length is lower than 1 or greater than 100"));
+        return Err(garde::Error::new(
+            "length is lower than 1 or greater than 100",
+        ));
     }
-    if values.iter().all(|v| (1..=512).contains(&v.chars().count())) {
+    if values
+        .iter()
+        .all(|v| (1..=512).contains(&v.chars().count()))
+    {
         Ok(())
     } else {
-        Err(garde::Error::new("an id is empty or longer than 512 characters"))
+        Err(garde::Error::new(
+            "an id is empty or longer than 512 characters",
+        ))
     }
 }
 
@@ -195,7 +209,10 @@ pub(crate) struct SearchMailboxArgs {
 pub(crate) struct SearchMailboxesArgs {
     /// Aliases to search (default: every allowed mailbox).
     #[garde(custom(alias_list))]
-    #[schemars(length(min = 1, max = 32), inner(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$")))]
+    #[schemars(
+        length(min = 1, max = 32),
+        inner(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))
+    )]
     pub(crate) mailboxes: Option<Vec<String>>,
     #[serde(default)]
     #[garde(dive)]
@@ -209,7 +226,10 @@ pub(crate) struct BatchQuery {
     #[garde(length(chars, min = 1, max = 120))]
     pub(crate) label: String,
     #[garde(custom(alias_list))]
-    #[schemars(length(min = 1, max = 32), inner(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$")))]
+    #[schemars(
+        length(min = 1, max = 32),
+        inner(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))
+    )]
     pub(crate) mailboxes: Option<Vec<String>>,
     #[serde(default)]
     #[garde(dive)]
@@ -365,8 +385,11 @@ pub(crate) enum InvestigationFolder {
 }
 
 impl InvestigationFolder {
-    pub(crate) const ALL: [InvestigationFolder; 3] =
-        [InvestigationFolder::Inbox, InvestigationFolder::Sentitems, InvestigationFolder::Archive];
+    pub(crate) const ALL: [InvestigationFolder; 3] = [
+        InvestigationFolder::Inbox,
+        InvestigationFolder::Sentitems,
+        InvestigationFolder::Archive,
+    ];
 
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -429,7 +452,9 @@ pub(crate) struct CreateHandoffArgs {
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) attachment_id: String,
     /// A UUIDv4 chosen by the caller; the same key and request replay the same handoff.
-    #[garde(pattern(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"))]
+    #[garde(pattern(
+        r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"
+    ))]
     pub(crate) idempotency_key: String,
 }
 
@@ -494,7 +519,10 @@ pub(crate) struct AttachmentRef {
 pub(crate) struct CreateDraftArgs {
     #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
-    #[garde(length(min = 1, max = 50), inner(length(chars, min = 3, max = 320), custom(valid_address)))]
+    #[garde(
+        length(min = 1, max = 50),
+        inner(length(chars, min = 3, max = 320), custom(valid_address))
+    )]
     pub(crate) to: Vec<String>,
     #[garde(custom(address_list))]
     #[schemars(length(min = 1, max = 50), inner(length(min = 3, max = 320)))]
@@ -517,7 +545,10 @@ pub(crate) struct CreateDraftArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SendEmailArgs {
-    #[garde(length(min = 1, max = 50), inner(length(chars, min = 3, max = 320), custom(valid_address)))]
+    #[garde(
+        length(min = 1, max = 50),
+        inner(length(chars, min = 3, max = 320), custom(valid_address))
+    )]
     pub(crate) to: Vec<String>,
     #[garde(custom(address_list))]
     #[schemars(length(min = 1, max = 50), inner(length(min = 3, max = 320)))]
@@ -537,7 +568,9 @@ pub(crate) struct SendEmailArgs {
     #[expect(dead_code, reason = "read by the handler of the send issue")]
     pub(crate) dry_run: Option<bool>,
     /// A UUIDv4: a retried call with the same key returns the first call's receipt.
-    #[garde(pattern(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"))]
+    #[garde(pattern(
+        r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"
+    ))]
     pub(crate) idempotency_key: Option<String>,
 }
 

@@ -40,7 +40,12 @@ pub(super) static TOOLS: &[ToolDef] = &[
                       opaque handoff id, size and SHA-256. The same idempotencyKey and request \
                       return the same handoff.",
         family: Family::Handoff,
-        hints: Hints { read_only: false, destructive: false, idempotent: true, open_world: false },
+        hints: Hints {
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        },
         mutates: Mutates::LocalDisk,
         graph_permission: "Mail.Read",
         imap_capability: "IMAP4rev1 read (FETCH BODY.PEEK)",
@@ -72,6 +77,9 @@ async fn create_attachment_handoff(
     not_yet(app, args).await
 }
 
-async fn get_attachment_handoff(app: Arc<App>, args: GetHandoffArgs) -> Result<ToolOutput, ToolError> {
+async fn get_attachment_handoff(
+    app: Arc<App>,
+    args: GetHandoffArgs,
+) -> Result<ToolOutput, ToolError> {
     not_yet(app, args).await
 }

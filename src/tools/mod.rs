@@ -74,8 +74,12 @@ pub(crate) struct Hints {
     pub(crate) open_world: bool,
 }
 
-pub(crate) const READ_HINTS: Hints =
-    Hints { read_only: true, destructive: false, idempotent: true, open_world: false };
+pub(crate) const READ_HINTS: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
 
 type CallFuture = Pin<Box<dyn Future<Output = Result<ToolOutput, CallError>> + Send>>;
 
@@ -116,7 +120,11 @@ impl ToolDef {
 }
 
 /// Deserialise strictly, validate, then run the handler. Generic glue used by every ToolDef.
-pub(crate) async fn dispatch<A, F, Fut>(app: Arc<App>, raw: JsonObject, f: F) -> Result<ToolOutput, CallError>
+pub(crate) async fn dispatch<A, F, Fut>(
+    app: Arc<App>,
+    raw: JsonObject,
+    f: F,
+) -> Result<ToolOutput, CallError>
 where
     A: DeserializeOwned + Validate<Context = ()>,
     F: FnOnce(Arc<App>, A) -> Fut,
@@ -195,7 +203,10 @@ pub(crate) struct ToolError {
 
 impl ToolError {
     pub(crate) fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 
     pub(crate) fn from_backend(err: &BackendError) -> Self {
@@ -207,12 +218,14 @@ impl ToolError {
                 ErrorCode::Unsupported,
                 format!("the {kind} backend is not available in this version of mailgate"),
             ),
-            BackendError::TooLarge => {
-                ToolError::new(ErrorCode::LimitExceeded, "the item exceeds a server-side limit")
-            }
-            BackendError::Io(_) => {
-                ToolError::new(ErrorCode::BackendUnavailable, "the mailbox could not be read")
-            }
+            BackendError::TooLarge => ToolError::new(
+                ErrorCode::LimitExceeded,
+                "the item exceeds a server-side limit",
+            ),
+            BackendError::Io(_) => ToolError::new(
+                ErrorCode::BackendUnavailable,
+                "the mailbox could not be read",
+            ),
         }
     }
 }
@@ -245,11 +258,19 @@ pub(crate) struct ToolOutput {
 
 impl ToolOutput {
     pub(crate) fn trusted(summary: impl Into<String>, value: impl serde::Serialize) -> Self {
-        Self { structured: to_value(value), summary: summary.into(), untrusted: false }
+        Self {
+            structured: to_value(value),
+            summary: summary.into(),
+            untrusted: false,
+        }
     }
 
     pub(crate) fn untrusted(summary: impl Into<String>, value: impl serde::Serialize) -> Self {
-        Self { structured: to_value(value), summary: summary.into(), untrusted: true }
+        Self {
+            structured: to_value(value),
+            summary: summary.into(),
+            untrusted: true,
+        }
     }
 
     /// Renders both channels; untrusted payloads get a fresh fence.
@@ -286,7 +307,8 @@ pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
         err.message
     ))]);
     let mut meta = MetaObject(JsonObject::new());
-    meta.0.insert("mailgate/errorCode".into(), Value::from(err.code.as_str()));
+    meta.0
+        .insert("mailgate/errorCode".into(), Value::from(err.code.as_str()));
     result.meta = Some(meta);
     result
 }
@@ -294,7 +316,10 @@ pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
 /// Everything a handler may use, fixed at startup.
 pub(crate) struct App {
     pub(crate) config: Config,
-    #[expect(dead_code, reason = "read by the send handler (the sender settings) in the send issue")]
+    #[expect(
+        dead_code,
+        reason = "read by the send handler (the sender settings) in the send issue"
+    )]
     pub(crate) gates: Gates,
     pub(crate) backends: Registry,
     pub(crate) journal: Option<Journal>,
@@ -315,16 +340,29 @@ impl App {
     }
 
     /// Runs one tool call end to end: lookup, validation, handler, journal.
-    pub(crate) async fn call(self: &Arc<Self>, name: &str, raw: JsonObject) -> Result<ToolOutput, CallError> {
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        name: &str,
+        raw: JsonObject,
+    ) -> Result<ToolOutput, CallError> {
         let Some(def) = self.tool(name) else {
             return Err(CallError::UnknownTool);
         };
         let started = Instant::now();
         let shape = crate::telemetry::argument_shape(def, &raw);
-        let mailbox = raw.get("mailbox").and_then(Value::as_str).and_then(|m| self.known_alias(m));
+        let mailbox = raw
+            .get("mailbox")
+            .and_then(Value::as_str)
+            .and_then(|m| self.known_alias(m));
         let result = (def.call)(Arc::clone(self), raw).await;
         if let Some(journal) = &self.journal {
-            journal.record_call(def.name, shape, mailbox.as_ref(), started.elapsed(), &result);
+            journal.record_call(
+                def.name,
+                shape,
+                mailbox.as_ref(),
+                started.elapsed(),
+                &result,
+            );
         }
         result
     }
@@ -337,12 +375,20 @@ impl App {
 
     /// Looks an alias up in the allowlist; unknown aliases fail before any backend is touched.
     pub(crate) fn resolve(&self, mailbox: &str) -> Result<Resolved<'_>, ToolError> {
-        let unknown =
-            || ToolError::new(ErrorCode::UnknownMailbox, "the mailbox alias is not on the allowlist");
+        let unknown = || {
+            ToolError::new(
+                ErrorCode::UnknownMailbox,
+                "the mailbox alias is not on the allowlist",
+            )
+        };
         let alias = Alias::parse(&mailbox.to_lowercase()).map_err(|_| unknown())?;
         let entry = self.config.mailbox(&alias).ok_or_else(unknown)?;
         let backend = self.backends.get(&alias).ok_or_else(unknown)?;
-        Ok(Resolved { alias, entry, backend })
+        Ok(Resolved {
+            alias,
+            entry,
+            backend,
+        })
     }
 
     /// As [`App::resolve`], and refuses aliases narrowed to `read` (catalog.md "Per-alias

@@ -60,7 +60,11 @@ pub(crate) struct AddressOut {
 impl AddressOut {
     pub(crate) fn from_mailbox(m: &Mailbox) -> Self {
         Self {
-            name: m.name.as_deref().map(|n| bounded(n, ADDRESS_CHARS)).filter(|n| !n.is_empty()),
+            name: m
+                .name
+                .as_deref()
+                .map(|n| bounded(n, ADDRESS_CHARS))
+                .filter(|n| !n.is_empty()),
             address: m.address.as_deref().map(|a| bounded(a, ADDRESS_CHARS)),
         }
     }

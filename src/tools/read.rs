@@ -8,18 +8,18 @@ use futures::StreamExt;
 
 use super::args::{
     AttachmentContentArgs, ContentMode, Criteria, FolderStatsArgs, GetMessageArgs, MailboxArgs,
-    MessageFormat, MessageRefArgs, NoArgs, SearchBatchArgs, SearchMailboxArgs,
-    SearchMailboxesArgs, SortByArg, SortOrderArg, SourceArg,
+    MessageFormat, MessageRefArgs, NoArgs, SearchBatchArgs, SearchMailboxArgs, SearchMailboxesArgs,
+    SortByArg, SortOrderArg, SourceArg,
 };
 use super::output::{
-    self, AttachmentContentOut, AttachmentOut, BatchBudgetOut, BatchLabelOut, BatchOut, ContentKind,
-    DateRangeOut, FolderOut, FolderStatsOut, GetMessageOut, ListAttachmentsOut, ListFoldersOut,
-    ListMailboxesOut, MailboxAccessOut, MessageOut, MessageSummaryOut, MultiSearchOut,
-    SearchProjection, bounded,
+    self, AttachmentContentOut, AttachmentOut, BatchBudgetOut, BatchLabelOut, BatchOut,
+    ContentKind, DateRangeOut, FolderOut, FolderStatsOut, GetMessageOut, ListAttachmentsOut,
+    ListFoldersOut, ListMailboxesOut, MailboxAccessOut, MessageOut, MessageSummaryOut,
+    MultiSearchOut, SearchProjection, bounded,
 };
 use super::{
-    App, ErrorCode, Family, Mutates, READ_HINTS, ToolDef, ToolError, ToolOutput, evidence,
-    handler, input_schema, output_schema,
+    App, ErrorCode, Family, Mutates, READ_HINTS, ToolDef, ToolError, ToolOutput, evidence, handler,
+    input_schema, output_schema,
 };
 use crate::alias::Alias;
 use crate::backends::BackendError;
@@ -160,7 +160,10 @@ pub(super) static TOOLS: &[ToolDef] = &[
          that tells 'not present' from 'could not be read'. Returns evidence metadata only.",
         input_schema::<super::args::EvidenceArgs>,
         output_schema::<evidence::EvidenceOut>,
-        handler!(super::args::EvidenceArgs, evidence::inspect_attachment_evidence),
+        handler!(
+            super::args::EvidenceArgs,
+            evidence::inspect_attachment_evidence
+        ),
     ),
     read_tool(
         "investigate_documents",
@@ -170,21 +173,37 @@ pub(super) static TOOLS: &[ToolDef] = &[
          what a limit cut). NOT_FOUND only with complete coverage.",
         input_schema::<super::args::InvestigateArgs>,
         output_schema::<evidence::InvestigateOut>,
-        handler!(super::args::InvestigateArgs, evidence::investigate_documents),
+        handler!(
+            super::args::InvestigateArgs,
+            evidence::investigate_documents
+        ),
     ),
 ];
 
 async fn list_allowed_mailboxes(app: Arc<App>, _args: NoArgs) -> Result<ToolOutput, ToolError> {
-    let mailboxes: Vec<String> =
-        app.config.mailboxes.iter().map(|m| m.alias.as_str().to_owned()).collect();
+    let mailboxes: Vec<String> = app
+        .config
+        .mailboxes
+        .iter()
+        .map(|m| m.alias.as_str().to_owned())
+        .collect();
     let mailbox_access = app
         .config
         .mailboxes
         .iter()
-        .map(|m| MailboxAccessOut { alias: m.alias.as_str().to_owned(), access: m.access.as_str().to_owned() })
+        .map(|m| MailboxAccessOut {
+            alias: m.alias.as_str().to_owned(),
+            access: m.access.as_str().to_owned(),
+        })
         .collect();
     let summary = format!("Allowed mailboxes: {}.", mailboxes.join(", "));
-    Ok(ToolOutput::trusted(summary, ListMailboxesOut { mailboxes, mailbox_access }))
+    Ok(ToolOutput::trusted(
+        summary,
+        ListMailboxesOut {
+            mailboxes,
+            mailbox_access,
+        },
+    ))
 }
 
 /// Turns tool criteria into a search plan with the reference's limit derivation.
@@ -200,7 +219,12 @@ pub(super) fn plan(
         ));
     }
     let query = if allow_query {
-        criteria.query.as_deref().map(str::trim).filter(|q| !q.is_empty()).map(str::to_owned)
+        criteria
+            .query
+            .as_deref()
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .map(str::to_owned)
     } else {
         None
     };
@@ -300,7 +324,12 @@ fn resolve_many(app: &App, mailboxes: Option<&[String]>) -> Result<Vec<Alias>, T
             .iter()
             .map(|m| app.resolve(m).map(|r| r.alias))
             .collect::<Result<_, _>>()?,
-        None => app.config.mailboxes.iter().map(|m| m.alias.clone()).collect(),
+        None => app
+            .config
+            .mailboxes
+            .iter()
+            .map(|m| m.alias.clone())
+            .collect(),
     };
     if aliases.len() > app.config.limits.max_mailboxes_per_search {
         return Err(ToolError::new(
@@ -348,8 +377,15 @@ async fn search_mailboxes(
 ) -> Result<ToolOutput, ToolError> {
     let aliases = resolve_many(&app, args.mailboxes.as_deref())?;
     let (status, results) = fan_out(&app, &aliases, &args.criteria, None).await?;
-    let summary = format!("{} mailbox(es) searched: {}.", results.len(), status.as_str());
-    Ok(ToolOutput::untrusted(summary, MultiSearchOut { status, results }))
+    let summary = format!(
+        "{} mailbox(es) searched: {}.",
+        results.len(),
+        status.as_str()
+    );
+    Ok(ToolOutput::untrusted(
+        summary,
+        MultiSearchOut { status, results },
+    ))
 }
 
 /// What one label adds to the batch totals.
@@ -386,9 +422,13 @@ async fn search_mailboxes_batch(
     }
     // Labels run concurrently, but all of them share one bound on concurrent mailbox searches.
     // The stream owns its inputs (no borrowed closures) so the future stays `Send`.
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_mailboxes.max(1)));
-    let jobs: Vec<(Criteria, Vec<Alias>)> =
-        labelled.iter().map(|(q, aliases)| (q.criteria.clone(), aliases.clone())).collect();
+    let slots = Arc::new(tokio::sync::Semaphore::new(
+        limits.max_concurrent_mailboxes.max(1),
+    ));
+    let jobs: Vec<(Criteria, Vec<Alias>)> = labelled
+        .iter()
+        .map(|(q, aliases)| (q.criteria.clone(), aliases.clone()))
+        .collect();
     let mut stream = futures::stream::iter(jobs)
         .map(|(criteria, aliases)| {
             let app = Arc::clone(&app);
@@ -404,7 +444,9 @@ async fn search_mailboxes_batch(
             results.push(exhausted_label(label));
             continue;
         }
-        let Some(next) = stream.next().await else { break };
+        let Some(next) = stream.next().await else {
+            break;
+        };
         let (status, projections) = next?;
         let (m, a, c, b) = label_cost(&projections);
         let over = budget.messages + m > limits.max_batch_result_messages
@@ -420,7 +462,12 @@ async fn search_mailboxes_batch(
         budget.attachments += a;
         budget.context_chars += c;
         budget.bytes += b;
-        results.push(BatchLabelOut { label, status, warnings: Vec::new(), results: projections });
+        results.push(BatchLabelOut {
+            label,
+            status,
+            warnings: Vec::new(),
+            results: projections,
+        });
     }
     drop(stream);
     let status = SearchStatus::worst(results.iter().map(|r| r.status));
@@ -428,9 +475,20 @@ async fn search_mailboxes_batch(
         "{} label(s): {}{}.",
         results.len(),
         status.as_str(),
-        if budget.exhausted { " (a result budget was exhausted)" } else { "" }
+        if budget.exhausted {
+            " (a result budget was exhausted)"
+        } else {
+            ""
+        }
     );
-    Ok(ToolOutput::untrusted(summary, BatchOut { status, results, budget }))
+    Ok(ToolOutput::untrusted(
+        summary,
+        BatchOut {
+            status,
+            results,
+            budget,
+        },
+    ))
 }
 
 fn exhausted_label(label: String) -> BatchLabelOut {
@@ -461,9 +519,20 @@ async fn get_message(app: Arc<App>, args: GetMessageArgs) -> Result<ToolOutput, 
         .collect();
     let message = MessageOut {
         summary: MessageSummaryOut::from_candidate(&detail.summary, false),
-        to: detail.to.iter().map(output::AddressOut::from_mailbox).collect(),
-        cc: detail.cc.iter().map(output::AddressOut::from_mailbox).collect(),
-        internet_message_id: detail.internet_message_id.as_deref().map(|m| bounded(m, 998)),
+        to: detail
+            .to
+            .iter()
+            .map(output::AddressOut::from_mailbox)
+            .collect(),
+        cc: detail
+            .cc
+            .iter()
+            .map(output::AddressOut::from_mailbox)
+            .collect(),
+        internet_message_id: detail
+            .internet_message_id
+            .as_deref()
+            .map(|m| bounded(m, 998)),
         in_reply_to: detail.in_reply_to.as_deref().map(|m| bounded(m, 998)),
         content_type: "text",
         body_source: if detail.body_is_html { "html" } else { "text" },
@@ -474,8 +543,17 @@ async fn get_message(app: Arc<App>, args: GetMessageArgs) -> Result<ToolOutput, 
         next_offset: (want_body && more).then_some(end),
         attachments,
     };
-    let summary = format!("Message {} from mailbox {}.", args.message_id, resolved.alias);
-    Ok(ToolOutput::untrusted(summary, GetMessageOut { mailbox: resolved.alias.to_string(), message }))
+    let summary = format!(
+        "Message {} from mailbox {}.",
+        args.message_id, resolved.alias
+    );
+    Ok(ToolOutput::untrusted(
+        summary,
+        GetMessageOut {
+            mailbox: resolved.alias.to_string(),
+            message,
+        },
+    ))
 }
 
 async fn list_folders(app: Arc<App>, args: MailboxArgs) -> Result<ToolOutput, ToolError> {
@@ -492,7 +570,11 @@ async fn list_folders(app: Arc<App>, args: MailboxArgs) -> Result<ToolOutput, To
         "Mailbox {}: {} folder(s){}.",
         resolved.alias,
         out.folders.len(),
-        if truncated { " (the tree is incomplete)" } else { "" }
+        if truncated {
+            " (the tree is incomplete)"
+        } else {
+            ""
+        }
     );
     // Folder names are sender-influenced only through the mailbox owner, but still bounded.
     Ok(ToolOutput::trusted(summary, out))
@@ -500,7 +582,10 @@ async fn list_folders(app: Arc<App>, args: MailboxArgs) -> Result<ToolOutput, To
 
 async fn get_folder_stats(app: Arc<App>, args: FolderStatsArgs) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
-    let stats = resolved.backend.folder_stats(&args.folder_id, MAX_SCAN_ITEMS).await?;
+    let stats = resolved
+        .backend
+        .folder_stats(&args.folder_id, MAX_SCAN_ITEMS)
+        .await?;
     let out = FolderStatsOut {
         mailbox: resolved.alias.to_string(),
         folder_id: stats.folder.id.clone(),
@@ -510,7 +595,10 @@ async fn get_folder_stats(app: Arc<App>, args: FolderStatsArgs) -> Result<ToolOu
         read_emails: stats.folder.total.saturating_sub(stats.folder.unread),
         emails_with_attachments: stats.with_attachments,
         date_range: match (stats.oldest, stats.newest) {
-            (Some(o), Some(n)) => Some(DateRangeOut { oldest: o.to_rfc3339(), newest: n.to_rfc3339() }),
+            (Some(o), Some(n)) => Some(DateRangeOut {
+                oldest: o.to_rfc3339(),
+                newest: n.to_rfc3339(),
+            }),
             _ => None,
         },
         messages_scanned: stats.messages_scanned,
@@ -522,7 +610,11 @@ async fn get_folder_stats(app: Arc<App>, args: FolderStatsArgs) -> Result<ToolOu
         out.folder_id,
         out.total_emails,
         out.unread_emails,
-        if out.truncated { " (attachment counts cover the scanned window only)" } else { "" }
+        if out.truncated {
+            " (attachment counts cover the scanned window only)"
+        } else {
+            ""
+        }
     );
     Ok(ToolOutput::trusted(summary, out))
 }
@@ -557,7 +649,11 @@ pub(super) async fn fetch_attachment(
     attachment_id: &str,
 ) -> Result<(crate::backends::AttachmentMeta, Vec<u8>), ToolError> {
     backend
-        .attachment(message_id, attachment_id, app.config.limits.max_attachment_input_bytes)
+        .attachment(
+            message_id,
+            attachment_id,
+            app.config.limits.max_attachment_input_bytes,
+        )
         .await
         .map_err(|e| match e {
             BackendError::TooLarge => ToolError::new(
@@ -568,9 +664,10 @@ pub(super) async fn fetch_attachment(
                 ToolError::new(ErrorCode::NotFound, "no such attachment in this message")
             }
             BackendError::Unsupported(_) => ToolError::from_backend(&e),
-            BackendError::Io(_) => {
-                ToolError::new(ErrorCode::AttachmentFetchFailed, "the attachment could not be read")
-            }
+            BackendError::Io(_) => ToolError::new(
+                ErrorCode::AttachmentFetchFailed,
+                "the attachment could not be read",
+            ),
         })
 }
 
@@ -582,19 +679,29 @@ pub(super) async fn extract_bounded(
     bytes: Vec<u8>,
 ) -> Result<extract::Extracted, ToolError> {
     let _slot = app.extraction_slots.try_acquire().map_err(|_| {
-        ToolError::new(ErrorCode::ExtractionBusy, "too many extractions are running; retry")
+        ToolError::new(
+            ErrorCode::ExtractionBusy,
+            "too many extractions are running; retry",
+        )
     })?;
     let max_chars = app.config.limits.max_extracted_chars;
     let job = tokio::task::spawn_blocking(move || {
         extract::extract_text(name.as_deref(), &content_type, &bytes, max_chars)
     });
     match tokio::time::timeout(std::time::Duration::from_secs(30), job).await {
-        Err(_) => Err(ToolError::new(ErrorCode::ExtractionFailed, "EXTRACTION_TIMEOUT")),
-        Ok(Err(_)) => Err(ToolError::new(ErrorCode::ExtractionFailed, "the extractor stopped")),
+        Err(_) => Err(ToolError::new(
+            ErrorCode::ExtractionFailed,
+            "EXTRACTION_TIMEOUT",
+        )),
+        Ok(Err(_)) => Err(ToolError::new(
+            ErrorCode::ExtractionFailed,
+            "the extractor stopped",
+        )),
         Ok(Ok(Err(ExtractError::Unsupported(format)))) => Err(unsupported_format(format)),
-        Ok(Ok(Err(ExtractError::Failed))) => {
-            Err(ToolError::new(ErrorCode::ExtractionFailed, "the attachment could not be parsed"))
-        }
+        Ok(Ok(Err(ExtractError::Failed))) => Err(ToolError::new(
+            ErrorCode::ExtractionFailed,
+            "the attachment could not be parsed",
+        )),
         Ok(Ok(Ok(extracted))) => Ok(extracted),
     }
 }
@@ -605,7 +712,10 @@ fn unsupported_format(format: Format) -> ToolError {
             ErrorCode::Unsupported,
             "PDF, DOCX, XLSX and ZIP extraction is not available in this version of mailgate",
         ),
-        _ => ToolError::new(ErrorCode::UnsupportedFormat, "this attachment format has no text"),
+        _ => ToolError::new(
+            ErrorCode::UnsupportedFormat,
+            "this attachment format has no text",
+        ),
     }
 }
 
@@ -614,8 +724,13 @@ async fn get_attachment_content(
     args: AttachmentContentArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
-    let (meta, bytes) =
-        fetch_attachment(&app, resolved.backend, &args.message_id, &args.attachment_id).await?;
+    let (meta, bytes) = fetch_attachment(
+        &app,
+        resolved.backend,
+        &args.message_id,
+        &args.attachment_id,
+    )
+    .await?;
     let size = bytes.len() as u64;
     let format = extract::detect(meta.name.as_deref(), &meta.content_type, &bytes);
     if format == Format::Zip && args.entry.is_some() {
@@ -625,7 +740,10 @@ async fn get_attachment_content(
         mailbox: resolved.alias.to_string(),
         message_id: args.message_id.clone(),
         attachment_id: args.attachment_id.clone(),
-        name: bounded(meta.name.as_deref().unwrap_or(""), output::ATTACHMENT_NAME_CHARS),
+        name: bounded(
+            meta.name.as_deref().unwrap_or(""),
+            output::ATTACHMENT_NAME_CHARS,
+        ),
         content_type: bounded(&meta.content_type, output::CONTENT_TYPE_CHARS),
         kind: ContentKind::Text,
         size_bytes: size,
@@ -653,6 +771,9 @@ async fn get_attachment_content(
             out.extractor = Some(extracted.extractor);
         }
     }
-    let summary = format!("Attachment {} of message {}.", args.attachment_id, args.message_id);
+    let summary = format!(
+        "Attachment {} of message {}.",
+        args.attachment_id, args.message_id
+    );
     Ok(ToolOutput::untrusted(summary, out))
 }

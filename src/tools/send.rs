@@ -35,7 +35,12 @@ pub(super) static TOOLS: &[ToolDef] = &[ToolDef {
                   be in an allowed domain; a refusal is final, do not retry it. dryRun shows \
                   the envelope and the policy verdict without sending.",
     family: Family::Send,
-    hints: Hints { read_only: false, destructive: true, idempotent: false, open_world: true },
+    hints: Hints {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: true,
+    },
     mutates: Mutates::OutboundMail,
     graph_permission: "Mail.Send",
     imap_capability: "SMTP submission (and APPEND to Sent)",

@@ -83,8 +83,18 @@ pub(crate) struct DraftOut {
     pub(crate) web_link: Option<String>,
 }
 
-const MUTATING: Hints = Hints { read_only: false, destructive: true, idempotent: false, open_world: false };
-const ADDITIVE: Hints = Hints { read_only: false, destructive: false, idempotent: false, open_world: false };
+const MUTATING: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: false,
+};
+const ADDITIVE: Hints = Hints {
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    open_world: false,
+};
 
 pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {

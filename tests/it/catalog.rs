@@ -17,11 +17,21 @@ const READ: [&str; 12] = [
     "investigate_documents",
 ];
 const HANDOFF: [&str; 2] = ["create_attachment_handoff", "get_attachment_handoff"];
-const WRITE: [&str; 5] =
-    ["move_messages", "copy_messages", "mark_messages", "download_attachments", "create_draft"];
+const WRITE: [&str; 5] = [
+    "move_messages",
+    "copy_messages",
+    "mark_messages",
+    "download_attachments",
+    "create_draft",
+];
 const SEND: [&str; 1] = ["send_email"];
-const FORBIDDEN: [&str; 5] =
-    ["reply_to_email", "delete_email", "batch_delete_emails", "delete_folder", "forward_email"];
+const FORBIDDEN: [&str; 5] = [
+    "reply_to_email",
+    "delete_email",
+    "batch_delete_emails",
+    "delete_folder",
+    "forward_email",
+];
 
 fn world(handoffs: bool, writes: bool, send: bool) -> World {
     let b = |v: bool| if v { "true" } else { "false" };
@@ -69,11 +79,19 @@ async fn every_gate_setting_serves_exactly_its_catalog() {
             let read_only = READ.contains(&name) || name == "get_attachment_handoff";
             assert_eq!(a.read_only_hint, Some(read_only), "{name} readOnlyHint");
             let destructive = matches!(name, "move_messages" | "mark_messages" | "send_email");
-            assert_eq!(a.destructive_hint, Some(destructive), "{name} destructiveHint");
+            assert_eq!(
+                a.destructive_hint,
+                Some(destructive),
+                "{name} destructiveHint"
+            );
             if name == "create_attachment_handoff" {
                 assert_eq!(a.idempotent_hint, Some(true));
             }
-            assert_eq!(a.open_world_hint, Some(name == "send_email"), "{name} openWorldHint");
+            assert_eq!(
+                a.open_world_hint,
+                Some(name == "send_email"),
+                "{name} openWorldHint"
+            );
             assert!(t.input_schema.get("properties").is_some() || name == "list_allowed_mailboxes");
         }
         client.close().await;
@@ -90,7 +108,10 @@ async fn a_tool_outside_the_catalog_cannot_be_called() {
             serde_json::json!({"mailbox": "finance", "messageIds": ["x"], "destinationFolderId": "archive"}),
         )
         .await;
-    assert!(err.is_err(), "a closed gate's tool must be a protocol error, not a result");
+    assert!(
+        err.is_err(),
+        "a closed gate's tool must be a protocol error, not a result"
+    );
     client.close().await;
 }
 

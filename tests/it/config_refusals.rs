@@ -7,8 +7,15 @@ async fn refused(world: World, needle: &str) {
     for args in [&["policy", "check"][..], &["serve"][..]] {
         let out = world.run(args).await;
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?} should fail; stderr: {stderr}");
-        assert!(out.stdout.is_empty(), "nothing may be served: {:?}", out.stdout);
+        assert!(
+            !out.status.success(),
+            "{args:?} should fail; stderr: {stderr}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "nothing may be served: {:?}",
+            out.stdout
+        );
         let lines: Vec<&str> = stderr.lines().collect();
         assert_eq!(lines.len(), 1, "one line expected: {stderr}");
         assert!(
@@ -21,8 +28,15 @@ async fn refused(world: World, needle: &str) {
 
 #[tokio::test]
 async fn a_valid_config_passes_the_check() {
-    let out = World::new().config(ONE_MAILBOX, 0o600).run(&["policy", "check"]).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = World::new()
+        .config(ONE_MAILBOX, 0o600)
+        .run(&["policy", "check"])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test]
@@ -59,7 +73,11 @@ async fn duplicate_alias_is_refused() {
 
 #[tokio::test]
 async fn bad_boolean_spelling_is_refused_naming_the_variable() {
-    for var in ["PLUGIN_ALLOW_WRITES", "PLUGIN_ALLOW_LOCAL_HANDOFFS", "PLUGIN_ALLOW_SEND"] {
+    for var in [
+        "PLUGIN_ALLOW_WRITES",
+        "PLUGIN_ALLOW_LOCAL_HANDOFFS",
+        "PLUGIN_ALLOW_SEND",
+    ] {
         for bad in ["yesplease", "2", "truthy", "enabled"] {
             let world = World::new().config(ONE_MAILBOX, 0o600).with(var, bad);
             refused(world, var).await;
@@ -105,11 +123,25 @@ async fn a_dotenv_file_never_overrides_the_environment() {
     let world = World::new()
         .config(ONE_MAILBOX, 0o600)
         .with("PLUGIN_ALLOW_WRITES", "false");
-    std::fs::write(world.path().join(".env"), "PLUGIN_ALLOW_WRITES=true\nPLUGIN_ALLOW_LOCAL_HANDOFFS=true\n").unwrap();
+    std::fs::write(
+        world.path().join(".env"),
+        "PLUGIN_ALLOW_WRITES=true\nPLUGIN_ALLOW_LOCAL_HANDOFFS=true\n",
+    )
+    .unwrap();
     let out = world.run(&["tools"]).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let tools = String::from_utf8_lossy(&out.stdout);
-    assert!(!tools.contains("move_messages"), "explicit false must win over .env");
-    assert!(tools.contains("create_attachment_handoff"), ".env fills unset variables");
+    assert!(
+        !tools.contains("move_messages"),
+        "explicit false must win over .env"
+    );
+    assert!(
+        tools.contains("create_attachment_handoff"),
+        ".env fills unset variables"
+    );
     assert_eq!(tools.lines().count(), 14);
 }

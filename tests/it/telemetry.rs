@@ -14,23 +14,58 @@ const SECRETS: [&str; 5] = [
 
 #[tokio::test]
 async fn secret_looking_values_never_reach_journal_or_stderr() {
-    let world = World::new().with("MAILGATE_JOURNAL", "true").with("MAILGATE_LOG", "debug");
+    let world = World::new()
+        .with("MAILGATE_JOURNAL", "true")
+        .with("MAILGATE_LOG", "debug");
     let stderr_path = world.path().join("stderr.log");
     let c = world.demo_client_with_stderr(&stderr_path).await;
     let calls = [
-        ("search_mailbox", json!({"mailbox": "finance", "criteria": {"query": SECRETS[0], "subject": SECRETS[2]}})),
-        ("search_mailboxes", json!({"criteria": {"query": SECRETS[0], "sender": SECRETS[3]}})),
-        ("search_mailboxes_batch", json!({"queries": [{"label": SECRETS[4], "criteria": {"query": SECRETS[0]}}]})),
-        ("list_messages", json!({"mailbox": "personal", "criteria": {"sender": SECRETS[3]}})),
-        ("get_message", json!({"mailbox": "finance", "messageId": SECRETS[0]})),
+        (
+            "search_mailbox",
+            json!({"mailbox": "finance", "criteria": {"query": SECRETS[0], "subject": SECRETS[2]}}),
+        ),
+        (
+            "search_mailboxes",
+            json!({"criteria": {"query": SECRETS[0], "sender": SECRETS[3]}}),
+        ),
+        (
+            "search_mailboxes_batch",
+            json!({"queries": [{"label": SECRETS[4], "criteria": {"query": SECRETS[0]}}]}),
+        ),
+        (
+            "list_messages",
+            json!({"mailbox": "personal", "criteria": {"sender": SECRETS[3]}}),
+        ),
+        (
+            "get_message",
+            json!({"mailbox": "finance", "messageId": SECRETS[0]}),
+        ),
         ("list_folders", json!({"mailbox": "finance"})),
-        ("get_folder_stats", json!({"mailbox": "finance", "folderId": SECRETS[2]})),
-        ("list_attachments", json!({"mailbox": "finance", "messageId": SECRETS[4]})),
-        ("get_attachment_content", json!({"mailbox": "finance", "messageId": SECRETS[0], "attachmentId": "att-0", "password": SECRETS[1]})),
-        ("inspect_attachment_evidence", json!({"mailbox": "finance", "messageId": SECRETS[0], "attachmentId": "att-0", "clients": [SECRETS[2]]})),
-        ("investigate_documents", json!({"mailbox": "finance", "criteria": {"insurers": [SECRETS[2]], "keywords": [SECRETS[0]]}})),
+        (
+            "get_folder_stats",
+            json!({"mailbox": "finance", "folderId": SECRETS[2]}),
+        ),
+        (
+            "list_attachments",
+            json!({"mailbox": "finance", "messageId": SECRETS[4]}),
+        ),
+        (
+            "get_attachment_content",
+            json!({"mailbox": "finance", "messageId": SECRETS[0], "attachmentId": "att-0", "password": SECRETS[1]}),
+        ),
+        (
+            "inspect_attachment_evidence",
+            json!({"mailbox": "finance", "messageId": SECRETS[0], "attachmentId": "att-0", "clients": [SECRETS[2]]}),
+        ),
+        (
+            "investigate_documents",
+            json!({"mailbox": "finance", "criteria": {"insurers": [SECRETS[2]], "keywords": [SECRETS[0]]}}),
+        ),
         ("list_allowed_mailboxes", json!({"mailbox": SECRETS[0]})),
-        ("search_mailbox", json!({"mailbox": "finance", "criteria": {"query": "invoice"}})),
+        (
+            "search_mailbox",
+            json!({"mailbox": "finance", "criteria": {"query": "invoice"}}),
+        ),
     ];
     for (tool, args) in calls {
         let _ = c.call(tool, args).await;
@@ -40,7 +75,10 @@ async fn secret_looking_values_never_reach_journal_or_stderr() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let journal = std::fs::read_to_string(world.state().join("journal.jsonl")).unwrap();
     let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-    assert!(journal.lines().count() >= 12, "every call is journaled: {journal}");
+    assert!(
+        journal.lines().count() >= 12,
+        "every call is journaled: {journal}"
+    );
     for line in journal.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_eq!(v["event"], "tool_call");
@@ -50,9 +88,15 @@ async fn secret_looking_values_never_reach_journal_or_stderr() {
         assert!(!stderr.contains(secret), "stderr leaked {secret}");
     }
     for content in ["invoice", "Invoice", "@example"] {
-        assert!(!journal.contains(content), "journal holds content {content:?}");
+        assert!(
+            !journal.contains(content),
+            "journal holds content {content:?}"
+        );
     }
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(world.state().join("journal.jsonl")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(world.state().join("journal.jsonl"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o077, 0, "journal must be private");
 }

@@ -26,7 +26,10 @@ impl World {
         let mut env = BTreeMap::new();
         env.insert("PATH".into(), "/usr/bin:/bin".into());
         env.insert("HOME".into(), dir.path().display().to_string());
-        env.insert("MAILGATE_HOME".into(), dir.path().join("state").display().to_string());
+        env.insert(
+            "MAILGATE_HOME".into(),
+            dir.path().join("state").display().to_string(),
+        );
         Self { dir, env }
     }
 
@@ -45,13 +48,20 @@ impl World {
 
     fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(EXE);
-        cmd.args(args).env_clear().envs(&self.env).current_dir(self.dir.path());
+        cmd.args(args)
+            .env_clear()
+            .envs(&self.env)
+            .current_dir(self.dir.path());
         cmd
     }
 
     /// Runs the CLI to completion.
     pub(crate) async fn run(&self, args: &[&str]) -> Output {
-        self.command(args).stdin(std::process::Stdio::null()).output().await.unwrap()
+        self.command(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap()
     }
 
     /// Writes a plugin.json with the given mode and points OUTLOOK_PLUGIN_CONFIG at it.
@@ -60,7 +70,8 @@ impl World {
         let path = self.dir.path().join("plugin.json");
         std::fs::write(&path, json).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
-        self.env.insert("OUTLOOK_PLUGIN_CONFIG".into(), path.display().to_string());
+        self.env
+            .insert("OUTLOOK_PLUGIN_CONFIG".into(), path.display().to_string());
         self
     }
 
@@ -83,8 +94,13 @@ impl World {
         let cmd = self.command(args).configure(|c| {
             c.kill_on_drop(true);
         });
-        let (transport, _stderr) = TokioChildProcess::builder(cmd).stderr(stderr).spawn().unwrap();
-        Client { inner: ().serve(transport).await.unwrap() }
+        let (transport, _stderr) = TokioChildProcess::builder(cmd)
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        Client {
+            inner: ().serve(transport).await.unwrap(),
+        }
     }
 }
 
@@ -98,14 +114,25 @@ impl Client {
     }
 
     pub(crate) async fn tool_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.tools().await.into_iter().map(|t| t.name.to_string()).collect();
+        let mut names: Vec<String> = self
+            .tools()
+            .await
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
         names.sort();
         names
     }
 
     /// Calls a tool; `Err` is the protocol-error channel.
-    pub(crate) async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, rmcp::ServiceError> {
-        let Value::Object(map) = args else { panic!("arguments must be an object") };
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<CallToolResult, rmcp::ServiceError> {
+        let Value::Object(map) = args else {
+            panic!("arguments must be an object")
+        };
         self.inner
             .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(map))
             .await
@@ -114,14 +141,24 @@ impl Client {
     /// Calls a tool that must succeed and returns its structured content.
     pub(crate) async fn ok(&self, name: &str, args: Value) -> Value {
         let result = self.call(name, args).await.unwrap();
-        assert_ne!(result.is_error, Some(true), "{name} failed: {:?}", result.content);
+        assert_ne!(
+            result.is_error,
+            Some(true),
+            "{name} failed: {:?}",
+            result.content
+        );
         result.structured_content.expect("structured content")
     }
 
     /// Calls a tool that must fail in-band and returns its stable error code.
     pub(crate) async fn tool_error(&self, name: &str, args: Value) -> String {
         let result = self.call(name, args).await.unwrap();
-        assert_eq!(result.is_error, Some(true), "{name} should fail: {:?}", result.structured_content);
+        assert_eq!(
+            result.is_error,
+            Some(true),
+            "{name} should fail: {:?}",
+            result.structured_content
+        );
         let meta = result.meta.expect("error meta");
         meta.0["mailgate/errorCode"].as_str().unwrap().to_owned()
     }
