@@ -132,6 +132,15 @@ async fn step(app: &Arc<App>, title: &str, tool: &str, args: Value) -> (String, 
     let value = match app.call(tool, raw).await {
         Ok(o) => {
             let v = o.render().structured_content.unwrap_or(Value::Null);
+            if let Some(status) = v["status"].as_str() {
+                out.push_str(&format!(
+                    "→ status {status} (confidence {}, strategy {}, {} message(s), truncated {})\n",
+                    v["confidence"].as_str().unwrap_or("-"),
+                    v["strategy"].as_str().unwrap_or("-"),
+                    v["messages"].as_array().map_or(0, Vec::len),
+                    v["truncated"],
+                ));
+            }
             out.push_str(&abbreviate(&v));
             Some(v)
         }

@@ -9,6 +9,7 @@
 mod util;
 
 mod catalog;
+mod cli;
 mod config_refusals;
 mod invalid_inputs;
 mod policy_drift;
