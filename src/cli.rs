@@ -152,6 +152,9 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
             call_and_print(&app, &tool, &json).await
         }
         Command::Policy { command } => policy(command, env, config),
+        Command::Demo { .. } if config.is_some() => Err(StartupError::Usage(
+            "demo uses its own plugin.json; --config does not apply to it".into(),
+        )),
         Command::Demo { reset, serve } => demo(env, reset, serve).await,
     }
 }

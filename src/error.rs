@@ -18,6 +18,10 @@ pub(crate) enum StartupError {
     StateDir(std::io::ErrorKind),
     #[error("the run journal could not be opened ({0})")]
     Journal(std::io::ErrorKind),
+    #[error(
+        "the search memory file (PLUGIN_SEARCH_MEMORY_PATH or searchMemoryPath) is refused: {0}"
+    )]
+    SearchMemory(crate::path_guard::PrivateFileError),
     #[error("the demo could not be set up: {0}")]
     Demo(String),
     #[error("{0}")]

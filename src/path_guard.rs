@@ -47,8 +47,9 @@ pub(crate) enum PrivateFileError {
 enum ModeRule {
     /// `mode & 0o077 == 0` and `mode & 0o400 != 0` (the reference plugin's rule for plugin.json).
     Private,
-    /// `mode & 0o002 == 0`: anyone may read, nobody but owner and group may write.
-    NotWorldWritable,
+    /// `mode & 0o022 == 0`: anyone may read, only the owner may write. A `.env` can fill unset
+    /// gate variables (open a gate), so a group member must not be able to edit it.
+    OwnerWriteOnly,
 }
 
 impl ModeRule {
@@ -56,7 +57,7 @@ impl ModeRule {
     fn allows(self, mode: u32) -> bool {
         match self {
             ModeRule::Private => mode & 0o077 == 0 && mode & 0o400 != 0,
-            ModeRule::NotWorldWritable => mode & 0o002 == 0,
+            ModeRule::OwnerWriteOnly => mode & 0o022 == 0,
         }
     }
 }
@@ -93,7 +94,7 @@ pub(crate) fn read_optional_trusted_file(
     path: &Path,
     max_bytes: u64,
 ) -> Result<Option<Vec<u8>>, PrivateFileError> {
-    match read_checked(path, max_bytes, ModeRule::NotWorldWritable) {
+    match read_checked(path, max_bytes, ModeRule::OwnerWriteOnly) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(Failure::Missing) => Ok(None),
         Err(Failure::Refused(error)) => Err(error),
@@ -321,10 +322,10 @@ mod tests {
             Ok(Some(b"A=1\n".to_vec()))
         );
         let group_writable = file_with_mode(&dir, "group.env", b"A=1\n", 0o664);
-        assert!(matches!(
+        assert_eq!(
             read_optional_trusted_file(&group_writable, 1024),
-            Ok(Some(_))
-        ));
+            Err(PrivateFileError::TooPermissive)
+        );
         let world_writable = file_with_mode(&dir, "world.env", b"A=1\n", 0o666);
         assert_eq!(
             read_optional_trusted_file(&world_writable, 1024),

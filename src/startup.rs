@@ -13,6 +13,8 @@ use crate::path_guard;
 use crate::telemetry::Journal;
 use crate::tools::App;
 
+const SEARCH_MEMORY_MAX_BYTES: u64 = 1024 * 1024;
+
 /// Builds the app for `gates` (the HTTP transport passes read-only gates whatever the settings).
 pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
     let mut entries = Vec::with_capacity(settings.config.mailboxes.len());
@@ -31,6 +33,12 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         };
         entries.push((mailbox.alias.clone(), backend));
     }
+    // Not used for expansion yet, but a configured file must pass the same checks as
+    // plugin.json, so a bad deployment fails now rather than when expansion lands.
+    if let Some(path) = &settings.config.search_memory_path {
+        path_guard::read_private_file(path, SEARCH_MEMORY_MAX_BYTES)
+            .map_err(StartupError::SearchMemory)?;
+    }
     let journal = if settings.journal {
         let state = path_guard::create_private_dir_all(&settings.state_dir)
             .map_err(|e| StartupError::StateDir(e.kind()))?;
@@ -41,9 +49,9 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
     let tools = catalog::build(&gates);
     Ok(Arc::new(App {
         config: settings.config.clone(),
-        extraction_slots: tokio::sync::Semaphore::new(
+        extraction_slots: Arc::new(tokio::sync::Semaphore::new(
             settings.config.limits.max_concurrent_extractions.max(1),
-        ),
+        )),
         gates,
         backends: Registry::new(entries),
         journal,

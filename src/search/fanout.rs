@@ -8,7 +8,7 @@ use futures::StreamExt;
 
 use super::{SearchOutcome, SearchPlan, engine};
 use crate::alias::Alias;
-use crate::backends::Registry;
+use crate::backends::{Backend, Registry};
 
 /// Searches every alias (already checked against the allowlist by the caller). With
 /// `shared_slots`, each mailbox search also holds a permit of that semaphore.
@@ -29,6 +29,9 @@ pub(crate) async fn search_all(
                 None => None,
             };
             let outcome = match registry.get(&alias) {
+                Some(Backend::Unavailable { .. }) => {
+                    SearchOutcome::failed(super::warning::BACKEND_UNSUPPORTED)
+                }
                 Some(backend) => engine::run(backend, plan).await,
                 None => SearchOutcome::failed(super::warning::MAILBOX_FAILED),
             };

@@ -87,6 +87,10 @@ pub(crate) mod warning {
     pub(crate) const MAILBOX_FAILED: &str = "mailbox_search_failed";
     pub(crate) const BUDGET_EXHAUSTED: &str = "budget_exhausted";
     pub(crate) const MEMORY_NOT_CONFIGURED: &str = "search_memory_not_configured";
+    /// A search memory is configured, but term expansion is not built in this version.
+    pub(crate) const EXPANSION_UNAVAILABLE: &str = "search_memory_expansion_unavailable";
+    /// The mailbox's backend kind (Graph, IMAP) is not built in this version.
+    pub(crate) const BACKEND_UNSUPPORTED: &str = "backend_unsupported";
 }
 
 /// One message as a search or listing sees it. Every string is sender-controlled.

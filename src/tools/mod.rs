@@ -170,6 +170,7 @@ pub(crate) enum ErrorCode {
     AttachmentFetchFailed,
     UnsupportedFormat,
     ExtractionFailed,
+    ExtractionTimeout,
     ExtractionBusy,
 }
 
@@ -188,6 +189,7 @@ impl ErrorCode {
             ErrorCode::AttachmentFetchFailed => "ATTACHMENT_FETCH_FAILED",
             ErrorCode::UnsupportedFormat => "UNSUPPORTED_FORMAT",
             ErrorCode::ExtractionFailed => "EXTRACTION_FAILED",
+            ErrorCode::ExtractionTimeout => "EXTRACTION_TIMEOUT",
             ErrorCode::ExtractionBusy => "EXTRACTION_BUSY",
         }
     }
@@ -282,6 +284,8 @@ impl ToolOutput {
             if let Value::Object(map) = &mut structured {
                 map.insert("dataTrust".into(), Value::from(framing::DATA_TRUST));
                 map.insert("untrustedDataFence".into(), Value::from(fence.nonce()));
+                // The reference plugin's label, for clients written for it.
+                map.insert("untrustedDataMarker".into(), Value::from(framing::MARKER));
             }
             payload = serde_json::to_string(&structured).unwrap_or_default();
             fence.wrap(&self.summary, &payload)
@@ -324,7 +328,8 @@ pub(crate) struct App {
     pub(crate) backends: Registry,
     pub(crate) journal: Option<Journal>,
     pub(crate) tools: Vec<&'static ToolDef>,
-    pub(crate) extraction_slots: tokio::sync::Semaphore,
+    /// Process-wide bound on running extractions (`maxConcurrentExtractions`).
+    pub(crate) extraction_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// A mailbox a handler may use: the validated alias, its config entry and its pinned backend.

@@ -271,10 +271,14 @@ pub(super) fn plan(
 }
 
 /// Warnings the plan adds to every outcome (no search memory yet, ignored query).
-fn plan_warnings(criteria: &Criteria, allow_query: bool) -> Vec<&'static str> {
+fn plan_warnings(app: &App, criteria: &Criteria, allow_query: bool) -> Vec<&'static str> {
     let mut w = Vec::new();
     if criteria.expand_terms == Some(true) {
-        w.push(warning::MEMORY_NOT_CONFIGURED);
+        w.push(if app.config.search_memory_path.is_some() {
+            warning::EXPANSION_UNAVAILABLE
+        } else {
+            warning::MEMORY_NOT_CONFIGURED
+        });
     }
     if !allow_query && criteria.query.is_some() {
         w.push("query_ignored");
@@ -293,10 +297,14 @@ async fn single_search(
     allow_query: bool,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
+    if let crate::backends::Backend::Unavailable { kind } = resolved.backend {
+        // Say why, instead of an uninformative SEARCH_FAILED.
+        return Err(ToolError::from_backend(&BackendError::Unsupported(kind)));
+    }
     let plan = plan(&args.criteria, &app.config.limits, allow_query)?;
     let outcome = with_warnings(
         engine::run(resolved.backend, &plan).await,
-        &plan_warnings(&args.criteria, allow_query),
+        &plan_warnings(&app, &args.criteria, allow_query),
     );
     let with_names = args.criteria.include_attachment_names == Some(true);
     let projection = SearchProjection::new(resolved.alias.as_str(), &outcome, with_names);
@@ -351,7 +359,7 @@ async fn fan_out(
     slots: Option<&tokio::sync::Semaphore>,
 ) -> Result<(SearchStatus, Vec<SearchProjection>), ToolError> {
     let plan = plan(criteria, &app.config.limits, true)?;
-    let extra = plan_warnings(criteria, true);
+    let extra = plan_warnings(app, criteria, true);
     let outcomes = fanout::search_all(
         &app.backends,
         aliases,
@@ -678,20 +686,25 @@ pub(super) async fn extract_bounded(
     content_type: String,
     bytes: Vec<u8>,
 ) -> Result<extract::Extracted, ToolError> {
-    let _slot = app.extraction_slots.try_acquire().map_err(|_| {
-        ToolError::new(
-            ErrorCode::ExtractionBusy,
-            "too many extractions are running; retry",
-        )
-    })?;
+    let slot = Arc::clone(&app.extraction_slots)
+        .try_acquire_owned()
+        .map_err(|_| {
+            ToolError::new(
+                ErrorCode::ExtractionBusy,
+                "too many extractions are running; retry",
+            )
+        })?;
     let max_chars = app.config.limits.max_extracted_chars;
+    // The permit moves into the job: a job that outlives its caller's timeout still holds it, so
+    // the bound counts extractions actually running.
     let job = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         extract::extract_text(name.as_deref(), &content_type, &bytes, max_chars)
     });
     match tokio::time::timeout(std::time::Duration::from_secs(30), job).await {
         Err(_) => Err(ToolError::new(
-            ErrorCode::ExtractionFailed,
-            "EXTRACTION_TIMEOUT",
+            ErrorCode::ExtractionTimeout,
+            "the extraction ran past its time limit",
         )),
         Ok(Err(_)) => Err(ToolError::new(
             ErrorCode::ExtractionFailed,

@@ -1,0 +1,916 @@
+//! `investigate_documents`: which messages carry a given document (reference §5.9).
+//!
+//! Algorithm, per requested folder in request order: a deterministic listing of the newest
+//! `maxMessagesPerFolder` messages within `maxPagesPerFolder` pages (the search engine with no
+//! query, so its truncation evidence is reused); then, for *every* listed message (a `false`
+//! has-attachments flag is not trusted: inline documents carry it), a metadata-only attachment
+//! listing with the per-message caps; then signal matching on the message's metadata (subject,
+//! preview, sender address and name, each ≤ 65,536 chars) and on each attachment name
+//! (≤ 4,096 chars). Bodies, previews and attachment contents are never returned.
+//!
+//! Classification: `CONFIRMED` when a requested proposal id occurs in an attachment name
+//! (`PROPOSAL_ID_IN_ATTACHMENT_NAME`) or when an attachment name equals a requested one *and* an
+//! identity signal (proposal id, client, insurer) occurs in the metadata
+//! (`REQUESTED_ATTACHMENT_NAME_MATCH`); any other match is a `CANDIDATE_REVIEW` (a keyword match
+//! alone never confirms). The answer's status is `CONFIRMED` if a returned match is confirmed,
+//! else `SEARCH_INCOMPLETE` if any folder's coverage is not complete, else `CANDIDATE_REVIEW`
+//! when there are matches, else `NOT_FOUND` — which therefore requires all three folders to have
+//! been fully scanned with every attachment listing complete.
+//!
+//! Mailgate differences from the reference: attachment listings run a few at a time instead of
+//! strictly one after another (§13.11), results keep discovery order either way; the sender's
+//! display name is a metadata haystack besides the address; a backend answers one attachment
+//! listing in one page, so `maxAttachmentPagesPerMessage` can never be the cap that is hit.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::signals::{self, Haystack, Signals};
+use super::{MatchedSignalsOut, any_kind, push_once, union};
+use crate::backends::{AttachmentMeta, Backend};
+use crate::search::{Candidate, Filters, SearchPlan, SearchStatus, SortBy, SortOrder, engine};
+use crate::tools::args::{InvestigateArgs, InvestigationFolder};
+use crate::tools::output::{self, AddressOut, bounded};
+use crate::tools::{App, ErrorCode, ToolError, ToolOutput};
+
+/// Longest metadata field (Unicode scalar values) that is matched.
+const MAX_FIELD_CHARS: usize = 65_536;
+/// Attachment listings in flight at once within one folder.
+const LISTING_CONCURRENCY: usize = 4;
+/// Attachments shown per message (reference §4.2).
+const SHOWN_ATTACHMENTS: usize = output::SUMMARY_ATTACHMENTS;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum InvestigationStatus {
+    /// At least one returned match is confirmed (even if coverage is incomplete).
+    Confirmed,
+    /// Complete coverage, only unconfirmed matches.
+    CandidateReview,
+    /// No confirmed match and some folder was not completely scanned: absence is not shown.
+    SearchIncomplete,
+    /// Complete coverage of all three folders and no match.
+    NotFound,
+}
+
+impl InvestigationStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            InvestigationStatus::Confirmed => "CONFIRMED",
+            InvestigationStatus::CandidateReview => "CANDIDATE_REVIEW",
+            InvestigationStatus::SearchIncomplete => "SEARCH_INCOMPLETE",
+            InvestigationStatus::NotFound => "NOT_FOUND",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum Classification {
+    Confirmed,
+    CandidateReview,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum InvestigationConfirmation {
+    /// A requested proposal id occurs in one of the message's attachment names.
+    ProposalIdInAttachmentName,
+    /// An attachment name equals a requested one and an identity signal occurs in the
+    /// message's metadata (not only in attachment names).
+    RequestedAttachmentNameMatch,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum FolderName {
+    Inbox,
+    Sentitems,
+    Archive,
+}
+
+impl From<InvestigationFolder> for FolderName {
+    fn from(f: InvestigationFolder) -> Self {
+        match f {
+            InvestigationFolder::Inbox => FolderName::Inbox,
+            InvestigationFolder::Sentitems => FolderName::Sentitems,
+            InvestigationFolder::Archive => FolderName::Archive,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum FolderStatus {
+    Complete,
+    Incomplete,
+    Failed,
+}
+
+/// Why a folder's coverage is not complete (stable codes, reference §5.9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum FolderReason {
+    FolderNotScanned,
+    MessageScanFailed,
+    MessageScanLimitReached,
+    MessageIdMissing,
+    MessageTextTruncated,
+    AttachmentScanFailed,
+    AttachmentScanLimitReached,
+    AttachmentNameInvalid,
+    AttachmentNameTruncated,
+}
+
+impl FolderReason {
+    fn is_failure(self) -> bool {
+        matches!(
+            self,
+            FolderReason::MessageScanFailed | FolderReason::AttachmentScanFailed
+        )
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InvestigationAttachmentOut {
+    pub(crate) id: String,
+    /// Sender-controlled, at most 300 characters (plus `...`); matching used the full name.
+    pub(crate) name: String,
+    pub(crate) name_truncated: bool,
+    pub(crate) content_type: String,
+    pub(crate) size: u64,
+    pub(crate) is_inline: bool,
+}
+
+/// A message of a match: metadata only (no body, no preview).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InvestigationMessageOut {
+    pub(crate) id: String,
+    pub(crate) folder_id: String,
+    pub(crate) subject: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) from: Option<AddressOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) received_date_time: Option<String>,
+    pub(crate) is_read: bool,
+    pub(crate) has_attachments: bool,
+    /// Attachments in the (possibly capped) listing, inline ones included.
+    pub(crate) attachment_count: usize,
+    /// At most 30.
+    pub(crate) attachments: Vec<InvestigationAttachmentOut>,
+    /// More attachments exist than are shown, or the listing was capped or failed.
+    pub(crate) attachment_names_truncated: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InvestigationMatchOut {
+    pub(crate) folder: FolderName,
+    pub(crate) classification: Classification,
+    pub(crate) message: InvestigationMessageOut,
+    pub(crate) matched_signals: MatchedSignalsOut,
+    pub(crate) confirmation_reasons: Vec<InvestigationConfirmation>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FolderCoverageOut {
+    pub(crate) folder: FolderName,
+    pub(crate) status: FolderStatus,
+    pub(crate) pages_scanned: u32,
+    pub(crate) messages_scanned: usize,
+    pub(crate) attachment_lists_attempted: usize,
+    /// Listings that succeeded, were not capped and held only valid names.
+    pub(crate) attachment_lists_completed: usize,
+    pub(crate) attachment_pages_scanned: u32,
+    /// Deduplicated, in the order first met.
+    pub(crate) reasons: Vec<FolderReason>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InvestigationLimitsOut {
+    pub(crate) max_pages_per_folder: u32,
+    pub(crate) max_messages_per_folder: u32,
+    pub(crate) max_attachment_pages_per_message: u32,
+    pub(crate) max_attachments_per_message: u32,
+    pub(crate) max_results: u32,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InvestigationCoverageOut {
+    /// Every folder's status is COMPLETE.
+    pub(crate) complete: bool,
+    /// inbox, sentitems, archive — always all three, in this order.
+    pub(crate) folders: Vec<FolderCoverageOut>,
+    pub(crate) limits: InvestigationLimitsOut,
+}
+
+/// The answer of `investigate_documents`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InvestigateOut {
+    pub(crate) mailbox: String,
+    pub(crate) status: InvestigationStatus,
+    /// Matches found before the `maxResults` cut.
+    pub(crate) total_matches: usize,
+    pub(crate) matches_truncated: bool,
+    /// Confirmed matches first, otherwise in discovery order.
+    pub(crate) matches: Vec<InvestigationMatchOut>,
+    pub(crate) coverage: InvestigationCoverageOut,
+}
+
+pub(crate) async fn investigate_documents(
+    app: Arc<App>,
+    args: InvestigateArgs,
+) -> Result<ToolOutput, ToolError> {
+    let resolved = app.resolve(&args.mailbox)?;
+    let c = &args.criteria;
+    let requested = c.signals();
+    let set = Signals::new(&requested);
+    // garde already demands one signal; a signal of punctuation only can never match, so a
+    // "not found" for it would be a claim without evidence.
+    if requested.is_empty() || !set.any_matchable() {
+        return Err(ToolError::new(
+            ErrorCode::InvalidArgument,
+            "no signal contains a letter or a digit, so none could ever match",
+        ));
+    }
+    let limits = InvestigationLimitsOut {
+        max_pages_per_folder: c.max_pages_per_folder.unwrap_or(10),
+        max_messages_per_folder: c.max_messages_per_folder.unwrap_or(100),
+        max_attachment_pages_per_message: c.max_attachment_pages_per_message.unwrap_or(5),
+        max_attachments_per_message: c.max_attachments_per_message.unwrap_or(50),
+        max_results: c.max_results.unwrap_or(25),
+    };
+    let requested: Vec<InvestigationFolder> = c
+        .folders
+        .clone()
+        .unwrap_or_else(|| InvestigationFolder::ALL.to_vec());
+
+    let mut matches = Vec::new();
+    let mut scanned = Vec::new();
+    for folder in requested {
+        let coverage = scan_folder(resolved.backend, folder, &limits, &set, &mut matches).await;
+        scanned.push((folder, coverage));
+    }
+    let folders: Vec<FolderCoverageOut> = InvestigationFolder::ALL
+        .iter()
+        .map(|f| match scanned.iter().position(|(s, _)| s == f) {
+            Some(i) => scanned.swap_remove(i).1,
+            None => not_scanned(*f),
+        })
+        .collect();
+    let complete = folders.iter().all(|f| f.status == FolderStatus::Complete);
+
+    // Stable: confirmed first, otherwise discovery order.
+    matches.sort_by_key(|m: &InvestigationMatchOut| m.classification != Classification::Confirmed);
+    let total_matches = matches.len();
+    matches.truncate(limits.max_results as usize);
+    let status = if matches
+        .iter()
+        .any(|m| m.classification == Classification::Confirmed)
+    {
+        InvestigationStatus::Confirmed
+    } else if !complete {
+        InvestigationStatus::SearchIncomplete
+    } else if !matches.is_empty() {
+        InvestigationStatus::CandidateReview
+    } else {
+        InvestigationStatus::NotFound
+    };
+    let out = InvestigateOut {
+        mailbox: resolved.alias.to_string(),
+        status,
+        total_matches,
+        matches_truncated: total_matches > matches.len(),
+        matches,
+        coverage: InvestigationCoverageOut {
+            complete,
+            folders,
+            limits,
+        },
+    };
+    let summary = format!(
+        "Mailbox {}: {}, {} match(es) of {}; coverage {}.",
+        out.mailbox,
+        out.status.as_str(),
+        out.matches.len(),
+        out.total_matches,
+        if complete { "complete" } else { "incomplete" }
+    );
+    Ok(ToolOutput::untrusted(summary, out))
+}
+
+fn not_scanned(folder: InvestigationFolder) -> FolderCoverageOut {
+    FolderCoverageOut {
+        folder: folder.into(),
+        status: FolderStatus::Incomplete,
+        pages_scanned: 0,
+        messages_scanned: 0,
+        attachment_lists_attempted: 0,
+        attachment_lists_completed: 0,
+        attachment_pages_scanned: 0,
+        reasons: vec![FolderReason::FolderNotScanned],
+    }
+}
+
+/// One attachment listing after the per-message caps.
+struct Listing {
+    items: Vec<AttachmentMeta>,
+    /// Succeeded, not capped, all names valid.
+    clean: bool,
+    /// Capped or failed: the message may have more attachments than `items`.
+    partial: bool,
+}
+
+async fn scan_folder(
+    backend: &Backend,
+    folder: InvestigationFolder,
+    limits: &InvestigationLimitsOut,
+    set: &Signals,
+    matches: &mut Vec<InvestigationMatchOut>,
+) -> FolderCoverageOut {
+    let mut cov = FolderCoverageOut {
+        reasons: Vec::new(),
+        status: FolderStatus::Complete,
+        ..not_scanned(folder)
+    };
+    let per_folder = limits.max_messages_per_folder.max(1) as usize;
+    let plan = SearchPlan {
+        query: None,
+        folder: Some(folder.as_str().to_owned()),
+        filters: Filters::default(),
+        max_results: per_folder,
+        scan_limit: per_folder,
+        max_pages: limits.max_pages_per_folder,
+        sort_by: SortBy::ReceivedDateTime,
+        sort_order: SortOrder::Desc,
+    };
+    let outcome = engine::run(backend, &plan).await;
+    cov.pages_scanned = outcome.pages_scanned;
+    match outcome.status {
+        SearchStatus::SearchFailed | SearchStatus::SearchUntrusted => {
+            push_once(&mut cov.reasons, FolderReason::MessageScanFailed);
+            cov.status = FolderStatus::Failed;
+            return cov;
+        }
+        SearchStatus::SearchIncomplete => {
+            push_once(&mut cov.reasons, FolderReason::MessageScanLimitReached);
+        }
+        SearchStatus::Found | SearchStatus::NotFound => {}
+    }
+    if outcome.truncated {
+        push_once(&mut cov.reasons, FolderReason::MessageScanLimitReached);
+    }
+    cov.messages_scanned = outcome.messages.len();
+
+    let messages: Vec<&Candidate> = outcome
+        .messages
+        .iter()
+        .filter(|m| {
+            let ok = !m.id.trim().is_empty();
+            if !ok {
+                push_once(&mut cov.reasons, FolderReason::MessageIdMissing);
+            }
+            ok
+        })
+        .collect();
+    for chunk in messages.chunks(LISTING_CONCURRENCY) {
+        let listings: Vec<_> = chunk
+            .iter()
+            .map(|m| backend.list_attachments(&m.id))
+            .collect();
+        let listings = futures::future::join_all(listings).await;
+        for (message, listing) in chunk.iter().zip(listings) {
+            cov.attachment_lists_attempted += 1;
+            let listing = match listing {
+                Ok(items) => {
+                    cov.attachment_pages_scanned += 1;
+                    cap_listing(items, limits, &mut cov.reasons)
+                }
+                Err(_) => {
+                    push_once(&mut cov.reasons, FolderReason::AttachmentScanFailed);
+                    Listing {
+                        items: Vec::new(),
+                        clean: false,
+                        partial: true,
+                    }
+                }
+            };
+            if listing.clean {
+                cov.attachment_lists_completed += 1;
+            }
+            if let Some(m) = match_message(folder, message, &listing, set, &mut cov.reasons) {
+                matches.push(m);
+            }
+        }
+    }
+    cov.status = if cov.reasons.iter().any(|r| r.is_failure()) {
+        FolderStatus::Failed
+    } else if cov.reasons.is_empty() {
+        FolderStatus::Complete
+    } else {
+        FolderStatus::Incomplete
+    };
+    cov
+}
+
+/// Applies `maxAttachmentsPerMessage` and records invalid or long names.
+fn cap_listing(
+    mut items: Vec<AttachmentMeta>,
+    limits: &InvestigationLimitsOut,
+    reasons: &mut Vec<FolderReason>,
+) -> Listing {
+    let cap = limits.max_attachments_per_message.max(1) as usize;
+    let capped = items.len() > cap;
+    if capped {
+        items.truncate(cap);
+        push_once(reasons, FolderReason::AttachmentScanLimitReached);
+    }
+    let mut clean = !capped;
+    for a in &items {
+        match a.name.as_deref() {
+            None => {
+                push_once(reasons, FolderReason::AttachmentNameInvalid);
+                clean = false;
+            }
+            Some(n) if n.trim().is_empty() => {
+                push_once(reasons, FolderReason::AttachmentNameInvalid);
+                clean = false;
+            }
+            Some(n) if n.chars().count() > output::ATTACHMENT_NAME_CHARS => {
+                push_once(reasons, FolderReason::AttachmentNameTruncated);
+            }
+            Some(_) => {}
+        }
+    }
+    Listing {
+        items,
+        clean,
+        partial: capped,
+    }
+}
+
+/// Matches one message; `None` when no signal occurs in it.
+fn match_message(
+    folder: InvestigationFolder,
+    message: &Candidate,
+    listing: &Listing,
+    set: &Signals,
+    reasons: &mut Vec<FolderReason>,
+) -> Option<InvestigationMatchOut> {
+    let mut in_meta = set.none_found();
+    let from = message.from.as_ref();
+    let fields = [
+        message.subject.as_deref(),
+        Some(message.preview.as_str()),
+        from.and_then(|f| f.address.as_deref()),
+        from.and_then(|f| f.name.as_deref()),
+    ];
+    for field in fields.into_iter().flatten() {
+        let (hay, cut) = Haystack::bounded(field, MAX_FIELD_CHARS);
+        if cut {
+            push_once(reasons, FolderReason::MessageTextTruncated);
+        }
+        set.scan(&hay, &mut in_meta);
+    }
+    let mut in_names = set.none_found();
+    let mut equal: Vec<&str> = Vec::new();
+    for a in &listing.items {
+        let Some(name) = a.name.as_deref().filter(|n| !n.trim().is_empty()) else {
+            continue;
+        };
+        let (hay, _) = Haystack::bounded(name, signals::MAX_NAME_CHARS);
+        set.scan(&hay, &mut in_names);
+        if set.has_names() {
+            for n in set.equal_names(name) {
+                push_once(&mut equal, n);
+            }
+        }
+    }
+    let found = union(&in_meta, &in_names);
+    let matched = MatchedSignalsOut::collect(set, &found, &equal);
+    if matched.is_empty() {
+        return None;
+    }
+    let mut confirmations = Vec::new();
+    if any_kind(set, &in_names, |k| k == signals::Kind::ProposalId) {
+        confirmations.push(InvestigationConfirmation::ProposalIdInAttachmentName);
+    }
+    if !equal.is_empty() && any_kind(set, &in_meta, signals::Kind::is_identity) {
+        confirmations.push(InvestigationConfirmation::RequestedAttachmentNameMatch);
+    }
+    Some(InvestigationMatchOut {
+        folder: folder.into(),
+        classification: if confirmations.is_empty() {
+            Classification::CandidateReview
+        } else {
+            Classification::Confirmed
+        },
+        message: project(message, listing),
+        matched_signals: matched,
+        confirmation_reasons: confirmations,
+    })
+}
+
+fn project(m: &Candidate, listing: &Listing) -> InvestigationMessageOut {
+    let attachments = listing
+        .items
+        .iter()
+        .take(SHOWN_ATTACHMENTS)
+        .map(|a| {
+            let name = a.name.as_deref().unwrap_or("");
+            InvestigationAttachmentOut {
+                id: a.id.clone(),
+                name: bounded(name, output::ATTACHMENT_NAME_CHARS),
+                name_truncated: name.chars().count() > output::ATTACHMENT_NAME_CHARS,
+                content_type: bounded(&a.content_type, output::CONTENT_TYPE_CHARS),
+                size: a.size,
+                is_inline: a.is_inline,
+            }
+        })
+        .collect();
+    InvestigationMessageOut {
+        id: m.id.clone(),
+        folder_id: m.folder_id.clone(),
+        subject: bounded(m.subject.as_deref().unwrap_or(""), output::SUBJECT_CHARS),
+        from: m.from.as_ref().map(AddressOut::from_mailbox),
+        received_date_time: m.received.map(|d| d.to_rfc3339()),
+        is_read: m.is_read,
+        has_attachments: m.has_attachments,
+        attachment_count: listing.items.len(),
+        attachments,
+        attachment_names_truncated: listing.partial || listing.items.len() > SHOWN_ATTACHMENTS,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::tools::evidence::testutil::{demo_app, message_id};
+
+    async fn investigate(app: &Arc<App>, args: Value) -> Result<Value, ToolError> {
+        let args: InvestigateArgs = serde_json::from_value(args).expect("args parse");
+        let out = investigate_documents(Arc::clone(app), args).await?;
+        assert!(out.untrusted, "investigations are framed untrusted");
+        Ok(out.structured)
+    }
+
+    fn strings(v: &Value) -> Vec<&str> {
+        v.as_array()
+            .expect("array")
+            .iter()
+            .map(|s| s.as_str().expect("string"))
+            .collect()
+    }
+
+    fn folder_statuses(v: &Value) -> Vec<(String, String)> {
+        v["coverage"]["folders"]
+            .as_array()
+            .expect("folders")
+            .iter()
+            .map(|f| {
+                (
+                    f["folder"].as_str().expect("folder").to_owned(),
+                    f["status"].as_str().expect("status").to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn finds_prop_1001_in_personal_confirmed_by_attachment_name() {
+        let demo = demo_app();
+        let out = investigate(
+            &demo.app,
+            json!({"mailbox": "personal", "criteria": {"proposalIds": ["PROP-1001"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(out["status"], "CONFIRMED");
+        let first = &out["matches"][0];
+        assert_eq!(first["classification"], "CONFIRMED");
+        assert_eq!(first["folder"], "inbox");
+        assert_eq!(first["message"]["id"], message_id("orchard-1"));
+        assert_eq!(
+            strings(&first["confirmationReasons"]),
+            ["PROPOSAL_ID_IN_ATTACHMENT_NAME"]
+        );
+        assert_eq!(
+            strings(&first["matchedSignals"]["proposalIds"]),
+            ["PROP-1001"]
+        );
+        // The thread's other messages mention the id in their subject only: candidates, after.
+        let matches = out["matches"].as_array().expect("matches");
+        assert!(matches.len() > 1);
+        assert!(
+            matches[1..]
+                .iter()
+                .all(|m| m["classification"] == "CANDIDATE_REVIEW")
+        );
+        assert_eq!(out["totalMatches"], matches.len());
+        let text = out.to_string();
+        assert!(!text.contains("bodyPreview") && !text.contains("\"body\""));
+        assert_eq!(
+            folder_statuses(&out),
+            [
+                ("inbox".into(), "COMPLETE".into()),
+                ("sentitems".into(), "COMPLETE".into()),
+                ("archive".into(), "COMPLETE".into())
+            ]
+        );
+        assert_eq!(out["coverage"]["complete"], true);
+    }
+
+    #[tokio::test]
+    async fn absent_signal_is_not_found_only_with_complete_coverage() {
+        let demo = demo_app();
+        let full = investigate(
+            &demo.app,
+            json!({"mailbox": "personal", "criteria": {"keywords": ["xylophone"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(full["coverage"]["complete"], true);
+        assert_eq!(full["status"], "NOT_FOUND");
+        assert_eq!(full["totalMatches"], 0);
+        let inbox = &full["coverage"]["folders"][0];
+        assert_eq!(inbox["messagesScanned"], 42);
+        assert_eq!(inbox["attachmentListsAttempted"], 42);
+        assert_eq!(inbox["attachmentListsCompleted"], 42);
+
+        let capped = investigate(
+            &demo.app,
+            json!({"mailbox": "personal",
+                   "criteria": {"keywords": ["xylophone"], "maxMessagesPerFolder": 1}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(capped["status"], "SEARCH_INCOMPLETE");
+        assert_eq!(capped["coverage"]["complete"], false);
+        assert_eq!(
+            strings(&capped["coverage"]["folders"][0]["reasons"]),
+            ["MESSAGE_SCAN_LIMIT_REACHED"]
+        );
+        assert_eq!(capped["coverage"]["folders"][0]["status"], "INCOMPLETE");
+
+        let one_folder = investigate(
+            &demo.app,
+            json!({"mailbox": "personal",
+                   "criteria": {"keywords": ["xylophone"], "folders": ["archive", "inbox"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(one_folder["status"], "SEARCH_INCOMPLETE");
+        assert_eq!(
+            folder_statuses(&one_folder),
+            [
+                ("inbox".into(), "COMPLETE".into()),
+                ("sentitems".into(), "INCOMPLETE".into()),
+                ("archive".into(), "COMPLETE".into())
+            ]
+        );
+        assert_eq!(
+            strings(&one_folder["coverage"]["folders"][1]["reasons"]),
+            ["FOLDER_NOT_SCANNED"]
+        );
+    }
+
+    #[tokio::test]
+    async fn content_only_ids_are_not_found_and_keywords_only_make_candidates() {
+        let demo = demo_app();
+        // PROP-3107 lives only inside the XLSX: metadata and names never mention it.
+        let hidden = investigate(
+            &demo.app,
+            json!({"mailbox": "finance", "criteria": {"proposalIds": ["PROP-3107"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(hidden["coverage"]["complete"], true, "{hidden}");
+        assert_eq!(hidden["status"], "NOT_FOUND");
+
+        let keyword = investigate(
+            &demo.app,
+            json!({"mailbox": "finance", "criteria": {"keywords": ["premium-schedule-2026"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(keyword["status"], "CANDIDATE_REVIEW");
+        assert_eq!(
+            keyword["matches"][0]["message"]["id"],
+            message_id("recon-3")
+        );
+        assert!(
+            keyword["matches"][0]["confirmationReasons"]
+                .as_array()
+                .expect("array")
+                .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn exact_name_needs_identity_in_metadata_to_confirm() {
+        let demo = demo_app();
+        let name_only = investigate(
+            &demo.app,
+            json!({"mailbox": "personal",
+                   "criteria": {"attachmentNames": ["prop-1001-ORCHARD-bakery.pdf"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(name_only["status"], "CANDIDATE_REVIEW");
+        assert_eq!(
+            strings(&name_only["matches"][0]["matchedSignals"]["attachmentNames"]),
+            ["prop-1001-ORCHARD-bakery.pdf"]
+        );
+
+        let with_client = investigate(
+            &demo.app,
+            json!({"mailbox": "personal",
+                   "criteria": {"attachmentNames": ["PROP-1001-orchard-bakery.pdf"],
+                                "clients": ["Orchard Bakery Ltd"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(with_client["status"], "CONFIRMED");
+        assert_eq!(
+            strings(&with_client["matches"][0]["confirmationReasons"]),
+            ["REQUESTED_ATTACHMENT_NAME_MATCH"]
+        );
+    }
+
+    #[tokio::test]
+    async fn max_results_cuts_after_sorting_confirmed_first() {
+        let demo = demo_app();
+        let out = investigate(
+            &demo.app,
+            json!({"mailbox": "personal",
+                   "criteria": {"proposalIds": ["PROP-1001"], "maxResults": 1}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(out["status"], "CONFIRMED");
+        assert_eq!(out["matches"].as_array().expect("matches").len(), 1);
+        assert_eq!(out["matches"][0]["classification"], "CONFIRMED");
+        assert_eq!(out["matchesTruncated"], true);
+        assert!(out["totalMatches"].as_u64().expect("n") > 1);
+    }
+
+    #[tokio::test]
+    async fn a_missing_folder_fails_closed_and_unknown_alias_comes_first() {
+        let demo = demo_app();
+        // The read-only archive mailbox has no Sent folder: that folder cannot be shown empty.
+        let out = investigate(
+            &demo.app,
+            json!({"mailbox": "archive", "criteria": {"keywords": ["xylophone"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(out["status"], "SEARCH_INCOMPLETE");
+        assert_eq!(out["coverage"]["folders"][1]["status"], "FAILED");
+        assert_eq!(
+            strings(&out["coverage"]["folders"][1]["reasons"]),
+            ["MESSAGE_SCAN_FAILED"]
+        );
+
+        let err = investigate(
+            &demo.app,
+            json!({"mailbox": "nobody", "criteria": {"keywords": ["--"]}}),
+        )
+        .await
+        .expect_err("refused");
+        assert_eq!(err.code, ErrorCode::UnknownMailbox);
+    }
+
+    fn meta(id: &str, name: Option<&str>) -> AttachmentMeta {
+        AttachmentMeta {
+            id: id.into(),
+            name: name.map(str::to_owned),
+            content_type: "application/pdf".into(),
+            size: 10,
+            is_inline: false,
+        }
+    }
+
+    fn limits(max_attachments: u32) -> InvestigationLimitsOut {
+        InvestigationLimitsOut {
+            max_pages_per_folder: 10,
+            max_messages_per_folder: 100,
+            max_attachment_pages_per_message: 5,
+            max_attachments_per_message: max_attachments,
+            max_results: 25,
+        }
+    }
+
+    fn signals(json: Value) -> Signals {
+        let c: crate::tools::args::InvestigationCriteria =
+            serde_json::from_value(json).expect("criteria parse");
+        Signals::new(&c.signals())
+    }
+
+    #[test]
+    fn capped_listing_and_bad_names_are_recorded() {
+        let mut reasons = Vec::new();
+        let items = vec![
+            meta("a", Some("a.pdf")),
+            meta("b", Some("b.pdf")),
+            meta("c", None),
+        ];
+        let l = cap_listing(items, &limits(2), &mut reasons);
+        assert_eq!(l.items.len(), 2);
+        assert!(!l.clean && l.partial);
+        assert_eq!(reasons, [FolderReason::AttachmentScanLimitReached]);
+
+        let mut reasons = Vec::new();
+        let long = "n".repeat(301);
+        let items = vec![
+            meta("a", None),
+            meta("b", Some("  ")),
+            meta("c", Some(&long)),
+        ];
+        let l = cap_listing(items, &limits(50), &mut reasons);
+        assert!(!l.clean && !l.partial);
+        assert_eq!(
+            reasons,
+            [
+                FolderReason::AttachmentNameInvalid,
+                FolderReason::AttachmentNameTruncated
+            ]
+        );
+        // A long but valid name keeps the listing clean (it was matched in full).
+        let mut reasons = Vec::new();
+        assert!(cap_listing(vec![meta("c", Some(&long))], &limits(50), &mut reasons).clean);
+    }
+
+    #[test]
+    fn full_name_is_matched_while_the_projection_is_cut() {
+        let set = signals(json!({"proposalIds": ["PROP-7001"]}));
+        let name = format!("{} PROP-7001.pdf", "x".repeat(400));
+        let mut reasons = Vec::new();
+        let listing = cap_listing(vec![meta("att-0", Some(&name))], &limits(50), &mut reasons);
+        let c = engine::tests::candidate("m1", "no ids here");
+        let m = match_message(InvestigationFolder::Inbox, &c, &listing, &set, &mut reasons)
+            .expect("matched");
+        assert_eq!(m.classification, Classification::Confirmed);
+        assert!(m.message.attachments[0].name_truncated);
+        assert!(m.message.attachments[0].name.chars().count() <= 303);
+        assert_eq!(reasons, [FolderReason::AttachmentNameTruncated]);
+    }
+
+    #[test]
+    fn signals_never_bridge_fields_and_long_fields_are_flagged() {
+        let set = signals(json!({"clients": ["Orchard Bakery Ltd"]}));
+        let empty = Listing {
+            items: Vec::new(),
+            clean: true,
+            partial: false,
+        };
+        let mut c = engine::tests::candidate("m1", "Orchard");
+        c.preview = "Bakery Ltd".into();
+        let mut reasons = Vec::new();
+        assert!(
+            match_message(InvestigationFolder::Inbox, &c, &empty, &set, &mut reasons).is_none()
+        );
+        assert!(reasons.is_empty());
+
+        c.preview = format!("{} Orchard Bakery Ltd", "y ".repeat(40_000));
+        let m = match_message(InvestigationFolder::Inbox, &c, &empty, &set, &mut reasons);
+        assert!(m.is_none(), "the signal lies beyond the 65,536-char cut");
+        assert_eq!(reasons, [FolderReason::MessageTextTruncated]);
+
+        // A metadata-only identity match is a candidate; a keyword alone too.
+        c.preview = "Orchard Bakery Ltd renewal".into();
+        let mut reasons = Vec::new();
+        let m = match_message(InvestigationFolder::Archive, &c, &empty, &set, &mut reasons)
+            .expect("matched");
+        assert_eq!(m.classification, Classification::CandidateReview);
+        assert_eq!(m.folder, FolderName::Archive);
+        let kw = signals(json!({"keywords": ["renewal"]}));
+        let m = match_message(InvestigationFolder::Inbox, &c, &empty, &kw, &mut reasons)
+            .expect("matched");
+        assert_eq!(m.classification, Classification::CandidateReview);
+    }
+
+    #[test]
+    fn a_partial_proposal_id_in_a_name_is_not_a_confirmation() {
+        let set = signals(json!({"proposalIds": ["PROP-1001"]}));
+        let mut reasons = Vec::new();
+        let listing = cap_listing(
+            vec![meta("att-0", Some("PROP-10012-draft.pdf"))],
+            &limits(50),
+            &mut reasons,
+        );
+        let c = engine::tests::candidate("m1", "draft");
+        assert!(
+            match_message(InvestigationFolder::Inbox, &c, &listing, &set, &mut reasons).is_none()
+        );
+    }
+}

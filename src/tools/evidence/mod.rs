@@ -1,0 +1,117 @@
+//! Document evidence: `inspect_attachment_evidence` ([`inspect`]) and `investigate_documents`
+//! ([`investigate`]), the reference's §5.10 and §5.9 with mailgate's `keywords` signal list.
+//!
+//! Purpose: tell a caller *where* a document is and *how sure* that is, without handing it
+//! message bodies, previews, attachment text or bytes. Both tools return evidence metadata only
+//! (statuses, stable reason codes, which signals matched, coverage); sender-controlled strings
+//! (subjects, senders, attachment names) are bounded and the whole answer is framed untrusted.
+//!
+//! Invariants: the alias is resolved before anything else (an unknown alias is `UNKNOWN_MAILBOX`
+//! whatever else is wrong); a negative answer (`NOT_FOUND`, `NOT_CONFIRMED`) is only given after
+//! a complete scan or a complete validation pipeline; a keyword match alone is never a
+//! confirmation. Signal matching is in [`signals`].
+//!
+//! Callers: the read family's tool table (`tools/read.rs`).
+
+mod inspect;
+mod investigate;
+mod signals;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+pub(crate) use inspect::{EvidenceOut, inspect_attachment_evidence};
+pub(crate) use investigate::{InvestigateOut, investigate_documents};
+
+/// Which of the caller's signals matched, per list, each once, in request order.
+#[derive(Clone, Debug, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MatchedSignalsOut {
+    pub(crate) proposal_ids: Vec<String>,
+    pub(crate) clients: Vec<String>,
+    pub(crate) insurers: Vec<String>,
+    pub(crate) attachment_names: Vec<String>,
+    pub(crate) keywords: Vec<String>,
+}
+
+impl MatchedSignalsOut {
+    /// Collects the signals marked in `found` (indices into `set`) plus the exact `names`.
+    fn collect(set: &signals::Signals, found: &[bool], names: &[&str]) -> Self {
+        let mut out = MatchedSignalsOut::default();
+        for i in (0..set.len()).filter(|&i| found[i]) {
+            let list = match set.kind(i) {
+                signals::Kind::ProposalId => &mut out.proposal_ids,
+                signals::Kind::Client => &mut out.clients,
+                signals::Kind::Insurer => &mut out.insurers,
+                signals::Kind::Keyword => &mut out.keywords,
+            };
+            list.push(set.text(i).to_owned());
+        }
+        for n in names {
+            if !out.attachment_names.iter().any(|e| e == n) {
+                out.attachment_names.push((*n).to_owned());
+            }
+        }
+        out
+    }
+
+    fn is_empty(&self) -> bool {
+        self.proposal_ids.is_empty()
+            && self.clients.is_empty()
+            && self.insurers.is_empty()
+            && self.attachment_names.is_empty()
+            && self.keywords.is_empty()
+    }
+}
+
+/// Pushes `item` unless already present (reason lists are deduplicated, first occurrence kept).
+fn push_once<T: PartialEq>(list: &mut Vec<T>, item: T) {
+    if !list.contains(&item) {
+        list.push(item);
+    }
+}
+
+/// `found[i] || other[i]` element-wise.
+fn union(a: &[bool], b: &[bool]) -> Vec<bool> {
+    a.iter().zip(b).map(|(x, y)| *x || *y).collect()
+}
+
+/// Whether any signal of `kind` (per `pred`) is marked in `found`.
+fn any_kind(set: &signals::Signals, found: &[bool], pred: impl Fn(signals::Kind) -> bool) -> bool {
+    (0..set.len()).any(|i| found[i] && pred(set.kind(i)))
+}
+
+#[cfg(test)]
+mod testutil {
+    //! A demo-corpus app in a temp dir, shared by the two tools' tests.
+
+    use std::sync::Arc;
+
+    use crate::tools::App;
+
+    pub(crate) struct DemoApp {
+        pub(crate) app: Arc<App>,
+        _dir: tempfile::TempDir,
+    }
+
+    pub(crate) fn demo_app() -> DemoApp {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = crate::demo::setup(dir.path(), false).expect("demo setup");
+        let home = dir.path().to_string_lossy().into_owned();
+        let env = crate::config::env::Env::from_pairs([
+            ("HOME", home.clone()),
+            ("MAILGATE_HOME", format!("{home}/state")),
+        ]);
+        let settings = crate::config::load_settings(&env, Some(&config)).expect("settings");
+        let app = crate::startup::build_app(&settings, settings.gates.clone()).expect("app");
+        DemoApp { app, _dir: dir }
+    }
+
+    /// The Maildir id of the demo message with `key`.
+    pub(crate) fn message_id(key: &str) -> String {
+        let corpus = crate::demo::corpus::corpus();
+        let (_, folder, message) =
+            crate::demo::corpus::find_by_key(&corpus, key).expect("demo key exists");
+        crate::backends::maildir::encode_id(folder.name, &message.unique)
+    }
+}

@@ -1,0 +1,444 @@
+//! Signal matching for the evidence tools (reference §5.9 step 3, §5.10 step 7).
+//!
+//! Purpose: decide which of the caller's signals (proposal ids, clients, insurers, keywords)
+//! occur in a haystack (a subject, a sender, an attachment name, extracted text), and whether an
+//! attachment name equals a requested file name.
+//!
+//! Normalisation: NFKD, combining marks removed, lower-cased; tokens are the maximal runs of
+//! alphanumeric characters. A signal matches a haystack when its *compact* form (its tokens
+//! concatenated) occurs in the haystack's concatenated tokens starting and ending on token
+//! boundaries. That covers both of the reference's rules at once: a contiguous token sequence
+//! (`prop 1001`) and the compact spelling (`PROP1001`), while a longer id (`PROP-10012`) or a
+//! prefix glued to a token (`XPROP-1001`) does not match. Each haystack is matched on its own, so
+//! a multi-word signal never bridges two fields.
+//!
+//! Invariant: cost is linear in the haystack (one Aho–Corasick pass over the concatenated tokens,
+//! overlapping matches so that no boundary-aligned occurrence hides behind an unaligned one, with
+//! an early exit once every pattern has been seen) plus the number of pattern hits, which is at
+//! most the pattern count per byte. A haystack that was cut by a limit does not end on a
+//! boundary: its last (possibly partial) token is dropped, so a cut never manufactures a match.
+//!
+//! Callers: the evidence tools only.
+
+use std::collections::HashMap;
+
+use aho_corasick::AhoCorasick;
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+
+/// Longest attachment name (Unicode scalar values) that is matched; longer names are cut for
+/// token matching and never equal a requested name (reference §5.9 step 3).
+pub(crate) const MAX_NAME_CHARS: usize = 4096;
+
+/// The class of a signal, which decides where it may match and what it may confirm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    ProposalId,
+    Client,
+    Insurer,
+    Keyword,
+}
+
+impl Kind {
+    /// Identity signals can confirm; keywords only ever make a candidate.
+    pub(crate) fn is_identity(self) -> bool {
+        !matches!(self, Kind::Keyword)
+    }
+}
+
+/// A haystack after normalisation.
+pub(crate) struct Haystack {
+    concat: String,
+    /// `boundary[i]` is true when byte offset `i` of `concat` starts or ends a token.
+    boundary: Vec<bool>,
+}
+
+impl Haystack {
+    /// Normalises `text`; `cut` says the text is a prefix of a longer one (see the module doc).
+    pub(crate) fn new(text: &str, cut: bool) -> Self {
+        let mut concat = String::with_capacity(text.len());
+        let mut starts = Vec::new();
+        let mut in_token = false;
+        for ch in text.nfkd() {
+            if is_combining_mark(ch) {
+                continue;
+            }
+            if ch.is_alphanumeric() {
+                if !in_token {
+                    starts.push(concat.len());
+                    in_token = true;
+                }
+                concat.extend(ch.to_lowercase());
+            } else {
+                in_token = false;
+            }
+        }
+        if cut
+            && in_token
+            && let Some(last) = starts.pop()
+        {
+            concat.truncate(last);
+        }
+        let mut boundary = vec![false; concat.len() + 1];
+        for s in starts {
+            boundary[s] = true;
+        }
+        // The end of the (kept) text ends the last token; an empty haystack has no token at all.
+        if !concat.is_empty() {
+            boundary[concat.len()] = true;
+        }
+        Self { concat, boundary }
+    }
+
+    /// `text` cut to `max` Unicode scalar values, normalised; also says whether it was cut.
+    pub(crate) fn bounded(text: &str, max: usize) -> (Self, bool) {
+        let (prefix, cut) = prefix_chars(text, max);
+        (Self::new(prefix, cut), cut)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.concat.is_empty()
+    }
+}
+
+/// At most `max` leading Unicode scalar values of `text`, and whether anything was left out.
+pub(crate) fn prefix_chars(text: &str, max: usize) -> (&str, bool) {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => (&text[..at], true),
+        None => (text, false),
+    }
+}
+
+/// The compact form of a signal: its normalised tokens concatenated.
+fn compact(signal: &str) -> String {
+    Haystack::new(signal, false).concat
+}
+
+/// The caller's signals compiled once per call.
+pub(crate) struct Signals {
+    /// (kind, the caller's string) per signal, in request order.
+    entries: Vec<(Kind, String)>,
+    /// `None` when no signal has a token (nothing can match).
+    automaton: Option<AhoCorasick>,
+    /// Pattern id → the signals sharing that compact form.
+    pattern_signals: Vec<Vec<usize>>,
+    /// Requested attachment names: (the caller's string, its comparison key).
+    names: Vec<(String, Option<String>)>,
+}
+
+impl Signals {
+    /// Builds the matcher from the request's lists. Duplicates are kept once (the first).
+    pub(crate) fn new(s: &crate::tools::args::Signals) -> Self {
+        let mut entries: Vec<(Kind, String)> = Vec::new();
+        for (kind, list) in [
+            (Kind::ProposalId, &s.proposal_ids),
+            (Kind::Client, &s.clients),
+            (Kind::Insurer, &s.insurers),
+            (Kind::Keyword, &s.keywords),
+        ] {
+            for v in list {
+                if !entries.iter().any(|(k, e)| *k == kind && e == v) {
+                    entries.push((kind, v.clone()));
+                }
+            }
+        }
+        let mut by_compact: HashMap<String, usize> = HashMap::new();
+        let mut patterns: Vec<String> = Vec::new();
+        let mut pattern_signals: Vec<Vec<usize>> = Vec::new();
+        for (i, (_, v)) in entries.iter().enumerate() {
+            let c = compact(v);
+            if c.is_empty() {
+                continue;
+            }
+            let id = *by_compact.entry(c.clone()).or_insert_with(|| {
+                patterns.push(c);
+                pattern_signals.push(Vec::new());
+                patterns.len() - 1
+            });
+            pattern_signals[id].push(i);
+        }
+        // Patterns are at most 25 × 4 strings of ≤ 200 chars, far below any automaton limit; a
+        // build failure would only make every signal unmatched, which fails towards "not found
+        // yet" (never towards a false confirmation).
+        let automaton = if patterns.is_empty() {
+            None
+        } else {
+            AhoCorasick::new(&patterns).ok()
+        };
+        let mut names: Vec<(String, Option<String>)> = Vec::new();
+        for n in &s.attachment_names {
+            if !names.iter().any(|(e, _)| e == n) {
+                names.push((n.clone(), name_key(n)));
+            }
+        }
+        Self {
+            entries,
+            automaton,
+            pattern_signals,
+            names,
+        }
+    }
+
+    /// Whether any signal can match anything at all (a signal of punctuation only cannot).
+    pub(crate) fn any_matchable(&self) -> bool {
+        self.automaton.is_some() || self.names.iter().any(|(_, k)| k.is_some())
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn kind(&self, i: usize) -> Kind {
+        self.entries[i].0
+    }
+
+    pub(crate) fn text(&self, i: usize) -> &str {
+        &self.entries[i].1
+    }
+
+    /// A fresh "found" vector for [`Signals::scan`].
+    pub(crate) fn none_found(&self) -> Vec<bool> {
+        vec![false; self.entries.len()]
+    }
+
+    /// Marks in `found` every signal that occurs in `hay`.
+    pub(crate) fn scan(&self, hay: &Haystack, found: &mut [bool]) {
+        let Some(ac) = &self.automaton else { return };
+        if hay.is_empty() {
+            return;
+        }
+        let mut pending: Vec<bool> = self
+            .pattern_signals
+            .iter()
+            .map(|sigs| sigs.iter().any(|&s| !found[s]))
+            .collect();
+        let mut remaining = pending.iter().filter(|p| **p).count();
+        if remaining == 0 {
+            return;
+        }
+        for m in ac.find_overlapping_iter(hay.concat.as_bytes()) {
+            let id = m.pattern().as_usize();
+            if !pending[id] || !hay.boundary[m.start()] || !hay.boundary[m.end()] {
+                continue;
+            }
+            pending[id] = false;
+            for &s in &self.pattern_signals[id] {
+                found[s] = true;
+            }
+            remaining -= 1;
+            if remaining == 0 {
+                return;
+            }
+        }
+    }
+
+    /// The requested attachment names equal to `name` (see [`name_key`]).
+    pub(crate) fn equal_names(&self, name: &str) -> Vec<&str> {
+        let Some(key) = name_key(name) else {
+            return Vec::new();
+        };
+        self.names
+            .iter()
+            .filter(|(_, k)| k.as_deref() == Some(key.as_str()))
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    pub(crate) fn has_names(&self) -> bool {
+        !self.names.is_empty()
+    }
+}
+
+/// The comparison key of an attachment name: NFKC, whitespace runs collapsed to one space,
+/// trimmed, lower-cased. `None` for a blank name or one over [`MAX_NAME_CHARS`] (never equal).
+pub(crate) fn name_key(name: &str) -> Option<String> {
+    if name.chars().count() > MAX_NAME_CHARS {
+        return None;
+    }
+    let nfkc: String = name.nfkc().collect();
+    let collapsed = nfkc.split_whitespace().collect::<Vec<_>>().join(" ");
+    let key = collapsed.to_lowercase();
+    (!key.is_empty()).then_some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::args;
+
+    fn signals(kind: Kind, list: &[&str]) -> Signals {
+        let v: Vec<String> = list.iter().map(|s| (*s).to_owned()).collect();
+        let mut s = args::Signals::default();
+        match kind {
+            Kind::ProposalId => s.proposal_ids = v,
+            Kind::Client => s.clients = v,
+            Kind::Insurer => s.insurers = v,
+            Kind::Keyword => s.keywords = v,
+        }
+        Signals::new(&s)
+    }
+
+    fn hits(s: &Signals, text: &str) -> Vec<String> {
+        let mut found = s.none_found();
+        s.scan(&Haystack::new(text, false), &mut found);
+        (0..s.len())
+            .filter(|&i| found[i])
+            .map(|i| s.text(i).to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn proposal_id_token_and_compact_forms() {
+        let s = signals(Kind::ProposalId, &["PROP-1001"]);
+        for yes in [
+            "PROP-1001-orchard-bakery.pdf",
+            "re: prop 1001",
+            "PROP1001",
+            "(prop_1001)",
+            "Proposal PROP-1001.",
+        ] {
+            assert_eq!(hits(&s, yes), ["PROP-1001"], "{yes}");
+        }
+        for no in [
+            "PROP-10012",
+            "XPROP-1001",
+            "PROP-100",
+            "prop 10 01x",
+            "PROP-1002",
+            "",
+        ] {
+            assert!(hits(&s, no).is_empty(), "{no}");
+        }
+    }
+
+    #[test]
+    fn compact_signal_matches_spaced_text_and_vice_versa() {
+        let s = signals(Kind::ProposalId, &["PROP1001"]);
+        assert_eq!(hits(&s, "PROP-1001"), ["PROP1001"]);
+        assert!(hits(&s, "PROP-10012").is_empty());
+    }
+
+    #[test]
+    fn diacritics_case_and_punctuation_fold() {
+        let s = signals(Kind::Client, &["Harbour Lights Café Ltd"]);
+        assert_eq!(hits(&s, "HARBOUR LIGHTS CAFE LTD premium").len(), 1);
+        assert_eq!(hits(&s, "harbour-lights-café-ltd").len(), 1);
+        assert!(hits(&s, "Harbour Lights Cafeteria Ltd").is_empty());
+    }
+
+    #[test]
+    fn overlapping_occurrences_are_not_hidden() {
+        // "aa" first occurs at byte 0 (ending mid-token), the aligned occurrence starts at 1.
+        let s = signals(Kind::Keyword, &["aa"]);
+        assert_eq!(hits(&s, "a aa"), ["aa"]);
+        assert!(hits(&s, "aaa").is_empty());
+    }
+
+    #[test]
+    fn punctuation_only_signal_matches_nothing() {
+        let s = signals(Kind::Keyword, &["--", "  "]);
+        assert!(!s.any_matchable());
+        assert!(hits(&s, "-- --").is_empty());
+    }
+
+    #[test]
+    fn a_cut_haystack_does_not_end_on_a_boundary() {
+        let s = signals(Kind::ProposalId, &["PROP-1001"]);
+        let (hay, cut) = Haystack::bounded("see PROP-10012", 13);
+        assert!(cut);
+        let mut found = s.none_found();
+        s.scan(&hay, &mut found);
+        assert!(!found[0], "the cut made PROP-1001 out of PROP-10012");
+        let (hay, cut) = Haystack::bounded("see PROP-1001 now", 13);
+        assert!(cut);
+        let mut found = s.none_found();
+        s.scan(&hay, &mut found);
+        assert!(!found[0], "the last token of a cut text is not trusted");
+        let (hay, cut) = Haystack::bounded("see PROP-1001 now", 14);
+        assert!(cut);
+        let mut found = s.none_found();
+        s.scan(&hay, &mut found);
+        assert!(found[0]);
+    }
+
+    #[test]
+    fn several_signals_one_pass_and_shared_compact_forms() {
+        let a = args::Signals {
+            proposal_ids: vec!["PROP-1001".into(), "prop 1001".into(), "PROP-2042".into()],
+            clients: vec!["Orchard Bakery Ltd".into()],
+            keywords: vec!["renewal".into()],
+            ..Default::default()
+        };
+        let s = Signals::new(&a);
+        let found = hits(&s, "Orchard Bakery Ltd renewal - proposal PROP-1001");
+        assert_eq!(
+            found,
+            ["PROP-1001", "prop 1001", "Orchard Bakery Ltd", "renewal"]
+        );
+    }
+
+    #[test]
+    fn bounded_on_a_huge_field_stays_fast_and_correct() {
+        let a = args::Signals {
+            proposal_ids: (0..25).map(|i| format!("PROP-{i:04}")).collect(),
+            keywords: (0..25).map(|i| "a".repeat(i + 1)).collect(),
+            ..Default::default()
+        };
+        let s = Signals::new(&a);
+        let huge = "a".repeat(65_536);
+        let (hay, _) = Haystack::bounded(&huge, 65_536);
+        let mut found = s.none_found();
+        s.scan(&hay, &mut found);
+        assert!(
+            found.iter().all(|f| !f),
+            "one 65536-char token matches none"
+        );
+    }
+
+    #[test]
+    fn attachment_names_compare_exactly_after_folding() {
+        let a = args::Signals {
+            attachment_names: vec!["PROP-1001-orchard-bakery.pdf".into(), "Ａ  b.pdf".into()],
+            ..Default::default()
+        };
+        let s = Signals::new(&a);
+        assert_eq!(
+            s.equal_names("  prop-1001-ORCHARD-bakery.pdf "),
+            ["PROP-1001-orchard-bakery.pdf"]
+        );
+        assert_eq!(s.equal_names("a b.PDF"), ["Ａ  b.pdf"]);
+        // Punctuation is preserved: a different separator is a different file.
+        assert!(s.equal_names("PROP-1001 orchard bakery.pdf").is_empty());
+        assert!(s.equal_names("PROP-1001-orchard-bakery.pdf.exe").is_empty());
+        assert!(s.equal_names("   ").is_empty());
+        let longest = "x".repeat(MAX_NAME_CHARS);
+        assert!(name_key(&longest).is_some());
+        assert!(
+            name_key(&format!("{longest}y")).is_none(),
+            "over 4096 never equal"
+        );
+    }
+
+    proptest::proptest! {
+        /// A signal always matches a text that contains it verbatim surrounded by spaces.
+        #[test]
+        fn a_signal_matches_text_containing_it(
+            signal in "\\PC{1,40}",
+            before in "\\PC{0,60}",
+            after in "\\PC{0,60}",
+        ) {
+            proptest::prop_assume!(!compact(&signal).is_empty());
+            let s = signals(Kind::Client, &[signal.as_str()]);
+            let text = format!("{before} {signal} {after}");
+            proptest::prop_assert_eq!(hits(&s, &text), vec![signal.clone()]);
+        }
+
+        /// Appending a digit to a numeric id never yields a match for the shorter id.
+        #[test]
+        fn a_longer_id_is_not_the_id(n in 0u32..100_000, d in 0u32..10, pre in "[a-z ]{0,20}") {
+            let s = signals(Kind::ProposalId, &[format!("PROP-{n}").as_str()]);
+            let text = format!("{pre} PROP-{n}{d} ");
+            proptest::prop_assert!(hits(&s, &text).is_empty());
+        }
+    }
+}
