@@ -1,20 +1,7 @@
 //! The CLI: `call` runs the server's validation and handlers; `demo` on a terminal runs the tour;
 //! `policy explain` reports without contacting any backend.
 
-use crate::util::{EXE, World};
-
-/// Sets up the demo (serving on a closed stdin ends at once) and returns its config path.
-async fn demo_config(world: &World) -> String {
-    let _ = world.run(&["demo", "--serve"]).await;
-    let path = world.state().join("demo/plugin.json");
-    assert!(path.exists(), "demo setup writes its plugin.json");
-    use std::os::unix::fs::PermissionsExt;
-    assert_eq!(
-        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    path.display().to_string()
-}
+use crate::util::{EXE, World, demo_config};
 
 #[tokio::test]
 async fn call_uses_the_same_validation_and_handlers() {

@@ -12,6 +12,7 @@ mod catalog;
 mod cli;
 mod config_refusals;
 mod invalid_inputs;
+mod limits;
 mod policy_drift;
 mod read_tools;
 mod telemetry;

@@ -181,3 +181,36 @@ pub(crate) fn text_of(result: &CallToolResult) -> String {
 /// A minimal valid config with one Graph mailbox (no backend is contacted by `policy check`).
 pub(crate) const ONE_MAILBOX: &str =
     r#"{ "mailboxes": [ { "alias": "test", "address": "test@example.com" } ] }"#;
+
+/// Sets up the demo (serving on a closed stdin ends at once) and returns its config path.
+pub(crate) async fn demo_config(world: &World) -> String {
+    let _ = world.run(&["demo", "--serve"]).await;
+    let path = world.state().join("demo/plugin.json");
+    assert!(path.exists(), "demo setup writes its plugin.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    path.display().to_string()
+}
+
+/// A config over the demo's Maildirs with extra top-level keys (e.g. tighter limits).
+pub(crate) async fn demo_maildir_config(world: &World, extra: &str) -> String {
+    demo_config(world).await;
+    let mail = world.state().join("demo/mail");
+    let json = format!(
+        r#"{{ "mailboxes": [
+            {{ "alias": "finance", "address": "finance@example.com", "backend": {{ "kind": "maildir", "path": "{f}" }} }},
+            {{ "alias": "personal", "address": "ana.lima@example.com", "backend": {{ "kind": "maildir", "path": "{p}" }} }},
+            {{ "alias": "cloud", "address": "cloud@example.org" }}
+        ]{extra} }}"#,
+        f = mail.join("finance").display(),
+        p = mail.join("personal").display(),
+    );
+    let path = world.path().join("custom.json");
+    std::fs::write(&path, json).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path.display().to_string()
+}

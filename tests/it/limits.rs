@@ -1,0 +1,146 @@
+//! Budgets, untrusted framing of hostile mail, and honest answers for backends not built yet.
+
+use serde_json::json;
+
+use crate::util::{World, demo_maildir_config, text_of};
+
+#[tokio::test]
+async fn a_batch_over_budget_keeps_finished_labels_and_marks_the_rest() {
+    let world = World::new();
+    let config = demo_maildir_config(&world, r#", "maxBatchResultMessages": 4"#).await;
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let batch = c
+        .ok(
+            "search_mailboxes_batch",
+            json!({"queries": [
+                {"label": "one", "mailboxes": ["finance"], "criteria": {"maxResults": 3}},
+                {"label": "two", "mailboxes": ["finance"], "criteria": {"maxResults": 3}},
+                {"label": "three", "mailboxes": ["personal"], "criteria": {"maxResults": 1}}
+            ]}),
+        )
+        .await;
+    let r = batch["results"].as_array().unwrap();
+    assert_eq!(r.len(), 3, "no label is dropped");
+    assert_eq!(r[0]["status"], "FOUND");
+    assert_eq!(r[0]["results"][0]["messages"].as_array().unwrap().len(), 3);
+    for later in &r[1..] {
+        assert_eq!(later["status"], "SEARCH_INCOMPLETE");
+        assert_eq!(later["warnings"][0], "budget_exhausted");
+    }
+    assert_eq!(batch["budget"]["exhausted"], true);
+    assert_eq!(batch["status"], "SEARCH_INCOMPLETE");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn too_many_queries_is_a_limit_error() {
+    let world = World::new();
+    let config = demo_maildir_config(&world, r#", "maxQueriesPerBatch": 1"#).await;
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let code = c
+        .tool_error(
+            "search_mailboxes_batch",
+            json!({"queries": [{"label": "a"}, {"label": "b"}]}),
+        )
+        .await;
+    assert_eq!(code, "LIMIT_EXCEEDED");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn graph_mailboxes_answer_unsupported_not_a_silent_failure() {
+    let world = World::new();
+    let config = demo_maildir_config(&world, "").await;
+    let c = world.client(&["--config", &config, "serve"]).await;
+    assert_eq!(
+        c.tool_error(
+            "search_mailbox",
+            json!({"mailbox": "cloud", "criteria": {"query": "x"}})
+        )
+        .await,
+        "UNSUPPORTED"
+    );
+    let multi = c
+        .ok(
+            "search_mailboxes",
+            json!({"criteria": {"query": "invoice"}}),
+        )
+        .await;
+    let cloud = &multi["results"][2];
+    assert_eq!(cloud["mailbox"], "cloud");
+    assert_eq!(cloud["status"], "SEARCH_FAILED");
+    assert_eq!(cloud["warnings"][0], "backend_unsupported");
+    assert_eq!(
+        multi["results"][0]["status"], "FOUND",
+        "one mailbox's failure keeps the others"
+    );
+    assert_eq!(multi["status"], "SEARCH_FAILED");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn a_prompt_injection_mail_stays_inside_the_fence() {
+    let world = World::new();
+    let c = world.demo_client().await;
+    let l = c
+        .ok(
+            "list_messages",
+            json!({"mailbox": "finance", "criteria": {"subject": "URGENT: action required"}}),
+        )
+        .await;
+    let id = l["messages"][0]["id"].as_str().unwrap().to_owned();
+    let raw = c
+        .call(
+            "get_message",
+            json!({"mailbox": "finance", "messageId": id}),
+        )
+        .await
+        .unwrap();
+    let structured = raw.structured_content.clone().unwrap();
+    let nonce = structured["untrustedDataFence"].as_str().unwrap();
+    assert_eq!(structured["dataTrust"], "untrusted");
+    assert_eq!(structured["untrustedDataMarker"], "UNTRUSTED_EMAIL_DATA_V1");
+    let text = text_of(&raw);
+    let open = text
+        .find(&format!("<<<UNTRUSTED_EMAIL_DATA_V1 nonce={nonce}>>>"))
+        .unwrap();
+    let close = text
+        .find(&format!("<<<END_UNTRUSTED_EMAIL_DATA_V1 nonce={nonce}>>>"))
+        .unwrap();
+    let attack = text
+        .find("collector@evil.example.net")
+        .expect("the body is returned");
+    assert!(
+        open < attack && attack < close,
+        "the hostile text sits inside the fence"
+    );
+    // Preamble, opening fence, the structured copy's untrustedDataFence, closing fence.
+    assert_eq!(
+        text.matches(nonce).count(),
+        4,
+        "only the server writes the nonce"
+    );
+    c.close().await;
+}
+
+#[tokio::test]
+async fn a_bad_search_memory_file_aborts_startup() {
+    let world = World::new();
+    let config = demo_maildir_config(&world, "").await;
+    let memory = world.path().join("memory.yaml");
+    std::fs::write(&memory, "apelidos: {}\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&memory, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let world = world.with("PLUGIN_SEARCH_MEMORY_PATH", memory.to_str().unwrap());
+    let out = world.run(&["--config", &config, "policy", "check"]).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("search memory"));
+}
+
+#[tokio::test]
+async fn demo_refuses_a_foreign_config() {
+    let world = World::new();
+    let out = world.run(&["--config", "/nonexistent.json", "demo"]).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--config"));
+}
