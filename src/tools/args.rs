@@ -350,17 +350,16 @@ fn at_least_one_signal<'a>(
     }
 }
 
-#[derive(Debug, Deserialize, JsonSchema, Validate)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct EvidenceArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
-    pub(crate) mailbox: String,
-    #[garde(length(chars, min = 1, max = 512))]
-    pub(crate) message_id: String,
-    #[garde(length(chars, min = 1, max = 512))]
-    pub(crate) attachment_id: String,
+/// Declares an input struct carrying the five signal lists (serde cannot combine `flatten` with
+/// `deny_unknown_fields`, so the lists are spliced in) and its [`Signals`] view. The caller
+/// passes `self` so the cross-field rule's `self` has call-site hygiene.
+macro_rules! with_signals {
+    ($this:tt; $(#[$meta:meta])* pub(crate) struct $name:ident { $($fields:tt)* }) => {
+        $(#[$meta])*
+        pub(crate) struct $name {
+            $($fields)*
     #[serde(default)]
-    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)), custom(at_least_one_signal([&self.clients, &self.insurers, &self.attachment_names, &self.keywords])))]
+    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)), custom(at_least_one_signal([&$this.clients, &$this.insurers, &$this.attachment_names, &$this.keywords])))]
     pub(crate) proposal_ids: Vec<String>,
     #[serde(default)]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
@@ -374,6 +373,33 @@ pub(crate) struct EvidenceArgs {
     #[serde(default)]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) keywords: Vec<String>,
+        }
+
+        impl $name {
+            pub(crate) fn signals(&self) -> Signals {
+                Signals {
+                    proposal_ids: self.proposal_ids.clone(),
+                    clients: self.clients.clone(),
+                    insurers: self.insurers.clone(),
+                    attachment_names: self.attachment_names.clone(),
+                    keywords: self.keywords.clone(),
+                }
+            }
+        }
+    };
+}
+
+with_signals! { self;
+#[derive(Debug, Deserialize, JsonSchema, Validate)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct EvidenceArgs {
+    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    pub(crate) mailbox: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) message_id: String,
+    #[garde(length(chars, min = 1, max = 512))]
+    pub(crate) attachment_id: String,
+}
 }
 
 #[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq, Hash)]
@@ -400,24 +426,10 @@ impl InvestigationFolder {
     }
 }
 
+with_signals! { self;
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct InvestigationCriteria {
-    #[serde(default)]
-    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)), custom(at_least_one_signal([&self.clients, &self.insurers, &self.attachment_names, &self.keywords])))]
-    pub(crate) proposal_ids: Vec<String>,
-    #[serde(default)]
-    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
-    pub(crate) clients: Vec<String>,
-    #[serde(default)]
-    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
-    pub(crate) insurers: Vec<String>,
-    #[serde(default)]
-    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
-    pub(crate) attachment_names: Vec<String>,
-    #[serde(default)]
-    #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
-    pub(crate) keywords: Vec<String>,
     /// Default: all three.
     #[garde(length(min = 1, max = 3), custom(unique_folders))]
     pub(crate) folders: Option<Vec<InvestigationFolder>>,
@@ -431,6 +443,7 @@ pub(crate) struct InvestigationCriteria {
     pub(crate) max_attachments_per_message: Option<u32>,
     #[garde(range(min = 1, max = 25))]
     pub(crate) max_results: Option<u32>,
+}
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
@@ -573,21 +586,3 @@ pub(crate) struct SendEmailArgs {
     ))]
     pub(crate) idempotency_key: Option<String>,
 }
-
-macro_rules! signal_view {
-    ($t:ty) => {
-        impl $t {
-            pub(crate) fn signals(&self) -> Signals {
-                Signals {
-                    proposal_ids: self.proposal_ids.clone(),
-                    clients: self.clients.clone(),
-                    insurers: self.insurers.clone(),
-                    attachment_names: self.attachment_names.clone(),
-                    keywords: self.keywords.clone(),
-                }
-            }
-        }
-    };
-}
-signal_view!(EvidenceArgs);
-signal_view!(InvestigationCriteria);
