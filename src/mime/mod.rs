@@ -20,6 +20,7 @@
 //! own output bounds. Callers: the backends (Maildir parsing), `crate::extract` (`.eml`
 //! attachments) and the tools layer.
 
+pub(crate) mod compose;
 pub(crate) mod html;
 
 use std::borrow::Cow;
