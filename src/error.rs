@@ -18,6 +18,10 @@ pub(crate) enum StartupError {
     StateDir(std::io::ErrorKind),
     #[error("the run journal could not be opened ({0})")]
     Journal(std::io::ErrorKind),
+    #[error("the download folder (MAILGATE_DOWNLOAD_DIR) could not be prepared ({0})")]
+    DownloadDir(std::io::ErrorKind),
+    #[error("the send transport could not be prepared: {0}")]
+    SendSetup(String),
     #[error(
         "the search memory file (PLUGIN_SEARCH_MEMORY_PATH or searchMemoryPath) is refused: {0}"
     )]

@@ -25,7 +25,8 @@ use crate::config::env::Env;
 use crate::config::{Access, BackendSpec, Config, Security, ServerSpec};
 use crate::gates::{
     ALLOW_HANDOFFS_VAR, ALLOW_SEND_VAR, ALLOW_WRITES_VAR, ALLOWED_RECIPIENT_DOMAINS_VAR,
-    ALLOWED_SENDERS_VAR, Gates, HTTP_ALLOW_NO_AUTH_VAR, SEND_FROM_VAR, SendRefusal,
+    ALLOWED_SENDERS_VAR, Gates, HTTP_ALLOW_NO_AUTH_VAR, SEND_FROM_VAR, SEND_MAX_PER_HOUR_VAR,
+    SendRefusal,
 };
 use crate::policy::address::EmailAddress;
 use crate::search::{Filters, ScanRequest};
@@ -371,8 +372,14 @@ fn check_server(spec: &ServerSpec, raw: Option<&Value>, imap: bool) {
 // env_gates
 // ----------------------------------------------------------------------------------------------
 
-/// The gate variables, in the order a one-digit key (`0`..`6`) names them.
-const GATE_VARS: [&str; 7] = [
+/// The credential variables the first mailbox's `smtp` block may name.
+const SMTP_PASSWORD_VAR: &str = "FINANCE_SMTP_PASSWORD";
+const SMTP_TOKEN_VAR: &str = "FINANCE_SMTP_TOKEN";
+/// The first mailbox's `smtp.rateLimit.smtpPerHour`, when the selector asks for one.
+const SMTP_PER_HOUR_LIMIT: u32 = 5;
+
+/// The variables the gates read, in the order a one-digit key (`0`..`9`) names them.
+const GATE_VARS: [&str; 10] = [
     ALLOW_WRITES_VAR,
     ALLOW_HANDOFFS_VAR,
     ALLOW_SEND_VAR,
@@ -380,6 +387,9 @@ const GATE_VARS: [&str; 7] = [
     ALLOWED_SENDERS_VAR,
     ALLOWED_RECIPIENT_DOMAINS_VAR,
     HTTP_ALLOW_NO_AUTH_VAR,
+    SEND_MAX_PER_HOUR_VAR,
+    SMTP_PASSWORD_VAR,
+    SMTP_TOKEN_VAR,
 ];
 
 /// At most this many `KEY=VALUE` lines are read from one input.
@@ -394,17 +404,20 @@ const GATE_MAILBOXES: [(&str, &str); 2] = [
 /// Fuzzes [`Gates::resolve`] with arbitrary environments against a fixed, valid config.
 ///
 /// Input: the first byte selects the config (bit 0: `allowWrites`; bit 1: a second mailbox;
-/// bit 2: the second mailbox is `access: read`; bit 3: the first is). The rest is read as text,
-/// up to 16 lines of `KEY=VALUE` (value up to the end of the line, unchanged); `KEY` is a
-/// variable name or one digit `0`-`6` naming a gate variable ([`GATE_VARS`] order). A later line
-/// wins over an earlier one; lines without `=` are skipped.
+/// bit 2: the second mailbox is `access: read`; bit 3: the first is; bits 4-6: the first
+/// mailbox has an `smtp` block naming `passwordEnv` (bit 4) or `oauth2TokenEnv` (bit 4 and 6),
+/// with `rateLimit.smtpPerHour` 5 (bit 5)). The rest is read as text, up to 16 lines of
+/// `KEY=VALUE` (value up to the end of the line, unchanged); `KEY` is a variable name or one
+/// digit naming a variable in [`GATE_VARS`] order. A later line wins over an earlier one; lines
+/// without `=` are skipped.
 ///
 /// Oracles: an independent reference model of the gate rules (strict booleans
 /// true/1/yes/on and false/0/no/off, trimmed, ASCII case-insensitive, blank = unset; list
-/// parsing; the send rules in order) predicts acceptance, the exact refusal and every resolved
-/// value; an open send gate always has `from` allowlisted with `full` access and listed in the
-/// allowed senders, and a non-empty list of valid recipient domains; the catalog has exactly the
-/// families whose gates are open.
+/// parsing; the strict send cap; the send rules in order, then the SMTP credential) predicts
+/// acceptance, the exact refusal and every resolved value; an open send gate always has `from`
+/// allowlisted with `full` access and listed in the allowed senders, a non-empty list of valid
+/// recipient domains and a cap within 1..=1000; its `Debug` never shows the credential; the
+/// catalog has exactly the families whose gates are open.
 pub fn env_gates(data: &[u8]) {
     let Some((&selector, text)) = data.split_first() else {
         return;
@@ -416,7 +429,7 @@ pub fn env_gates(data: &[u8]) {
             continue;
         };
         let key = match key.as_bytes() {
-            [digit @ b'0'..=b'6'] => GATE_VARS[usize::from(digit - b'0')].to_owned(),
+            [digit @ b'0'..=b'9'] => GATE_VARS[usize::from(digit - b'0')].to_owned(),
             _ => key.to_owned(),
         };
         pairs.insert(key, value.to_owned());
@@ -461,6 +474,13 @@ pub fn env_gates(data: &[u8]) {
                         send.recipient_domains_defaulted, expected.defaulted,
                         "oracle: recipient domains defaulted"
                     );
+                    assert_eq!(send.max_per_hour, expected.max_per_hour, "oracle: send cap");
+                    assert_eq!(
+                        send.smtp_secret.as_ref().map(|s| s.expose()),
+                        expected.secret.as_deref(),
+                        "oracle: smtp credential"
+                    );
+                    check_secret_redacted(send);
                 }
                 (actual, expected) => panic!(
                     "oracle: send gate open = {} but the model says {}",
@@ -513,15 +533,26 @@ struct GateConfig {
     two_mailboxes: bool,
     second_read: bool,
     first_read: bool,
+    /// The credential variable the first mailbox's `smtp` block names.
+    smtp_credential: Option<&'static str>,
+    /// The first mailbox's `smtp.rateLimit.smtpPerHour`.
+    smtp_per_hour: Option<u32>,
 }
 
 impl GateConfig {
     fn from_selector(selector: u8) -> Self {
+        let bit = |n: u8| selector & (1 << n) != 0;
         GateConfig {
-            allow_writes: selector & 1 != 0,
-            two_mailboxes: selector & 2 != 0,
-            second_read: selector & 4 != 0,
-            first_read: selector & 8 != 0,
+            allow_writes: bit(0),
+            two_mailboxes: bit(1),
+            second_read: bit(2),
+            first_read: bit(3),
+            smtp_credential: match (bit(4), bit(6)) {
+                (false, _) => None,
+                (true, false) => Some(SMTP_PASSWORD_VAR),
+                (true, true) => Some(SMTP_TOKEN_VAR),
+            },
+            smtp_per_hour: bit(5).then_some(SMTP_PER_HOUR_LIMIT),
         }
     }
 
@@ -540,9 +571,17 @@ impl GateConfig {
         let entries: Vec<String> = self
             .mailboxes()
             .into_iter()
-            .map(|(alias, address, read)| {
+            .enumerate()
+            .map(|(index, (alias, address, read))| {
                 let access = if read { "read" } else { "full" };
-                format!(r#"{{"alias": "{alias}", "address": "{address}", "access": "{access}"}}"#)
+                let backend = if index == 0 {
+                    self.smtp_backend_json()
+                } else {
+                    String::new()
+                };
+                format!(
+                    r#"{{"alias": "{alias}", "address": "{address}", "access": "{access}"{backend}}}"#
+                )
             })
             .collect();
         format!(
@@ -550,6 +589,46 @@ impl GateConfig {
             entries.join(", "),
             self.allow_writes
         )
+    }
+
+    /// `, "backend": {...}` with the first mailbox's `smtp` block, or nothing.
+    fn smtp_backend_json(&self) -> String {
+        if self.smtp_credential.is_none() && self.smtp_per_hour.is_none() {
+            return String::new();
+        }
+        let mut smtp = r#""host": "127.0.0.1", "port": 2525, "security": "plain""#.to_owned();
+        match self.smtp_credential {
+            Some(SMTP_TOKEN_VAR) => {
+                smtp.push_str(&format!(r#", "oauth2TokenEnv": "{SMTP_TOKEN_VAR}""#))
+            }
+            Some(var) => smtp.push_str(&format!(r#", "passwordEnv": "{var}""#)),
+            None => {}
+        }
+        if let Some(per_hour) = self.smtp_per_hour {
+            smtp.push_str(&format!(r#", "rateLimit": {{"smtpPerHour": {per_hour}}}"#));
+        }
+        format!(
+            r#", "backend": {{"kind": "maildir", "path": "/srv/mail/finance", "smtp": {{{smtp}}}}}"#
+        )
+    }
+}
+
+/// The credential never shows in `Debug`: whenever the secret has a character that neither the
+/// rest of the output nor the redaction marker has, it cannot appear by coincidence.
+fn check_secret_redacted(send: &crate::gates::SendSettings) {
+    let Some(secret) = &send.smtp_secret else {
+        return;
+    };
+    let secret = secret.expose();
+    let full = format!("{send:?}");
+    let mut without = send.clone();
+    without.smtp_secret = None;
+    let rest = format!("{without:?}{:?}", send.smtp_secret);
+    if secret.chars().any(|c| !rest.contains(c)) {
+        assert!(
+            !full.contains(secret),
+            "oracle: the smtp credential never appears in Debug output"
+        );
     }
 }
 
@@ -586,6 +665,10 @@ fn check_gate_invariants(gates: &Gates, config: &Config) {
             "oracle: every recipient domain is a valid lower-case domain"
         );
     }
+    assert!(
+        (1..=1_000).contains(&send.max_per_hour),
+        "oracle: the send cap is within 1..=1000"
+    );
     if send.recipient_domains_defaulted {
         assert_eq!(
             send.recipient_domains,
@@ -651,8 +734,12 @@ mod model {
     use super::{
         ALLOW_HANDOFFS_VAR, ALLOW_SEND_VAR, ALLOW_WRITES_VAR, ALLOWED_RECIPIENT_DOMAINS_VAR,
         ALLOWED_SENDERS_VAR, EmailAddress, GateConfig, HTTP_ALLOW_NO_AUTH_VAR, SEND_FROM_VAR,
-        SendRefusal,
+        SEND_MAX_PER_HOUR_VAR, SendRefusal,
     };
+
+    /// `MAILGATE_SEND_MAX_PER_HOUR` when unset, and its largest value (security.md).
+    const DEFAULT_CAP: u32 = 20;
+    const MAX_CAP: u32 = 1_000;
 
     /// What the model expects `resolve` to return on success.
     #[derive(Debug)]
@@ -669,6 +756,8 @@ mod model {
         pub(super) senders: Vec<String>,
         pub(super) domains: Vec<String>,
         pub(super) defaulted: bool,
+        pub(super) max_per_hour: u32,
+        pub(super) secret: Option<String>,
     }
 
     /// The refusal the model expects, by variable.
@@ -703,6 +792,7 @@ mod model {
             get(ALLOWED_RECIPIENT_DOMAINS_VAR),
             |entry| bare_domain(entry.strip_prefix('@').unwrap_or(entry)),
         )?;
+        let cap = send_cap(get(SEND_MAX_PER_HOUR_VAR))?;
 
         let send = if send_on == Some(true) {
             let from = from.ok_or(Refusal::Send(SendRefusal::FromMissing))?;
@@ -728,12 +818,24 @@ mod model {
                     (vec![own], true)
                 }
             };
+            // The sender's SMTP credential, exact (untrimmed), when its block names one.
+            let secret = match config.smtp_credential {
+                None => None,
+                Some(var) => Some(
+                    get(var)
+                        .filter(|value| !value.is_empty())
+                        .map(str::to_owned)
+                        .ok_or(Refusal::Send(SendRefusal::SmtpSecretMissing))?,
+                ),
+            };
             Some(Send {
                 from,
                 from_alias: alias,
                 senders,
                 domains,
                 defaulted,
+                max_per_hour: config.smtp_per_hour.map_or(cap, |limit| limit.min(cap)),
+                secret,
             })
         } else {
             None
@@ -743,6 +845,25 @@ mod model {
             handoffs: handoffs == Some(true),
             send,
         })
+    }
+
+    /// The send cap: blank (after trimming) is the default; otherwise the plain decimal digits
+    /// of a number from 1 to 1000, without sign or leading zero.
+    fn send_cap(value: Option<&str>) -> Result<u32, Refusal> {
+        let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+            return Ok(DEFAULT_CAP);
+        };
+        let refused = Refusal::Send(SendRefusal::BadSendCap);
+        if value.starts_with('0') || !value.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(refused);
+        }
+        let number = value.bytes().try_fold(0_u32, |n, b| {
+            n.checked_mul(10)?.checked_add(u32::from(b - b'0'))
+        });
+        match number {
+            Some(cap) if (1..=MAX_CAP).contains(&cap) => Ok(cap),
+            _ => Err(refused),
+        }
     }
 
     /// The spelling table: blank (after trimming) is unset.

@@ -8,6 +8,7 @@ pub(crate) mod backends;
 pub(crate) mod cli;
 pub(crate) mod config;
 pub(crate) mod demo;
+pub(crate) mod downloads;
 pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod gates;
@@ -25,3 +26,11 @@ pub(crate) mod tools;
 pub mod fuzzing;
 
 pub use cli::run;
+
+/// Not an API: names the send permit type, and nothing else, so that the `compile_fail`
+/// doctests in `policy::outbound` can prove that code outside that module can neither build nor
+/// clone one. The type has no public constructor, field or method.
+#[doc(hidden)]
+pub mod __compile_fail {
+    pub use crate::policy::outbound::SendPermit;
+}

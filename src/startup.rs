@@ -46,6 +46,20 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
     } else {
         None
     };
+    // The download root exists only for a process that may write (security.md §3).
+    let downloads = if gates.is_open(crate::gates::Gate::Writes) {
+        let root = crate::downloads::DownloadRoot::open(&settings.download_dir)
+            .map_err(|e| StartupError::DownloadDir(e.kind()))?;
+        Some(Arc::new(root))
+    } else {
+        None
+    };
+    // The outbound policy and transport exist only for a process that may send.
+    let send = gates
+        .send
+        .as_ref()
+        .map(|send| crate::tools::send::SendState::open(settings, send))
+        .transpose()?;
     let tools = catalog::build(&gates);
     Ok(Arc::new(App {
         config: settings.config.clone(),
@@ -55,6 +69,8 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         gates,
         backends: Registry::new(entries),
         journal,
+        send,
         tools,
+        downloads,
     }))
 }

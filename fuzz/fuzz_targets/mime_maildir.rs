@@ -1,6 +1,9 @@
 //! Raw message bytes → a one-message Maildir read through the real backend; oracles in
 //! `mailgate::fuzzing::mime_maildir`.
 #![no_main]
+// The macro's expansion reads RUST_LIBFUZZER_DEBUG_PATH with std::env and writes that file with
+// std::fs (libfuzzer-sys's debug hook); nothing in this file calls either.
+#![allow(clippy::disallowed_methods, reason = "inside libfuzzer_sys::fuzz_target! only")]
 
 use std::sync::LazyLock;
 

@@ -10,13 +10,15 @@
 //!
 //! The filesystem API is synchronous, so every operation runs on the blocking pool.
 
-use std::io::Read;
+use std::collections::{BTreeSet, HashSet};
+use std::io::{Read, Write};
 use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
 use chrono::{DateTime, Utc};
+use rand::RngExt;
 
 use super::{AttachmentMeta, BackendError, FolderInfo, FolderStats, MessageDetail};
 use crate::mime::{self, ParsedMessage};
@@ -223,6 +225,7 @@ impl MaildirStore {
                 body_is_html: parsed.body_is_html,
                 internet_message_id: parsed.message_id,
                 in_reply_to: parsed.in_reply_to,
+                references: parsed.references,
             })
         })
         .await
@@ -409,11 +412,10 @@ fn discover_folders(root: &Dir) -> Result<Vec<String>, BackendError> {
     Ok(ids)
 }
 
-/// Maps a caller's folder (None = inbox, a well-known name, or an id) to a folder that exists.
-fn resolve_folder(root: &Dir, requested: Option<&str>) -> Result<String, BackendError> {
-    let ids = discover_folders(root)?;
-    let wanted = requested.unwrap_or("inbox").trim();
-    let well_known: &[&str] = match wanted.to_ascii_lowercase().as_str() {
+/// The folder ids a well-known name may be stored as, the first being the one [`ensure_folder`]
+/// creates; empty for a name that is not well known.
+fn well_known(wanted: &str) -> &'static [&'static str] {
+    match wanted.to_ascii_lowercase().as_str() {
         "inbox" => &[INBOX],
         "sentitems" | "sent" => &["Sent", "Sent Items", "Sent Messages"],
         "drafts" => &["Drafts"],
@@ -421,8 +423,14 @@ fn resolve_folder(root: &Dir, requested: Option<&str>) -> Result<String, Backend
         "junkemail" | "junk" => &["Junk", "Spam"],
         "deleteditems" | "trash" => &["Trash", "Deleted Items"],
         _ => &[],
-    };
-    for candidate in well_known {
+    }
+}
+
+/// Maps a caller's folder (None = inbox, a well-known name, or an id) to a folder that exists.
+fn resolve_folder(root: &Dir, requested: Option<&str>) -> Result<String, BackendError> {
+    let ids = discover_folders(root)?;
+    let wanted = requested.unwrap_or("inbox").trim();
+    for candidate in well_known(wanted) {
         if ids.iter().any(|i| i == candidate) {
             return Ok((*candidate).to_owned());
         }
@@ -520,9 +528,635 @@ fn read_file(dir: &Dir, file: &MessageFile) -> Result<Vec<u8>, BackendError> {
     Ok(buf)
 }
 
+// ---------------------------------------------------------------------------------------------
+// Writes (write gate only; called through `Backend`). There is no delete: a move is one rename,
+// a copy writes a new file through tmp/, a mark renames the file to change its flags.
+// ---------------------------------------------------------------------------------------------
+
+/// Flag letters `append` accepts (Maildir's Draft, Flagged, Passed, Replied, Seen, Trashed).
+const SETTABLE_FLAGS: &str = "DFPRST";
+
+/// Where a newly written file is published inside a folder.
+#[derive(Clone, Copy)]
+enum Publish<'a> {
+    /// `new/<unique>`: not yet seen by any client.
+    New,
+    /// `cur/<unique>:2,<flags>`.
+    Cur(&'a str),
+}
+
+/// One item's outcome in a batch write: the new message id, or why this item failed.
+pub(crate) type ItemResult<T> = Result<T, BackendError>;
+
+impl MaildirStore {
+    /// Appends `raw` as a new message to `folder` and returns its id.
+    ///
+    /// `folder` is a well-known name (`inbox`, `sentitems`, `drafts`, `archive`, `junkemail`,
+    /// `deleteditems`) or the id of an existing folder. A well-known folder that does not exist
+    /// yet is created as a Maildir++ folder (`.Sent`, `.Drafts`, …: `cur/ new/ tmp/` mode 0700
+    /// and a `maildirfolder` marker); `inbox` creates the root's own `cur/ new/ tmp/`. Any other
+    /// missing folder is `NotFound`: a caller's string never names a new directory.
+    ///
+    /// The message is written to `tmp/<unique>` (created exclusively, mode 0600), fsynced, then
+    /// renamed to `cur/<unique>:2,<flags>` (or `new/<unique>` when `flags` is empty), so a reader
+    /// never sees a partial message. `flags` may only hold the letters `DFPRST` (`BadId`
+    /// otherwise); they are sorted as Maildir requires. A message over the backend's 64 MiB read
+    /// bound is `TooLarge` (it could never be read back).
+    pub(crate) async fn append(
+        &self,
+        folder: &str,
+        raw: &[u8],
+        flags: &str,
+    ) -> Result<String, BackendError> {
+        let flags = normalise_flags(flags)?;
+        if raw.len() as u64 > MAX_MESSAGE_BYTES {
+            return Err(BackendError::TooLarge);
+        }
+        let folder = folder.to_owned();
+        let raw = raw.to_vec();
+        self.blocking(move |root| {
+            let id = ensure_folder(root, &folder)?;
+            let dir = folder_dir(root, &id)?;
+            let publish = if flags.is_empty() {
+                Publish::New
+            } else {
+                Publish::Cur(&flags)
+            };
+            let unique = deliver(&dir, &raw, Utc::now().timestamp(), publish)?;
+            Ok(encode_id(&id, &unique))
+        })
+        .await
+    }
+
+    /// Moves each message to `destination` (a well-known name or the id of an existing folder;
+    /// never created here) with one rename per message. The outer error is the whole call's
+    /// (unknown destination, unreadable mailbox); each item answers its new id or its error.
+    /// A message already in the destination succeeds unchanged.
+    pub(crate) async fn move_messages(
+        &self,
+        ids: &[String],
+        destination: &str,
+    ) -> Result<Vec<ItemResult<String>>, BackendError> {
+        let ids = ids.to_vec();
+        let destination = destination.to_owned();
+        self.blocking(move |root| {
+            let dest = resolve_folder(root, Some(&destination))?;
+            let dest_dir = folder_dir(root, &dest)?;
+            ensure_subdirs(&dest_dir)?;
+            let mut taken: HashSet<String> = list_files(&dest_dir)?
+                .into_iter()
+                .map(|f| f.unique)
+                .collect();
+            Ok(ids
+                .iter()
+                .map(|id| move_one(root, id, &dest, &dest_dir, &mut taken))
+                .collect())
+        })
+        .await
+    }
+
+    /// Copies each message into `destination` (resolved as for a move) as a new file with a new
+    /// unique name, keeping its flags and its delivery time; the source is untouched.
+    pub(crate) async fn copy_messages(
+        &self,
+        ids: &[String],
+        destination: &str,
+    ) -> Result<Vec<ItemResult<String>>, BackendError> {
+        let ids = ids.to_vec();
+        let destination = destination.to_owned();
+        self.blocking(move |root| {
+            let dest = resolve_folder(root, Some(&destination))?;
+            let dest_dir = folder_dir(root, &dest)?;
+            ensure_subdirs(&dest_dir)?;
+            Ok(ids
+                .iter()
+                .map(|id| copy_one(root, id, &dest, &dest_dir))
+                .collect())
+        })
+        .await
+    }
+
+    /// Sets (`read`) or clears the seen flag of each message by renaming its file; a message in
+    /// `new/` moves to `cur/` when marked read. Ids do not change (they hold no flags).
+    pub(crate) async fn mark_messages(
+        &self,
+        ids: &[String],
+        read: bool,
+    ) -> Result<Vec<ItemResult<()>>, BackendError> {
+        let ids = ids.to_vec();
+        self.blocking(move |root| Ok(ids.iter().map(|id| mark_one(root, id, read)).collect()))
+            .await
+    }
+}
+
+/// Sorted, de-duplicated flags; refuses anything but [`SETTABLE_FLAGS`].
+fn normalise_flags(flags: &str) -> Result<String, BackendError> {
+    if !flags.chars().all(|c| SETTABLE_FLAGS.contains(c)) {
+        return Err(BackendError::BadId);
+    }
+    let set: BTreeSet<char> = flags.chars().collect();
+    Ok(set.into_iter().collect())
+}
+
+/// The existing folder for `wanted`, or a newly created one when `wanted` is well known.
+fn ensure_folder(root: &Dir, wanted: &str) -> Result<String, BackendError> {
+    match resolve_folder(root, Some(wanted)) {
+        Ok(id) => {
+            ensure_subdirs(&folder_dir(root, &id)?)?;
+            Ok(id)
+        }
+        Err(BackendError::NotFound) => {
+            let Some(&id) = well_known(wanted.trim()).first() else {
+                return Err(BackendError::NotFound);
+            };
+            if id == INBOX {
+                ensure_subdirs(root)?;
+            } else {
+                let name = format!(".{id}");
+                create_private_dir(root, &name)?;
+                let dir = root.open_dir(&name)?;
+                ensure_subdirs(&dir)?;
+                let mut opts = OpenOptions::new();
+                opts.write(true).create_new(true).mode(0o600);
+                match dir.open_with("maildirfolder", &opts) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(id.to_owned())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the folder's `tmp/ new/ cur/` (0700) where missing; `cur/` last, because a folder is
+/// discovered by its `cur/`.
+fn ensure_subdirs(dir: &Dir) -> Result<(), BackendError> {
+    for sub in ["tmp", "new", "cur"] {
+        if !dir.is_dir(sub) {
+            create_private_dir(dir, sub)?;
+        }
+    }
+    Ok(())
+}
+
+fn create_private_dir(dir: &Dir, name: &str) -> std::io::Result<()> {
+    let mut builder = DirBuilder::new();
+    builder.mode(0o700);
+    match dir.create_dir_with(name, &builder) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    }
+}
+
+/// A fresh unique name: `<secs>.M<micros>P<pid>R<random hex>.mailgate`. `secs` leads because
+/// [`list_files`] reads the delivery time from it.
+fn new_unique(secs: i64) -> String {
+    let random: [u8; 8] = rand::rng().random();
+    format!(
+        "{secs}.M{}P{}R{}.mailgate",
+        Utc::now().timestamp_subsec_micros(),
+        std::process::id(),
+        hex::encode(random)
+    )
+}
+
+/// Writes `raw` to `tmp/<unique>` exclusively (0600), fsyncs it, and renames it into place.
+/// Any failure after the file was created removes it, so nothing partial is ever published.
+fn deliver(dir: &Dir, raw: &[u8], secs: i64, publish: Publish<'_>) -> Result<String, BackendError> {
+    let unique = new_unique(secs);
+    let tmp = format!("tmp/{unique}");
+    let mut opts = OpenOptions::new();
+    opts.write(true).create_new(true).mode(0o600);
+    // A failed exclusive open created nothing of ours, so there is nothing to remove.
+    let mut file = dir.open_with(&tmp, &opts)?;
+    let written = file.write_all(raw).and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(e) = written {
+        let _ = dir.remove_file(&tmp);
+        return Err(e.into());
+    }
+    let (sub, target) = match publish {
+        Publish::New => ("new", format!("new/{unique}")),
+        Publish::Cur(flags) => ("cur", format!("cur/{unique}:2,{flags}")),
+    };
+    if let Err(e) = dir.rename(&tmp, dir, &target) {
+        let _ = dir.remove_file(&tmp);
+        return Err(e.into());
+    }
+    sync_dir(dir, sub);
+    Ok(unique)
+}
+
+/// Best-effort fsync of a folder's subdirectory, so a published rename survives a crash.
+fn sync_dir(dir: &Dir, sub: &str) {
+    if let Ok(d) = dir.open_dir(sub) {
+        let _ = d.into_std_file().sync_all();
+    }
+}
+
+/// The flags part of a file name (`unique:2,FLAGS` → `FLAGS`), as stored.
+fn stored_flags(file: &MessageFile) -> &str {
+    file.file_name
+        .get(file.unique.len()..)
+        .and_then(|rest| rest.strip_prefix(":2,"))
+        .unwrap_or("")
+}
+
+fn move_one(
+    root: &Dir,
+    id: &str,
+    dest: &str,
+    dest_dir: &Dir,
+    taken: &mut HashSet<String>,
+) -> ItemResult<String> {
+    let (folder, dir, file) = locate(root, id)?;
+    if folder == dest {
+        return Ok(id.to_owned());
+    }
+    // Keep the unique name (the new id is then predictable) unless the destination already has
+    // it: `rename` replaces an existing target, and a move must never clobber a message.
+    let (unique, name) = if taken.contains(&file.unique) {
+        let unique = new_unique(file.received);
+        let suffix = file.file_name.get(file.unique.len()..).unwrap_or("");
+        let name = format!("{unique}{suffix}");
+        (unique, name)
+    } else {
+        (file.unique.clone(), file.file_name.clone())
+    };
+    dir.rename(
+        format!("{}/{}", file.sub, file.file_name),
+        dest_dir,
+        format!("{}/{name}", file.sub),
+    )?;
+    sync_dir(dest_dir, file.sub);
+    taken.insert(unique.clone());
+    Ok(encode_id(dest, &unique))
+}
+
+fn copy_one(root: &Dir, id: &str, dest: &str, dest_dir: &Dir) -> ItemResult<String> {
+    let (_, dir, file) = locate(root, id)?;
+    let raw = read_file(&dir, &file)?;
+    let publish = if file.sub == "new" {
+        Publish::New
+    } else {
+        Publish::Cur(stored_flags(&file))
+    };
+    // The copy keeps the original delivery time, so it sorts and dates like its source.
+    let unique = deliver(dest_dir, &raw, file.received, publish)?;
+    Ok(encode_id(dest, &unique))
+}
+
+fn mark_one(root: &Dir, id: &str, read: bool) -> ItemResult<()> {
+    let (_, dir, file) = locate(root, id)?;
+    if file.sub == "new" && !read {
+        // A message in new/ reads as unread whatever its name says.
+        return Ok(());
+    }
+    let current = stored_flags(&file);
+    let mut flags: BTreeSet<char> = current.chars().filter(|&c| c != 'S').collect();
+    if read {
+        flags.insert('S');
+    }
+    let flags: String = flags.into_iter().collect();
+    if file.sub == "cur" && flags == current && file.file_name.contains(":2,") {
+        return Ok(());
+    }
+    dir.rename(
+        format!("{}/{}", file.sub, file.file_name),
+        &dir,
+        format!("cur/{}:2,{flags}", file.unique),
+    )?;
+    sync_dir(&dir, "cur");
+    Ok(())
+}
+
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "tests inspect the Maildir they built inside a tempdir"
+)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::path::Path;
+
+    const MAIL: &[u8] = b"From: ana.lima@example.com\r\nTo: finance@example.com\r\n\
+Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\n";
+
+    /// A Maildir with an inbox holding one unseen message (`new/`) and one seen message
+    /// (`cur/…:2,S`), and an `.Archive` folder.
+    fn fixture() -> (tempfile::TempDir, MaildirStore) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for sub in [
+            "cur",
+            "new",
+            "tmp",
+            ".Archive/cur",
+            ".Archive/new",
+            ".Archive/tmp",
+        ] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        std::fs::write(root.join("new/1767225600.M1P1.demo"), MAIL).unwrap();
+        std::fs::write(root.join("cur/1767225700.M2P1.demo:2,S"), MAIL).unwrap();
+        let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority()).unwrap();
+        (tmp, MaildirStore::new(dir))
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut out: Vec<String> = std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    async fn inbox_ids(store: &MaildirStore, folder: &str) -> Vec<(String, bool)> {
+        let req = ScanRequest {
+            folder: Some(folder.to_owned()),
+            filters: Default::default(),
+            max_items: 100,
+            max_pages: 10,
+        };
+        store
+            .scan(&req, None)
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|c| (c.id, c.is_read))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn append_creates_the_well_known_folder_and_publishes_atomically() {
+        let (tmp, store) = fixture();
+        let root = tmp.path();
+        assert!(!root.join(".Drafts").exists());
+        let id = store.append("drafts", MAIL, "SD").await.unwrap();
+        for sub in ["cur", "new", "tmp"] {
+            assert_eq!(mode(&root.join(".Drafts").join(sub)), 0o700, "{sub}");
+        }
+        assert!(root.join(".Drafts/maildirfolder").is_file());
+        assert!(
+            names(&root.join(".Drafts/tmp")).is_empty(),
+            "tmp/ is emptied"
+        );
+        let cur = names(&root.join(".Drafts/cur"));
+        assert_eq!(cur.len(), 1);
+        let name = &cur[0];
+        assert!(name.ends_with(":2,DS"), "flags sorted: {name}");
+        let unique = name.trim_end_matches(":2,DS");
+        let parts: Vec<&str> = unique.split('.').collect();
+        assert_eq!(parts.len(), 3, "{unique}");
+        assert!(parts[0].parse::<i64>().unwrap() > 1_700_000_000);
+        assert!(parts[1].starts_with('M') && parts[1].contains('P') && parts[1].contains('R'));
+        assert_eq!(parts[2], "mailgate");
+        assert_eq!(mode(&root.join(".Drafts/cur").join(name)), 0o600);
+        assert_eq!(
+            std::fs::read(root.join(".Drafts/cur").join(name)).unwrap(),
+            MAIL
+        );
+        // The id resolves, in the new folder.
+        let detail = store.get_message(&id).await.unwrap();
+        assert_eq!(detail.summary.folder_id, "Drafts");
+        assert_eq!(detail.summary.subject.as_deref(), Some("Quarterly figures"));
+        assert!(detail.summary.is_read);
+
+        // Sent Items: created as `.Sent`; without flags the message lands in new/.
+        let sent = store.append("sentitems", MAIL, "").await.unwrap();
+        assert_eq!(names(&root.join(".Sent/new")).len(), 1);
+        assert!(!store.get_message(&sent).await.unwrap().summary.is_read);
+        // A second append reuses the folder.
+        store.append("drafts", MAIL, "D").await.unwrap();
+        assert_eq!(names(&root.join(".Drafts/cur")).len(), 2);
+        // An existing folder by id.
+        store.append("Archive", MAIL, "S").await.unwrap();
+        assert_eq!(names(&root.join(".Archive/cur")).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn append_refuses_unknown_folders_and_bad_flags() {
+        let (tmp, store) = fixture();
+        for folder in ["Projects", "../outside", ".Drafts", "a/b"] {
+            assert!(
+                matches!(
+                    store.append(folder, MAIL, "S").await,
+                    Err(BackendError::NotFound)
+                ),
+                "{folder}"
+            );
+        }
+        for flags in ["x", "S/", ":2,S", "\n"] {
+            assert!(
+                matches!(
+                    store.append("drafts", MAIL, flags).await,
+                    Err(BackendError::BadId)
+                ),
+                "{flags:?}"
+            );
+        }
+        assert!(!tmp.path().join(".Projects").exists());
+        assert!(
+            !tmp.path().join(".Drafts").exists(),
+            "refused before creating"
+        );
+    }
+
+    #[tokio::test]
+    async fn append_creates_an_inbox_in_an_empty_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let store = MaildirStore::new(dir);
+        let id = store.append("inbox", MAIL, "").await.unwrap();
+        assert_eq!(names(&tmp.path().join("new")).len(), 1);
+        assert_eq!(
+            store.get_message(&id).await.unwrap().summary.folder_id,
+            INBOX
+        );
+    }
+
+    #[tokio::test]
+    async fn move_renames_into_the_destination_and_keeps_the_unique_name() {
+        let (tmp, store) = fixture();
+        let root = tmp.path();
+        let ids: Vec<String> = inbox_ids(&store, "inbox")
+            .await
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(ids.len(), 2);
+        let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+        let before = ino(&root.join("cur/1767225700.M2P1.demo:2,S"));
+        let results = store.move_messages(&ids, "archive").await.unwrap();
+        let new_ids: Vec<String> = results.into_iter().map(Result::unwrap).collect();
+        assert!(
+            inbox_ids(&store, "inbox").await.is_empty(),
+            "gone from the source"
+        );
+        let mut archived: Vec<String> = inbox_ids(&store, "Archive")
+            .await
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        archived.sort();
+        let mut expected = new_ids.clone();
+        expected.sort();
+        assert_eq!(
+            archived, expected,
+            "found in the destination under the new ids"
+        );
+        assert_eq!(names(&root.join(".Archive/new")), ["1767225600.M1P1.demo"]);
+        assert_eq!(
+            names(&root.join(".Archive/cur")),
+            ["1767225700.M2P1.demo:2,S"]
+        );
+        assert_eq!(
+            ino(&root.join(".Archive/cur/1767225700.M2P1.demo:2,S")),
+            before,
+            "a rename, not a copy"
+        );
+        // Moving again answers NotFound per item; an unknown destination fails the whole call.
+        let again = store.move_messages(&ids, "archive").await.unwrap();
+        assert!(
+            again
+                .iter()
+                .all(|r| matches!(r, Err(BackendError::NotFound)))
+        );
+        assert!(matches!(
+            store.move_messages(&new_ids, "Nowhere").await,
+            Err(BackendError::NotFound)
+        ));
+        assert!(
+            !root.join(".Nowhere").exists(),
+            "move never creates folders"
+        );
+        // Moving into the folder it is already in is a no-op success.
+        let same = store.move_messages(&new_ids[..1], "Archive").await.unwrap();
+        assert_eq!(same[0].as_ref().unwrap(), &new_ids[0]);
+    }
+
+    #[tokio::test]
+    async fn move_never_clobbers_a_message_with_the_same_unique_name() {
+        let (tmp, store) = fixture();
+        let root = tmp.path();
+        std::fs::write(root.join(".Archive/cur/1767225700.M2P1.demo:2,S"), b"other").unwrap();
+        let id = encode_id(INBOX, "1767225700.M2P1.demo");
+        let new_id = store
+            .move_messages(std::slice::from_ref(&id), "archive")
+            .await
+            .unwrap()
+            .remove(0)
+            .unwrap();
+        assert_ne!(new_id, encode_id("Archive", "1767225700.M2P1.demo"));
+        assert_eq!(
+            std::fs::read(root.join(".Archive/cur/1767225700.M2P1.demo:2,S")).unwrap(),
+            b"other"
+        );
+        let cur = names(&root.join(".Archive/cur"));
+        assert_eq!(cur.len(), 2);
+        assert!(
+            cur.iter()
+                .any(|n| n.starts_with("1767225700.M") && n.ends_with(".mailgate:2,S"))
+        );
+    }
+
+    #[tokio::test]
+    async fn copy_leaves_the_source_and_keeps_flags_and_date() {
+        let (tmp, store) = fixture();
+        let root = tmp.path();
+        let seen = encode_id(INBOX, "1767225700.M2P1.demo");
+        let unseen = encode_id(INBOX, "1767225600.M1P1.demo");
+        let results = store
+            .copy_messages(&[seen.clone(), unseen.clone(), "bogus".into()], "archive")
+            .await
+            .unwrap();
+        assert!(matches!(results[2], Err(BackendError::BadId)));
+        let copy_seen = results[0].as_ref().unwrap();
+        let copy_unseen = results[1].as_ref().unwrap();
+        assert_eq!(inbox_ids(&store, "inbox").await.len(), 2, "sources stay");
+        let a = store.get_message(copy_seen).await.unwrap();
+        assert!(a.summary.is_read);
+        assert_eq!(a.summary.received.unwrap().timestamp(), 1_767_225_700);
+        assert!(
+            !store
+                .get_message(copy_unseen)
+                .await
+                .unwrap()
+                .summary
+                .is_read
+        );
+        assert_eq!(names(&root.join(".Archive/new")).len(), 1);
+        assert_eq!(names(&root.join(".Archive/cur")).len(), 1);
+        assert!(names(&root.join(".Archive/tmp")).is_empty());
+        assert_eq!(
+            std::fs::read(
+                root.join(".Archive/cur")
+                    .join(&names(&root.join(".Archive/cur"))[0])
+            )
+            .unwrap(),
+            MAIL
+        );
+    }
+
+    #[tokio::test]
+    async fn mark_renames_flags_and_moves_new_to_cur() {
+        let (tmp, store) = fixture();
+        let root = tmp.path();
+        let seen = encode_id(INBOX, "1767225700.M2P1.demo");
+        let unseen = encode_id(INBOX, "1767225600.M1P1.demo");
+        let r = store
+            .mark_messages(std::slice::from_ref(&unseen), true)
+            .await
+            .unwrap();
+        assert!(r[0].is_ok());
+        assert!(names(&root.join("new")).is_empty());
+        assert!(names(&root.join("cur")).contains(&"1767225600.M1P1.demo:2,S".to_owned()));
+        assert!(
+            store.get_message(&unseen).await.unwrap().summary.is_read,
+            "same id"
+        );
+
+        std::fs::rename(
+            root.join("cur/1767225700.M2P1.demo:2,S"),
+            root.join("cur/1767225700.M2P1.demo:2,FRS"),
+        )
+        .unwrap();
+        store
+            .mark_messages(std::slice::from_ref(&seen), false)
+            .await
+            .unwrap()[0]
+            .as_ref()
+            .unwrap();
+        assert!(names(&root.join("cur")).contains(&"1767225700.M2P1.demo:2,FR".to_owned()));
+        assert!(!store.get_message(&seen).await.unwrap().summary.is_read);
+        // Idempotent, and flags other than S survive, sorted.
+        store
+            .mark_messages(std::slice::from_ref(&seen), false)
+            .await
+            .unwrap()[0]
+            .as_ref()
+            .unwrap();
+        store
+            .mark_messages(std::slice::from_ref(&seen), true)
+            .await
+            .unwrap()[0]
+            .as_ref()
+            .unwrap();
+        assert!(names(&root.join("cur")).contains(&"1767225700.M2P1.demo:2,FRS".to_owned()));
+        let bogus = store.mark_messages(&["bogus".into()], true).await.unwrap();
+        assert!(matches!(bogus[0], Err(BackendError::BadId)));
+    }
 
     #[test]
     fn ids_round_trip_and_reject_traversal() {

@@ -9,6 +9,8 @@
 //! unbounded and the tool layer bounds and frames it.
 
 pub(crate) mod maildir;
+pub(crate) mod outbox;
+pub(crate) mod smtp;
 
 use chrono::{DateTime, Utc};
 
@@ -71,6 +73,8 @@ pub(crate) struct MessageDetail {
     pub(crate) body_is_html: bool,
     pub(crate) internet_message_id: Option<String>,
     pub(crate) in_reply_to: Option<String>,
+    /// The `References` chain, oldest first (for threading a reply).
+    pub(crate) references: Vec<String>,
 }
 
 /// Counts of one folder over a bounded scan.
@@ -141,6 +145,63 @@ impl Backend {
     ) -> Result<(AttachmentMeta, Vec<u8>), BackendError> {
         match self {
             Backend::Maildir(m) => m.attachment(message_id, attachment_id, max_bytes).await,
+            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
+        }
+    }
+}
+
+/// Writes (write gate only). Each takes ids this mailbox issued; none deletes anything, and no
+/// delete method may ever be added here (catalog.md: no tool deletes, at any gate setting).
+impl Backend {
+    /// Appends a whole RFC 5322 message to `folder` (a well-known name such as `sentitems` or
+    /// `drafts`, created when missing, or an existing folder id) with Maildir `flags` (letters of
+    /// `DFPRST`; empty = unseen). Returns the new message's id.
+    pub(crate) async fn append(
+        &self,
+        folder: &str,
+        raw: &[u8],
+        flags: &str,
+    ) -> Result<String, BackendError> {
+        match self {
+            Backend::Maildir(m) => m.append(folder, raw, flags).await,
+            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
+        }
+    }
+
+    /// Moves messages to an existing folder (well-known name or id; never created). `Err` is the
+    /// whole call's failure (e.g. `NotFound` for the destination); otherwise one result per id,
+    /// in order, holding the message's new id.
+    pub(crate) async fn move_messages(
+        &self,
+        ids: &[String],
+        destination: &str,
+    ) -> Result<Vec<maildir::ItemResult<String>>, BackendError> {
+        match self {
+            Backend::Maildir(m) => m.move_messages(ids, destination).await,
+            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
+        }
+    }
+
+    /// As [`Backend::move_messages`], leaving the sources in place; results hold the copies' ids.
+    pub(crate) async fn copy_messages(
+        &self,
+        ids: &[String],
+        destination: &str,
+    ) -> Result<Vec<maildir::ItemResult<String>>, BackendError> {
+        match self {
+            Backend::Maildir(m) => m.copy_messages(ids, destination).await,
+            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
+        }
+    }
+
+    /// Sets (`read = true`) or clears the read flag; ids are unchanged.
+    pub(crate) async fn mark_messages(
+        &self,
+        ids: &[String],
+        read: bool,
+    ) -> Result<Vec<maildir::ItemResult<()>>, BackendError> {
+        match self {
+            Backend::Maildir(m) => m.mark_messages(ids, read).await,
             Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
         }
     }

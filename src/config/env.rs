@@ -110,6 +110,35 @@ impl Env {
     pub(crate) fn raw(&self, name: &str) -> Option<&str> {
         self.vars.get(name).map(String::as_str)
     }
+
+    /// A credential named by the config (`passwordEnv`, `oauth2TokenEnv`): the exact value, not
+    /// trimmed (a password may end in a space), `None` when absent or empty. The value is wrapped
+    /// so that it cannot be printed by accident.
+    pub(crate) fn secret(&self, name: &str) -> Option<Secret> {
+        self.vars
+            .get(name)
+            .filter(|value| !value.is_empty())
+            .map(|value| Secret(value.clone()))
+    }
+}
+
+/// A credential read from the environment. `Debug` never shows the value and there is no
+/// `Display`, so a secret cannot reach a log line or an error message through formatting; the
+/// one reader is [`Secret::expose`], called where the credential is handed to the SMTP client.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Secret(String);
+
+impl Secret {
+    /// The credential itself, for the transport that authenticates with it.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
 }
 
 /// The process environment as UTF-8 pairs. A variable whose name is not UTF-8 cannot be one of
@@ -202,6 +231,16 @@ mod tests {
         assert_eq!(env.raw("A"), Some("  on "));
         assert_eq!(env.raw("B"), Some("   "));
         assert_eq!(env.raw("D"), None);
+    }
+
+    #[test]
+    fn secrets_are_exact_and_never_formatted() {
+        let env = Env::from_pairs([("PW", " hunter2 "), ("EMPTY", "")]);
+        let secret = env.secret("PW").expect("set");
+        assert_eq!(secret.expose(), " hunter2 ", "not trimmed");
+        assert!(!format!("{secret:?}").contains("hunter2"));
+        assert_eq!(env.secret("EMPTY"), None);
+        assert_eq!(env.secret("ABSENT"), None);
     }
 
     #[test]

@@ -10,8 +10,12 @@
 //! - Send fails closed: the gate only opens with a fully configured sender ([`SendSettings`]):
 //!   `OUTLOOK_SEND_FROM` names an allowlisted mailbox with `full` access, and a non-empty
 //!   `OUTLOOK_ALLOWED_SENDERS` covers it. Without `OUTLOOK_ALLOWED_RECIPIENT_DOMAINS` the
-//!   recipients are confined to the sender's own domain. The sender and recipient lists are
-//!   validated whenever they are set, even with the gate closed, so a typo surfaces at once.
+//!   recipients are confined to the sender's own domain. The sender and recipient lists and the
+//!   send cap (`MAILGATE_SEND_MAX_PER_HOUR`, a whole number 1–1000, default 20) are validated
+//!   whenever they are set, even with the gate closed, so a typo surfaces at once.
+//! - When the sending mailbox has an `smtp` block naming a credential variable (`passwordEnv` or
+//!   `oauth2TokenEnv`), that variable must be set once the gate opens; its value is kept as a
+//!   [`Secret`] (never formatted) and handed to the SMTP transport by startup.
 //! - A [`Gates`] value is never mutated after startup (it is built here and read elsewhere).
 //!
 //! Who may call it: startup (`config::load_settings`) resolves; the catalog and the tools read.
@@ -19,8 +23,8 @@
 pub(crate) mod catalog;
 
 use crate::alias::Alias;
-use crate::config::env::Env;
-use crate::config::{Access, Config, ConfigError};
+use crate::config::env::{Env, Secret};
+use crate::config::{Access, BackendSpec, Config, ConfigError};
 use crate::policy::address::{AddressError, Domain, EmailAddress};
 
 /// `PLUGIN_ALLOW_WRITES`: tri-state, overrides the file's `allowWrites` when set.
@@ -37,6 +41,12 @@ pub(crate) const SEND_FROM_VAR: &str = "OUTLOOK_SEND_FROM";
 pub(crate) const ALLOWED_SENDERS_VAR: &str = "OUTLOOK_ALLOWED_SENDERS";
 /// Comma list of recipient domains (leading `@` optional).
 pub(crate) const ALLOWED_RECIPIENT_DOMAINS_VAR: &str = "OUTLOOK_ALLOWED_RECIPIENT_DOMAINS";
+/// Per-process cap on messages sent per hour (a sliding window on a monotonic clock).
+pub(crate) const SEND_MAX_PER_HOUR_VAR: &str = "MAILGATE_SEND_MAX_PER_HOUR";
+/// The cap when [`SEND_MAX_PER_HOUR_VAR`] is unset.
+pub(crate) const DEFAULT_SEND_MAX_PER_HOUR: u32 = 20;
+/// The largest cap an operator may set: beyond this the gateway is a bulk mailer.
+pub(crate) const MAX_SEND_MAX_PER_HOUR: u32 = 1000;
 
 /// A gate. Matched exhaustively elsewhere, so adding one breaks the catalog build until wired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,6 +85,13 @@ pub(crate) enum SendRefusal {
     SendersMissing,
     #[error("OUTLOOK_ALLOWED_SENDERS does not contain the OUTLOOK_SEND_FROM address")]
     SendersDoNotCoverFrom,
+    #[error("MAILGATE_SEND_MAX_PER_HOUR must be a whole number from 1 to 1000")]
+    BadSendCap,
+    #[error(
+        "the sending mailbox's smtp block names a credential variable (passwordEnv or \
+         oauth2TokenEnv) that is not set"
+    )]
+    SmtpSecretMissing,
 }
 
 /// The resolved gates.
@@ -92,10 +109,6 @@ pub(crate) struct SendSettings {
     /// The alias of the sending mailbox (`access: full`).
     pub(crate) from_alias: Alias,
     /// `OUTLOOK_SEND_FROM`, equal to that mailbox's address.
-    #[allow(
-        dead_code,
-        reason = "read by policy::outbound, which arrives with the send issue"
-    )]
     pub(crate) from: EmailAddress,
     /// `OUTLOOK_ALLOWED_SENDERS`, deduplicated, in order; contains `from`.
     pub(crate) allowed_senders: Vec<EmailAddress>,
@@ -103,6 +116,11 @@ pub(crate) struct SendSettings {
     pub(crate) recipient_domains: Vec<Domain>,
     /// True when `recipient_domains` is the fail-closed default, not an operator list.
     pub(crate) recipient_domains_defaulted: bool,
+    /// `MAILGATE_SEND_MAX_PER_HOUR` (default [`DEFAULT_SEND_MAX_PER_HOUR`]), lowered to the
+    /// sending mailbox's `smtp.rateLimit.smtpPerHour` when that is smaller.
+    pub(crate) max_per_hour: u32,
+    /// The credential of the sending mailbox's `smtp` block, when it names one.
+    pub(crate) smtp_secret: Option<Secret>,
 }
 
 impl Gates {
@@ -132,9 +150,16 @@ impl Gates {
             .transpose()?;
         let senders = parse_list(env, ALLOWED_SENDERS_VAR, EmailAddress::parse)?;
         let domains = parse_list(env, ALLOWED_RECIPIENT_DOMAINS_VAR, Domain::parse)?;
+        let max_per_hour = parse_send_cap(env.raw(SEND_MAX_PER_HOUR_VAR))?;
 
         let send = if send_on {
-            Some(send_settings(config, send_from, senders, domains)?)
+            let rules = SendRules {
+                from: send_from,
+                senders,
+                domains,
+                max_per_hour,
+            };
+            Some(send_settings(env, config, rules)?)
         } else {
             None
         };
@@ -217,13 +242,43 @@ fn parse_list<T: PartialEq>(
     Ok(Some(items))
 }
 
-/// The send rules, in the reference's order, each with its own refusal.
-fn send_settings(
-    config: &Config,
+/// `MAILGATE_SEND_MAX_PER_HOUR`: absent or blank is the default; otherwise, trimmed, only the
+/// digits of a whole number from 1 to [`MAX_SEND_MAX_PER_HOUR`] (no sign, no leading zero).
+fn parse_send_cap(value: Option<&str>) -> Result<u32, ConfigError> {
+    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(DEFAULT_SEND_MAX_PER_HOUR);
+    };
+    let refused = ConfigError::Send(SendRefusal::BadSendCap);
+    if value.len() > 4 || value.starts_with('0') || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refused);
+    }
+    match value.parse::<u32>() {
+        Ok(cap) if (1..=MAX_SEND_MAX_PER_HOUR).contains(&cap) => Ok(cap),
+        _ => Err(refused),
+    }
+}
+
+/// The outbound variables as parsed, before the send rules are applied.
+struct SendRules {
     from: Option<EmailAddress>,
     senders: Option<Vec<EmailAddress>>,
     domains: Option<Vec<Domain>>,
+    max_per_hour: u32,
+}
+
+/// The send rules, in the reference's order, each with its own refusal; then the sending
+/// mailbox's SMTP credential, when its `smtp` block names one.
+fn send_settings(
+    env: &Env,
+    config: &Config,
+    rules: SendRules,
 ) -> Result<SendSettings, ConfigError> {
+    let SendRules {
+        from,
+        senders,
+        domains,
+        max_per_hour,
+    } = rules;
     let from = from.ok_or(ConfigError::Send(SendRefusal::FromMissing))?;
     let mailbox = config
         .mailboxes
@@ -241,12 +296,33 @@ fn send_settings(
         Some(domains) => (domains, false),
         None => (vec![from.to_domain()], true),
     };
+    let smtp = match &mailbox.backend {
+        BackendSpec::Maildir { smtp, .. } | BackendSpec::Imap { smtp, .. } => smtp.as_ref(),
+        BackendSpec::Graph => None,
+    };
+    let credential_var = smtp.and_then(|spec| {
+        spec.password_env
+            .as_deref()
+            .or(spec.oauth2_token_env.as_deref())
+    });
+    let smtp_secret = credential_var
+        .map(|var| {
+            env.secret(var)
+                .ok_or(ConfigError::Send(SendRefusal::SmtpSecretMissing))
+        })
+        .transpose()?;
+    let max_per_hour = smtp
+        .and_then(|spec| spec.rate_limit)
+        .and_then(|limit| limit.smtp_per_hour)
+        .map_or(max_per_hour, |per_hour| per_hour.min(max_per_hour));
     Ok(SendSettings {
         from_alias: mailbox.alias.clone(),
         from,
         allowed_senders,
         recipient_domains,
         recipient_domains_defaulted,
+        max_per_hour,
+        smtp_secret,
     })
 }
 
@@ -566,6 +642,108 @@ mod tests {
             matches!(error, ConfigError::InvalidAddress { var: SEND_FROM_VAR }),
             "{error:?}"
         );
+    }
+
+    #[test]
+    fn the_send_cap_defaults_and_is_strict() {
+        let cap = |value: &'static str| {
+            resolve(&with_send(&[(SEND_MAX_PER_HOUR_VAR, value)]), false)
+                .map(|gates| gates.send.expect("open").max_per_hour)
+        };
+        assert_eq!(
+            resolve(&with_send(&[]), false)
+                .expect("open")
+                .send
+                .expect("send")
+                .max_per_hour,
+            DEFAULT_SEND_MAX_PER_HOUR
+        );
+        assert_eq!(cap("").expect("blank is unset"), DEFAULT_SEND_MAX_PER_HOUR);
+        assert_eq!(cap(" 7 ").expect("trimmed"), 7);
+        assert_eq!(cap("1").expect("min"), 1);
+        assert_eq!(cap("1000").expect("max"), 1000);
+        for bad in [
+            "0",
+            "-1",
+            "+5",
+            "1001",
+            "99999",
+            "007",
+            "1e3",
+            "ten",
+            "5 5",
+            "4294967297",
+            "2.5",
+        ] {
+            let error = cap(bad).expect_err(bad);
+            assert!(
+                matches!(error, ConfigError::Send(SendRefusal::BadSendCap)),
+                "{bad}: {error:?}"
+            );
+            assert!(error.to_string().contains(SEND_MAX_PER_HOUR_VAR));
+        }
+        // Validated with the gate closed too.
+        assert!(resolve(&[(SEND_MAX_PER_HOUR_VAR, "lots")], false).is_err());
+        assert!(resolve(&[(SEND_MAX_PER_HOUR_VAR, "5")], false).is_ok());
+    }
+
+    #[test]
+    fn the_senders_smtp_credential_is_resolved_and_required() {
+        let config = |credential: &str| {
+            let json = format!(
+                r#"{{"mailboxes": [{{"alias": "finance", "address": "finance@example.com",
+                    "backend": {{"kind": "maildir", "path": "/m", "smtp": {{"host": "127.0.0.1",
+                    "port": 2525, "security": "plain"{credential}}}}}}}]}}"#
+            );
+            Config::from_json(json.as_bytes(), Path::new("/etc/mailgate")).expect("valid config")
+        };
+        let env = |extra: &[(&'static str, &'static str)]| {
+            let mut pairs = with_send(&[]);
+            pairs.extend_from_slice(extra);
+            Env::from_pairs(pairs)
+        };
+        let limited = config(r#", "rateLimit": {"smtpPerHour": 5}"#);
+        let cap = |pairs: &[(&'static str, &'static str)]| {
+            Gates::resolve(&env(pairs), &limited)
+                .expect("open")
+                .send
+                .expect("send")
+                .max_per_hour
+        };
+        assert_eq!(cap(&[]), 5, "the smtp block's smaller limit wins");
+        assert_eq!(cap(&[(SEND_MAX_PER_HOUR_VAR, "3")]), 3);
+        assert_eq!(cap(&[(SEND_MAX_PER_HOUR_VAR, "50")]), 5);
+        let with_password = config(r#", "passwordEnv": "FINANCE_SMTP_PW""#);
+        let send = Gates::resolve(&env(&[("FINANCE_SMTP_PW", "s3cret pass")]), &with_password)
+            .expect("open")
+            .send
+            .expect("send");
+        assert_eq!(
+            send.smtp_secret.as_ref().map(Secret::expose),
+            Some("s3cret pass")
+        );
+        assert!(!format!("{send:?}").contains("s3cret"), "Debug redacts");
+        for missing in [env(&[]), env(&[("FINANCE_SMTP_PW", "")])] {
+            let error = Gates::resolve(&missing, &with_password).expect_err("missing secret");
+            assert!(
+                matches!(error, ConfigError::Send(SendRefusal::SmtpSecretMissing)),
+                "{error:?}"
+            );
+            assert!(!error.to_string().contains("FINANCE_SMTP_PW"));
+        }
+        // Closed gate: the credential is not needed.
+        assert!(Gates::resolve(&Env::from_pairs(SENDER), &with_password).is_ok());
+        let with_token = config(r#", "oauth2TokenEnv": "FINANCE_TOKEN""#);
+        let send = Gates::resolve(&env(&[("FINANCE_TOKEN", "tok")]), &with_token)
+            .expect("open")
+            .send
+            .expect("send");
+        assert_eq!(send.smtp_secret.as_ref().map(Secret::expose), Some("tok"));
+        let send = Gates::resolve(&env(&[]), &config(""))
+            .expect("no credential named")
+            .send
+            .expect("send");
+        assert!(send.smtp_secret.is_none());
     }
 
     #[test]

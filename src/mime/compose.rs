@@ -93,8 +93,9 @@ pub(crate) fn render(msg: &Outgoing, with_bcc_header: bool) -> Result<Vec<u8>, C
     if let Some(id) = &msg.in_reply_to {
         b = b.in_reply_to(id.clone());
     }
-    for r in &msg.references {
-        b = b.references(r.clone());
+    if !msg.references.is_empty() {
+        // lettre's `references` replaces rather than appends: the whole chain goes in one value.
+        b = b.references(msg.references.join(" "));
     }
     let text = SinglePart::plain(msg.body.clone());
     let built = if msg.attachments.is_empty() {
@@ -128,7 +129,10 @@ mod tests {
             subject: "Relatório de março".into(),
             body: "Olá,\nsegue o relatório.\n".into(),
             in_reply_to: Some("<orchard-1@demo.example.com>".into()),
-            references: vec!["<orchard-1@demo.example.com>".into()],
+            references: vec![
+                "<orchard-0@demo.example.com>".into(),
+                "<orchard-1@demo.example.com>".into(),
+            ],
             attachments: vec![OutgoingAttachment {
                 filename: "ledger.csv".into(),
                 content_type: "text/csv".into(),

@@ -498,7 +498,6 @@ pub(crate) struct MarkArgs {
     pub(crate) message_ids: Vec<String>,
     /// true marks read, false unread.
     #[garde(skip)]
-    #[expect(dead_code, reason = "read by the handler of the write-family issue")]
     pub(crate) read: bool,
 }
 
@@ -578,7 +577,6 @@ pub(crate) struct SendEmailArgs {
     pub(crate) in_reply_to: Option<String>,
     /// Render the envelope and the policy verdict without sending.
     #[garde(skip)]
-    #[expect(dead_code, reason = "read by the handler of the send issue")]
     pub(crate) dry_run: Option<bool>,
     /// A UUIDv4: a retried call with the same key returns the first call's receipt.
     #[garde(pattern(

@@ -14,7 +14,7 @@ pub(crate) mod framing;
 mod handoff;
 pub(crate) mod output;
 mod read;
-mod send;
+pub(crate) mod send;
 mod write;
 
 use std::borrow::Cow;
@@ -172,6 +172,7 @@ pub(crate) enum ErrorCode {
     ExtractionFailed,
     ExtractionTimeout,
     ExtractionBusy,
+    RateLimited,
 }
 
 impl ErrorCode {
@@ -191,6 +192,7 @@ impl ErrorCode {
             ErrorCode::ExtractionFailed => "EXTRACTION_FAILED",
             ErrorCode::ExtractionTimeout => "EXTRACTION_TIMEOUT",
             ErrorCode::ExtractionBusy => "EXTRACTION_BUSY",
+            ErrorCode::RateLimited => "RATE_LIMITED",
         }
     }
 }
@@ -320,16 +322,16 @@ pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
 /// Everything a handler may use, fixed at startup.
 pub(crate) struct App {
     pub(crate) config: Config,
-    #[expect(
-        dead_code,
-        reason = "read by the send handler (the sender settings) in the send issue"
-    )]
     pub(crate) gates: Gates,
     pub(crate) backends: Registry,
     pub(crate) journal: Option<Journal>,
     pub(crate) tools: Vec<&'static ToolDef>,
     /// Process-wide bound on running extractions (`maxConcurrentExtractions`).
     pub(crate) extraction_slots: Arc<tokio::sync::Semaphore>,
+    /// The outbound policy and transport; `Some` exactly when the send gate is open.
+    pub(crate) send: Option<send::SendState>,
+    /// The download root (security.md §3), opened at startup only when the write gate is open.
+    pub(crate) downloads: Option<Arc<crate::downloads::DownloadRoot>>,
 }
 
 /// A mailbox a handler may use: the validated alias, its config entry and its pinned backend.

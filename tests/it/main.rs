@@ -15,4 +15,6 @@ mod invalid_inputs;
 mod limits;
 mod policy_drift;
 mod read_tools;
+mod send;
 mod telemetry;
+mod writes;

