@@ -162,6 +162,22 @@ pub(crate) fn explain(settings: &Settings) -> String {
                     ""
                 }
             );
+            let transport = settings
+                .config
+                .mailboxes
+                .iter()
+                .find(|m| m.alias == s.from_alias)
+                .map_or("none", |m| match &m.backend {
+                    BackendSpec::Maildir { smtp: Some(_), .. }
+                    | BackendSpec::Imap { smtp: Some(_), .. } => "smtp",
+                    BackendSpec::Maildir { smtp: None, .. } => "local outbox (<state>/outbox)",
+                    _ => "unsupported in this version",
+                });
+            let _ = writeln!(
+                out,
+                "  send cap: {} message(s) per hour per process; transport: {transport}; one attempt, no retries",
+                s.max_per_hour
+            );
         }
     }
     let _ = writeln!(out, "disk roots:");
