@@ -23,6 +23,8 @@ pub(crate) mod telemetry;
 pub(crate) mod tools;
 
 #[cfg(fuzzing)]
+pub mod fuzz_write;
+#[cfg(fuzzing)]
 pub mod fuzzing;
 
 pub use cli::run;

@@ -1,0 +1,23 @@
+//! Fuzz entry points of the write and send families (compiled only under `cfg(fuzzing)`, like
+//! `fuzzing`). Each forwards to the oracle-carrying function beside the code it checks:
+//! - [`outbound`]: recipient lists, domain allowlists and header values → `OutboundPolicy::decide`;
+//!   never a permit for an unlisted domain or a header with CR/LF/NUL.
+//! - [`safe_name`]: attachment names → `SafeFileName`; always one safe component, and creating
+//!   it inside a temp root touches nothing outside.
+//! - [`download_plan`]: random sequences of hostile names and planted symlinks saved through the
+//!   download root; nothing outside the root changes and nothing is overwritten.
+
+/// See the module doc.
+pub fn outbound(data: &[u8]) {
+    crate::policy::outbound::fuzz_outbound(data);
+}
+
+/// See the module doc.
+pub fn safe_name(data: &[u8]) {
+    crate::downloads::fuzz_safe_name(data);
+}
+
+/// See the module doc.
+pub fn download_plan(data: &[u8]) {
+    crate::downloads::fuzz_download_plan(data);
+}
