@@ -843,8 +843,11 @@ mod model {
                     (vec![own], true)
                 }
             };
+            // Only the first mailbox has an `smtp` block; another sender has no credential and
+            // no smtp rate limit.
+            let first = alias == super::GATE_MAILBOXES[0].0;
             // The sender's SMTP credential, exact (untrimmed), when its block names one.
-            let secret = match config.smtp_credential {
+            let secret = match config.smtp_credential.filter(|_| first) {
                 None => None,
                 Some(var) => Some(
                     get(var)
@@ -859,7 +862,10 @@ mod model {
                 senders,
                 domains,
                 defaulted,
-                max_per_hour: config.smtp_per_hour.map_or(cap, |limit| limit.min(cap)),
+                max_per_hour: config
+                    .smtp_per_hour
+                    .filter(|_| first)
+                    .map_or(cap, |limit| limit.min(cap)),
                 secret,
             })
         } else {
