@@ -30,11 +30,13 @@ fi
 export RUSTC_BOOTSTRAP=1
 # Two cores in CI: keep the build to them (cargo fuzz build has no -j).
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
-# The Maildir target's scratch directories land here instead of /tmp (one per run, never
-# removed by the fuzzer itself).
-export TMPDIR="$fuzz/target/tmp"
-rm -rf "$TMPDIR"
-mkdir -p "$TMPDIR" "$fuzz/target/logs"
+# The Maildir target's scratch directories land in a private folder of this run instead of
+# /tmp (libFuzzer exits without removing them). Private, so that two concurrent runs never
+# delete each other's scratch Maildir; removed when this script exits.
+mkdir -p "$fuzz/target/tmp" "$fuzz/target/logs"
+TMPDIR="$(mktemp -d "$fuzz/target/tmp/run.XXXXXX")"
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 
 sanitizer="${FUZZ_SANITIZER:-address}"
 build=(--sanitizer "$sanitizer")
@@ -49,7 +51,7 @@ if [[ ${#targets[@]} -eq 0 ]]; then
     exit 1
 fi
 
-echo "fuzz.sh: building ${targets[*]} (sanitizer: $sanitizer)" >&2
+echo "fuzz.sh: building all targets (sanitizer: $sanitizer); running: ${targets[*]}" >&2
 cargo fuzz build "${build[@]}"
 
 failed=()
