@@ -82,13 +82,9 @@ async fn graph_mailboxes_answer_unsupported_not_a_silent_failure() {
 async fn a_prompt_injection_mail_stays_inside_the_fence() {
     let world = World::new();
     let c = world.demo_client().await;
-    let l = c
-        .ok(
-            "list_messages",
-            json!({"mailbox": "finance", "criteria": {"subject": "URGENT: action required"}}),
-        )
+    let id = c
+        .first_id("finance", json!({"subject": "URGENT: action required"}))
         .await;
-    let id = l["messages"][0]["id"].as_str().unwrap().to_owned();
     let raw = c
         .call(
             "get_message",

@@ -212,10 +212,12 @@ async fn long_bodies_are_read_in_bounded_pieces() {
     let world = World::new();
     let c = world.demo_client().await;
     // Known fact of the demo corpus: a ~40,000-char body in personal / Projects.Alpha.
-    let l = c
-        .ok("list_messages", json!({"mailbox": "personal", "criteria": {"folder": "Projects.Alpha", "subject": "Alpha architecture notes"}}))
+    let id = c
+        .first_id(
+            "personal",
+            json!({"folder": "Projects.Alpha", "subject": "Alpha architecture notes"}),
+        )
         .await;
-    let id = l["messages"][0]["id"].as_str().unwrap().to_owned();
     let first = c
         .ok(
             "get_message",
@@ -280,13 +282,7 @@ async fn html_bodies_lose_scripts_styles_hidden_text_and_remote_images() {
             &["HIDDEN-CANARY-2290", "HIDDEN-CANARY-2291"][..],
         ),
     ] {
-        let l = c
-            .ok(
-                "list_messages",
-                json!({"mailbox": "personal", "criteria": {"subject": subject}}),
-            )
-            .await;
-        let id = l["messages"][0]["id"].as_str().unwrap().to_owned();
+        let id = c.first_id("personal", json!({"subject": subject})).await;
         let raw = c
             .call(
                 "get_message",
@@ -305,16 +301,7 @@ async fn html_bodies_lose_scripts_styles_hidden_text_and_remote_images() {
 
 /// Finds the first attachment of the first message matching `subject` in `mailbox`'s inbox.
 async fn attachment_of(c: &crate::util::Client, mailbox: &str, subject: &str) -> (String, String) {
-    let l = c
-        .ok(
-            "list_messages",
-            json!({"mailbox": mailbox, "criteria": {"subject": subject}}),
-        )
-        .await;
-    let mid = l["messages"][0]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{subject}: {l}"))
-        .to_owned();
+    let mid = c.first_id(mailbox, json!({"subject": subject})).await;
     let atts = c
         .ok(
             "list_attachments",

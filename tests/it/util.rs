@@ -163,6 +163,20 @@ impl Client {
         meta.0["mailgate/errorCode"].as_str().unwrap().to_owned()
     }
 
+    /// The id of the first message `list_messages` answers for `criteria` in `mailbox`.
+    pub(crate) async fn first_id(&self, mailbox: &str, criteria: Value) -> String {
+        let listing = self
+            .ok(
+                "list_messages",
+                serde_json::json!({"mailbox": mailbox, "criteria": criteria}),
+            )
+            .await;
+        listing["messages"][0]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{mailbox}: no message for the criteria: {listing}"))
+            .to_owned()
+    }
+
     pub(crate) async fn close(self) {
         let _ = self.inner.cancel().await;
     }
@@ -195,22 +209,70 @@ pub(crate) async fn demo_config(world: &World) -> String {
     path.display().to_string()
 }
 
-/// A config over the demo's Maildirs with extra top-level keys (e.g. tighter limits).
-pub(crate) async fn demo_maildir_config(world: &World, extra: &str) -> String {
+/// One mailbox of a config written by [`config_over_demo`]: a demo Maildir (by alias), or a
+/// Graph mailbox when `maildir` is false.
+pub(crate) struct DemoEntry {
+    pub(crate) alias: &'static str,
+    pub(crate) address: &'static str,
+    pub(crate) access: &'static str,
+    pub(crate) maildir: bool,
+}
+
+/// Sets up the demo and writes a private config over its Maildirs with `mailboxes` and extra
+/// top-level keys (e.g. tighter limits); returns its path.
+pub(crate) async fn config_over_demo(
+    world: &World,
+    mailboxes: &[DemoEntry],
+    extra: &str,
+) -> String {
     demo_config(world).await;
     let mail = world.state().join("demo/mail");
-    let json = format!(
-        r#"{{ "mailboxes": [
-            {{ "alias": "finance", "address": "finance@example.com", "backend": {{ "kind": "maildir", "path": "{f}" }} }},
-            {{ "alias": "personal", "address": "ana.lima@example.com", "backend": {{ "kind": "maildir", "path": "{p}" }} }},
-            {{ "alias": "cloud", "address": "cloud@example.org" }}
-        ]{extra} }}"#,
-        f = mail.join("finance").display(),
-        p = mail.join("personal").display(),
-    );
+    let entries: Vec<String> = mailboxes
+        .iter()
+        .map(|m| {
+            let backend = if m.maildir {
+                format!(
+                    r#", "backend": {{ "kind": "maildir", "path": "{}" }}"#,
+                    mail.join(m.alias).display()
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                r#"{{ "alias": "{}", "address": "{}", "access": "{}"{backend} }}"#,
+                m.alias, m.address, m.access
+            )
+        })
+        .collect();
+    let json = format!(r#"{{ "mailboxes": [ {} ]{extra} }}"#, entries.join(", "));
     let path = world.path().join("custom.json");
     std::fs::write(&path, json).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path.display().to_string()
+}
+
+/// finance and personal from the demo, plus a Graph mailbox `cloud` (not built in this version).
+pub(crate) async fn demo_maildir_config(world: &World, extra: &str) -> String {
+    let mailboxes = [
+        DemoEntry {
+            alias: "finance",
+            address: "finance@example.com",
+            access: "full",
+            maildir: true,
+        },
+        DemoEntry {
+            alias: "personal",
+            address: "ana.lima@example.com",
+            access: "full",
+            maildir: true,
+        },
+        DemoEntry {
+            alias: "cloud",
+            address: "cloud@example.org",
+            access: "full",
+            maildir: false,
+        },
+    ];
+    config_over_demo(world, &mailboxes, extra).await
 }

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-use crate::util::{Client, World, demo_config, text_of};
+use crate::util::{Client, DemoEntry, World, config_over_demo, text_of};
 
 const WRITE_TOOLS: [&str; 5] = [
     "move_messages",
@@ -225,9 +225,7 @@ async fn move_returns_new_ids_and_the_messages_change_folders() {
 #[tokio::test]
 async fn more_ids_than_max_batch_size_change_nothing() {
     let world = writes_world();
-    demo_config(&world).await;
-    let mail = world.state().join("demo/mail");
-    let config = custom_config(&world, &mail, r#", "maxBatchSize": 2"#);
+    let config = custom_config(&world, r#", "maxBatchSize": 2"#).await;
     let c = world.client(&["--config", &config, "serve"]).await;
     let inbox = ids(&c, "finance", "inbox").await;
     for tool in ["move_messages", "copy_messages"] {
@@ -399,33 +397,35 @@ async fn downloads_are_private_files_with_the_raw_bytes_sha256() {
     c.close().await;
 }
 
-/// A config over the demo Maildirs (support and the read-only archive included) with extra keys.
-fn custom_config(world: &World, mail: &Path, extra: &str) -> String {
-    let entry = |alias: &str, address: &str, access: &str| {
-        format!(
-            r#"{{ "alias": "{alias}", "address": "{address}", "access": "{access}",
-                 "backend": {{ "kind": "maildir", "path": "{}" }} }}"#,
-            mail.join(alias).display()
-        )
-    };
-    let json = format!(
-        r#"{{ "mailboxes": [ {}, {}, {} ]{extra} }}"#,
-        entry("finance", "finance@example.com", "full"),
-        entry("support", "support@example.org", "full"),
-        entry("archive", "records@example.net", "read"),
-    );
-    let path = world.path().join("writes.json");
-    std::fs::write(&path, json).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    path.display().to_string()
+/// finance, support and the read-only archive from the demo, with extra keys.
+async fn custom_config(world: &World, extra: &str) -> String {
+    let mailboxes = [
+        DemoEntry {
+            alias: "finance",
+            address: "finance@example.com",
+            access: "full",
+            maildir: true,
+        },
+        DemoEntry {
+            alias: "support",
+            address: "support@example.org",
+            access: "full",
+            maildir: true,
+        },
+        DemoEntry {
+            alias: "archive",
+            address: "records@example.net",
+            access: "read",
+            maildir: true,
+        },
+    ];
+    config_over_demo(world, &mailboxes, extra).await
 }
 
 #[tokio::test]
 async fn the_oversized_attachment_is_refused_by_budget_before_any_write() {
     let world = writes_world();
-    demo_config(&world).await;
-    let mail = world.state().join("demo/mail");
-    let config = custom_config(&world, &mail, r#", "maxDownloadBatchBytes": 1048576"#);
+    let config = custom_config(&world, r#", "maxDownloadBatchBytes": 1048576"#).await;
     let c = world.client(&["--config", &config, "serve"]).await;
     let mid = by_subject(&c, "support", "inbox", "Raw site survey export (large)").await;
     let raw = c
