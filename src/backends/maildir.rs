@@ -600,9 +600,7 @@ impl MaildirStore {
         let ids = ids.to_vec();
         let destination = destination.to_owned();
         self.blocking(move |root| {
-            let dest = resolve_folder(root, Some(&destination))?;
-            let dest_dir = folder_dir(root, &dest)?;
-            ensure_subdirs(&dest_dir)?;
+            let (dest, dest_dir) = open_destination(root, &destination)?;
             let mut taken: HashSet<String> = list_files(&dest_dir)?
                 .into_iter()
                 .map(|f| f.unique)
@@ -625,9 +623,7 @@ impl MaildirStore {
         let ids = ids.to_vec();
         let destination = destination.to_owned();
         self.blocking(move |root| {
-            let dest = resolve_folder(root, Some(&destination))?;
-            let dest_dir = folder_dir(root, &dest)?;
-            ensure_subdirs(&dest_dir)?;
+            let (dest, dest_dir) = open_destination(root, &destination)?;
             Ok(ids
                 .iter()
                 .map(|id| copy_one(root, id, &dest, &dest_dir))
@@ -650,6 +646,15 @@ impl MaildirStore {
 }
 
 /// Sorted, de-duplicated flags; refuses anything but [`SETTABLE_FLAGS`].
+/// An existing destination folder of a move or copy (never created here), with its
+/// `cur/ new/ tmp/` present.
+fn open_destination(root: &Dir, destination: &str) -> Result<(String, Dir), BackendError> {
+    let dest = resolve_folder(root, Some(destination))?;
+    let dest_dir = folder_dir(root, &dest)?;
+    ensure_subdirs(&dest_dir)?;
+    Ok((dest, dest_dir))
+}
+
 fn normalise_flags(flags: &str) -> Result<String, BackendError> {
     if !flags.chars().all(|c| SETTABLE_FLAGS.contains(c)) {
         return Err(BackendError::BadId);
