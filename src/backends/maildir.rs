@@ -582,7 +582,7 @@ impl MaildirStore {
             } else {
                 Publish::Cur(&flags)
             };
-            let unique = deliver(&dir, &raw, Utc::now().timestamp(), publish)?;
+            let unique = store_message(&dir, &raw, Utc::now().timestamp(), publish)?;
             Ok(encode_id(&id, &unique))
         })
         .await
@@ -729,7 +729,12 @@ fn new_unique(secs: i64) -> String {
 
 /// Writes `raw` to `tmp/<unique>` exclusively (0600), fsyncs it, and renames it into place.
 /// Any failure after the file was created removes it, so nothing partial is ever published.
-fn deliver(dir: &Dir, raw: &[u8], secs: i64, publish: Publish<'_>) -> Result<String, BackendError> {
+fn store_message(
+    dir: &Dir,
+    raw: &[u8],
+    secs: i64,
+    publish: Publish<'_>,
+) -> Result<String, BackendError> {
     let unique = new_unique(secs);
     let tmp = format!("tmp/{unique}");
     let mut opts = OpenOptions::new();
@@ -809,7 +814,7 @@ fn copy_one(root: &Dir, id: &str, dest: &str, dest_dir: &Dir) -> ItemResult<Stri
         Publish::Cur(stored_flags(&file))
     };
     // The copy keeps the original delivery time, so it sorts and dates like its source.
-    let unique = deliver(dest_dir, &raw, file.received, publish)?;
+    let unique = store_message(dest_dir, &raw, file.received, publish)?;
     Ok(encode_id(dest, &unique))
 }
 
