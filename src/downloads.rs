@@ -219,10 +219,8 @@ impl DownloadRoot {
             tracing::warn!(kind = ?e.kind(), "a download temp file could not be removed");
         }
         let name = published?;
-        if let Ok(dir) = self.dir.try_clone() {
-            // Best effort: make the new directory entry durable.
-            let _ = dir.into_std_file().sync_all();
-        }
+        // The file itself is fsynced; this makes its new name durable too.
+        crate::dir_fd::sync_best_effort(&self.dir);
         Ok(SavedFile {
             name,
             size: bytes.len() as u64,

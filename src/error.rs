@@ -20,6 +20,8 @@ pub(crate) enum StartupError {
     Journal(std::io::ErrorKind),
     #[error("the download folder (MAILGATE_DOWNLOAD_DIR) could not be prepared ({0})")]
     DownloadDir(std::io::ErrorKind),
+    #[error("the handoff store (<state folder>/handoffs) is refused: {0}")]
+    HandoffStore(String),
     #[error("the send transport could not be prepared: {0}")]
     SendSetup(String),
     #[error(

@@ -126,6 +126,78 @@ pub(crate) fn create_private_dir_all(path: &Path) -> io::Result<Dir> {
     open_dir(path)
 }
 
+/// Why a private directory was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PrivateDirError {
+    #[error("it does not exist")]
+    Missing,
+    #[error(
+        "it or its parent is a symlink, is not owned by this user, or grants group/other access"
+    )]
+    NotPrivate,
+    #[error("it could not be opened ({0})")]
+    Io(io::ErrorKind),
+}
+
+/// Opens `parent/name` as a capability for a store that must stay private (the handoff root).
+/// `parent` must be a real directory (not a symlink) owned by this user with no group or other
+/// permission bits; `name` is opened without following a symlink. With `create`, missing
+/// directories are created 0700 first; without it nothing is created and a missing directory
+/// is [`PrivateDirError::Missing`]. The returned `Dir`'s own mode and owner are the caller's to
+/// check (on the descriptor).
+///
+/// # Ambient Authority
+/// Creates and `lstat`s `parent` and opens it with ambient authority.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "path_guard is the one module allowed to inspect host paths"
+)]
+pub(crate) fn open_private_subdir(
+    parent: &Path,
+    name: &str,
+    create: bool,
+) -> Result<Dir, PrivateDirError> {
+    use cap_fs_ext::DirExt as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let io = |e: io::Error| match e.kind() {
+        io::ErrorKind::NotFound => PrivateDirError::Missing,
+        kind => PrivateDirError::Io(kind),
+    };
+    if create {
+        create_private_dir_all(parent).map_err(io)?;
+    }
+    let meta = std::fs::symlink_metadata(parent).map_err(io)?;
+    let euid = rustix::process::geteuid().as_raw();
+    if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o077 != 0 {
+        return Err(PrivateDirError::NotPrivate);
+    }
+    let parent_dir = open_dir(parent).map_err(io)?;
+    // The path could have been swapped between the lstat and the open: the opened descriptor
+    // must be the directory that was checked.
+    let opened = parent_dir
+        .try_clone()
+        .and_then(|d| d.into_std_file().metadata())
+        .map_err(io)?;
+    if (opened.dev(), opened.ino()) != (meta.dev(), meta.ino()) {
+        return Err(PrivateDirError::NotPrivate);
+    }
+    if create {
+        let mut builder = cap_std::fs::DirBuilder::new();
+        cap_std::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        match parent_dir.create_dir_with(name, &builder) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    match parent_dir.open_dir_nofollow(name) {
+        Ok(dir) => Ok(dir),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(PrivateDirError::Missing),
+        // ELOOP / ENOTDIR: a symlink or a file where the directory should be.
+        Err(_) => Err(PrivateDirError::NotPrivate),
+    }
+}
+
 fn read_checked(path: &Path, max_bytes: u64, rule: ModeRule) -> Result<Vec<u8>, Failure> {
     let mut options = OpenOptions::new();
     options.read(true).follow(FollowSymlinks::No).nonblock(true);

@@ -9,11 +9,14 @@ use crate::backends::{Backend, Registry, maildir::MaildirStore};
 use crate::config::{BackendSpec, Settings};
 use crate::error::StartupError;
 use crate::gates::{Gates, catalog};
+use crate::handoff::{HandoffStore, StoreLimits};
 use crate::path_guard;
 use crate::telemetry::Journal;
 use crate::tools::App;
 
 const SEARCH_MEMORY_MAX_BYTES: u64 = 1024 * 1024;
+/// The handoff root's name inside the state folder (fixed: no caller or config names it).
+pub(crate) const HANDOFF_DIR: &str = "handoffs";
 
 /// Builds the app for `gates` (the HTTP transport passes read-only gates whatever the settings).
 pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
@@ -54,6 +57,13 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
     } else {
         None
     };
+    // The handoff store exists only for a process with the handoff gate open; opening it sweeps
+    // bundles left uncommitted by a crash and bundles past their TTL.
+    let handoffs = if gates.is_open(crate::gates::Gate::Handoffs) {
+        Some(Arc::new(open_handoff_store(settings)?))
+    } else {
+        None
+    };
     // The outbound policy and transport exist only for a process that may send.
     let send = gates
         .send
@@ -72,5 +82,34 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         send,
         tools,
         downloads,
+        handoffs,
     }))
+}
+
+/// Opens `<state>/handoffs` (created 0700), checks it and sweeps it.
+pub(crate) fn open_handoff_store(settings: &Settings) -> Result<HandoffStore, StartupError> {
+    let limits = &settings.config.limits;
+    let root = path_guard::open_private_subdir(&settings.state_dir, HANDOFF_DIR, true)
+        .map_err(|e| StartupError::HandoffStore(e.to_string()))?;
+    let store = HandoffStore::new(
+        root,
+        StoreLimits {
+            max_attachment_bytes: limits.max_handoff_attachment_bytes,
+            max_store_bytes: limits.max_handoff_store_bytes,
+            max_entries: limits.max_handoff_store_entries,
+            ttl: settings.handoff_ttl,
+        },
+        settings.handoff_crash_at,
+    )
+    .map_err(|e| StartupError::HandoffStore(e.to_string()))?;
+    let report = store
+        .sweep()
+        .map_err(|e| StartupError::HandoffStore(e.to_string()))?;
+    if report.left_in_place > 0 {
+        tracing::warn!(
+            entries = report.left_in_place,
+            "the handoff root holds entries mailgate will not serve; run `mailgate handoff verify`"
+        );
+    }
+    Ok(store)
 }

@@ -761,8 +761,9 @@ fn store_message(
 
 /// Best-effort fsync of a folder's subdirectory, so a published rename survives a crash.
 fn sync_dir(dir: &Dir, sub: &str) {
-    if let Ok(d) = dir.open_dir(sub) {
-        let _ = d.into_std_file().sync_all();
+    match dir.open_dir(sub) {
+        Ok(d) => crate::dir_fd::sync_best_effort(&d),
+        Err(e) => tracing::warn!(kind = ?e.kind(), "a maildir folder could not be opened to fsync"),
     }
 }
 

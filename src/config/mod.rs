@@ -43,6 +43,13 @@ pub(crate) const HOME_DIR_VAR: &str = "MAILGATE_HOME";
 pub(crate) const DOWNLOAD_DIR_VAR: &str = "MAILGATE_DOWNLOAD_DIR";
 /// Environment variable switching the run journal on.
 pub(crate) const JOURNAL_VAR: &str = "MAILGATE_JOURNAL";
+/// Lifetime of a handoff bundle in hours (security.md §4).
+pub(crate) const HANDOFF_TTL_VAR: &str = "MAILGATE_HANDOFF_TTL_HOURS";
+pub(crate) const DEFAULT_HANDOFF_TTL_HOURS: u64 = 7 * 24;
+pub(crate) const MAX_HANDOFF_TTL_HOURS: u64 = 366 * 24;
+/// Debug builds only: abort at a named step of a handoff create (crash tests).
+#[cfg(debug_assertions)]
+pub(crate) const HANDOFF_CRASH_VAR: &str = "MAILGATE_TEST_HANDOFF_CRASH_AT";
 /// Environment variable overriding `searchMemoryPath`.
 pub(crate) const SEARCH_MEMORY_VAR: &str = "PLUGIN_SEARCH_MEMORY_PATH";
 
@@ -86,6 +93,10 @@ pub(crate) enum ConfigError {
     CurrentDir,
     #[error(".env in the working directory is not usable: {0}")]
     DotEnv(env::DotEnvError),
+    #[error("MAILGATE_HANDOFF_TTL_HOURS must be a whole number of hours from 1 to 8784")]
+    BadHandoffTtl,
+    #[error("MAILGATE_TEST_HANDOFF_CRASH_AT names no crash point")]
+    BadCrashPoint,
 }
 
 impl ConfigError {
@@ -623,6 +634,10 @@ pub(crate) struct Settings {
     pub(crate) state_dir: PathBuf,
     pub(crate) download_dir: PathBuf,
     pub(crate) journal: bool,
+    /// How long a handoff bundle is served ([`HANDOFF_TTL_VAR`]).
+    pub(crate) handoff_ttl: std::time::Duration,
+    /// Crash tests only; always `None` in release builds.
+    pub(crate) handoff_crash_at: Option<crate::handoff::CrashPoint>,
 }
 
 /// Resolves and reads everything startup needs, failing closed on the first problem.
@@ -678,6 +693,14 @@ pub(crate) fn load_settings(
         None => state_dir.join("downloads"),
     };
     let journal = parse_bool(JOURNAL_VAR, env.raw(JOURNAL_VAR))?.unwrap_or(false);
+    let handoff_ttl = handoff_ttl(env)?;
+    #[cfg(debug_assertions)]
+    let handoff_crash_at = env
+        .get(HANDOFF_CRASH_VAR)
+        .map(|s| crate::handoff::CrashPoint::parse(s).ok_or(ConfigError::BadCrashPoint))
+        .transpose()?;
+    #[cfg(not(debug_assertions))]
+    let handoff_crash_at = None;
 
     Ok(Settings {
         config,
@@ -686,7 +709,24 @@ pub(crate) fn load_settings(
         state_dir,
         download_dir,
         journal,
+        handoff_ttl,
+        handoff_crash_at,
     })
+}
+
+/// [`HANDOFF_TTL_VAR`]: whole hours, 1 to [`MAX_HANDOFF_TTL_HOURS`], default seven days. Also
+/// read by `mailgate handoff`, which needs no plugin.json.
+pub(crate) fn handoff_ttl(env: &env::Env) -> Result<std::time::Duration, ConfigError> {
+    let hours = match env.get(HANDOFF_TTL_VAR) {
+        None => DEFAULT_HANDOFF_TTL_HOURS,
+        Some(raw) => raw
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|h| (1..=MAX_HANDOFF_TTL_HOURS).contains(h))
+            .ok_or(ConfigError::BadHandoffTtl)?,
+    };
+    Ok(std::time::Duration::from_secs(hours * 3600))
 }
 
 /// The state directory: `MAILGATE_HOME` (must be absolute) > `$HOME/.mailgate` (HOME must be

@@ -173,6 +173,14 @@ pub(crate) enum ErrorCode {
     ExtractionTimeout,
     ExtractionBusy,
     RateLimited,
+    AttachmentNotFound,
+    AttachmentMetadataInvalid,
+    HandoffNotFound,
+    HandoffInvalid,
+    HandoffIdempotencyMismatch,
+    HandoffQuotaExceeded,
+    HandoffBusy,
+    HandoffStorageFailed,
 }
 
 impl ErrorCode {
@@ -193,6 +201,14 @@ impl ErrorCode {
             ErrorCode::ExtractionTimeout => "EXTRACTION_TIMEOUT",
             ErrorCode::ExtractionBusy => "EXTRACTION_BUSY",
             ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::AttachmentNotFound => "ATTACHMENT_NOT_FOUND",
+            ErrorCode::AttachmentMetadataInvalid => "ATTACHMENT_METADATA_INVALID",
+            ErrorCode::HandoffNotFound => "HANDOFF_NOT_FOUND",
+            ErrorCode::HandoffInvalid => "HANDOFF_INVALID",
+            ErrorCode::HandoffIdempotencyMismatch => "HANDOFF_IDEMPOTENCY_MISMATCH",
+            ErrorCode::HandoffQuotaExceeded => "HANDOFF_QUOTA_EXCEEDED",
+            ErrorCode::HandoffBusy => "HANDOFF_BUSY",
+            ErrorCode::HandoffStorageFailed => "HANDOFF_STORAGE_FAILED",
         }
     }
 }
@@ -203,6 +219,9 @@ impl ErrorCode {
 pub(crate) struct ToolError {
     pub(crate) code: ErrorCode,
     pub(crate) message: Cow<'static, str>,
+    /// A machine-readable refinement of `code` (e.g. `corrupt` for HANDOFF_INVALID), carried in
+    /// `_meta["mailgate/reason"]`.
+    pub(crate) reason: Option<&'static str>,
 }
 
 impl ToolError {
@@ -210,7 +229,13 @@ impl ToolError {
         Self {
             code,
             message: message.into(),
+            reason: None,
         }
+    }
+
+    pub(crate) fn with_reason(mut self, reason: &'static str) -> Self {
+        self.reason = Some(reason);
+        self
     }
 
     pub(crate) fn from_backend(err: &BackendError) -> Self {
@@ -315,6 +340,9 @@ pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
     let mut meta = MetaObject(JsonObject::new());
     meta.0
         .insert("mailgate/errorCode".into(), Value::from(err.code.as_str()));
+    if let Some(reason) = err.reason {
+        meta.0.insert("mailgate/reason".into(), Value::from(reason));
+    }
     result.meta = Some(meta);
     result
 }
@@ -332,6 +360,9 @@ pub(crate) struct App {
     pub(crate) send: Option<send::SendState>,
     /// The download root (security.md §3), opened at startup only when the write gate is open.
     pub(crate) downloads: Option<Arc<crate::downloads::DownloadRoot>>,
+    /// The handoff store (security.md §4), opened and swept at startup only when the handoff
+    /// gate is open.
+    pub(crate) handoffs: Option<Arc<crate::handoff::HandoffStore>>,
 }
 
 /// A mailbox a handler may use: the validated alias, its config entry and its pinned backend.
@@ -427,12 +458,4 @@ pub(crate) fn all_tools() -> impl Iterator<Item = &'static ToolDef> {
     [Family::Read, Family::Handoff, Family::Write, Family::Send]
         .into_iter()
         .flat_map(|f| family(f).iter())
-}
-
-/// A handler for tools whose family is registered but whose capability lands in a later issue.
-pub(crate) async fn not_yet<A>(_app: Arc<App>, _args: A) -> Result<ToolOutput, ToolError> {
-    Err(ToolError::new(
-        ErrorCode::Unsupported,
-        "this tool is part of the catalog but not implemented in this version of mailgate",
-    ))
 }

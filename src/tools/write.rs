@@ -29,6 +29,7 @@ use super::{
 use crate::alias::Alias;
 use crate::backends::BackendError;
 use crate::downloads::{self, PlanError, SafeFileName};
+use crate::handoff::HandoffId;
 use crate::mime::compose::{self, ComposeError, Outgoing, OutgoingAttachment};
 use crate::policy::address::EmailAddress;
 
@@ -432,6 +433,12 @@ async fn download_attachments(app: Arc<App>, args: DownloadArgs) -> Result<ToolO
     ))
 }
 
+/// Where one draft attachment comes from (never a local path).
+enum DraftSource<'a> {
+    Message(&'a str, &'a str),
+    Handoff(HandoffId),
+}
+
 /// At most this many Message-IDs are carried in a reply draft's `References`.
 const MAX_REFERENCES: usize = 20;
 
@@ -467,8 +474,13 @@ async fn create_draft(app: Arc<App>, args: CreateDraftArgs) -> Result<ToolOutput
     let mut wanted = Vec::with_capacity(refs.len());
     for r in refs {
         match (&r.message_id, &r.attachment_id, &r.handoff_id) {
-            (Some(m), Some(a), None) => wanted.push((m.as_str(), a.as_str())),
-            (None, None, Some(_)) => {}
+            (Some(m), Some(a), None) => wanted.push(DraftSource::Message(m, a)),
+            (None, None, Some(h)) => {
+                let id = HandoffId::parse(h).map_err(|_| {
+                    ToolError::new(ErrorCode::HandoffInvalid, "malformed handoff id")
+                })?;
+                wanted.push(DraftSource::Handoff(id));
+            }
             _ => {
                 return Err(ToolError::new(
                     ErrorCode::InvalidArgument,
@@ -478,25 +490,44 @@ async fn create_draft(app: Arc<App>, args: CreateDraftArgs) -> Result<ToolOutput
             }
         }
     }
-    if wanted.len() < refs.len() {
-        return Err(ToolError::new(
-            ErrorCode::Unsupported,
-            "attachments by handoffId are not available in this version of mailgate; attach by \
-             {messageId, attachmentId}",
-        ));
-    }
     // All or nothing: one failed fetch refuses the draft.
     let mut attachments = Vec::with_capacity(wanted.len());
-    for (message_id, attachment_id) in wanted {
-        let (meta, bytes) =
-            super::read::fetch_attachment(&app, resolved.backend, message_id, attachment_id)
+    for source in wanted {
+        attachments.push(match source {
+            DraftSource::Message(message_id, attachment_id) => {
+                let (meta, bytes) = super::read::fetch_attachment(
+                    &app,
+                    resolved.backend,
+                    message_id,
+                    attachment_id,
+                )
                 .await?;
-        attachments.push(OutgoingAttachment {
-            filename: SafeFileName::from_untrusted(meta.name.as_deref().unwrap_or(""))
-                .as_str()
-                .to_owned(),
-            content_type: safe_content_type(&meta.content_type),
-            bytes,
+                OutgoingAttachment {
+                    filename: SafeFileName::from_untrusted(meta.name.as_deref().unwrap_or(""))
+                        .as_str()
+                        .to_owned(),
+                    content_type: safe_content_type(&meta.content_type),
+                    bytes,
+                }
+            }
+            DraftSource::Handoff(id) => {
+                let store = super::handoff::store(&app)?;
+                let (manifest, bytes) =
+                    super::handoff::blocking(&store, move |s| s.read_payload(&id)).await?;
+                // A handoff carries one mailbox's attachment; it may not travel into another
+                // mailbox's draft.
+                if manifest.source_alias != resolved.alias {
+                    return Err(ToolError::new(
+                        ErrorCode::PolicyDenied,
+                        "a handoff can only be attached to a draft in the mailbox it came from",
+                    ));
+                }
+                OutgoingAttachment {
+                    filename: manifest.filename.as_str().to_owned(),
+                    content_type: safe_content_type(&manifest.content_type),
+                    bytes,
+                }
+            }
         });
     }
 

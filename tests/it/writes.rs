@@ -561,9 +561,10 @@ async fn refused_drafts_write_nothing() {
                     "handoffId": format!("oh_{}", "A".repeat(43))}]),
             "INVALID_ARGUMENT",
         ),
+        // The handoff gate is closed in this world, so a handoff id is refused by policy.
         (
             json!([{"handoffId": format!("oh_{}", "A".repeat(43))}]),
-            "UNSUPPORTED",
+            "POLICY_DENIED",
         ),
         // One good attachment and one missing: no draft at all.
         (

@@ -1,0 +1,116 @@
+//! Local attachment handoffs (security.md §4): private bundles a program on this machine can take
+//! an attachment from without its bytes passing through the model.
+//!
+//! Layout, under the fixed root `<state folder>/handoffs` (0700, owned by the user running
+//! mailgate; the caller never names a path):
+//!
+//! ```text
+//! handoffs/
+//!   .lock                  0600, flock(2)ed to serialise commits and removals; never deleted
+//!   oh_<43 chars>/         0700, one bundle, named by its random id
+//!     payload.bin          0600, the decoded attachment bytes
+//!     manifest.json        0600, written last: the commit marker (see `manifest`)
+//! ```
+//!
+//! A bundle without `manifest.json` is invisible to every reader and is removed by the sweep at
+//! startup and by `mailgate handoff prune`, unless the process writing it still holds its lock.
+//! Every read revalidates the whole bundle (directory and file modes, regular files not
+//! symlinks, link count, owner, exact entry set, manifest shape, size, SHA-256).
+//!
+//! Who may call it: `startup` opens the [`store::HandoffStore`] when the handoff gate is open; the
+//! handoff tools and `create_draft` use it; the `mailgate handoff` CLI opens it without creating
+//! anything. Nothing here returns a path or payload bytes to a tool caller, except
+//! [`store::HandoffStore::read_payload`], which feeds a draft attachment inside the mailbox.
+
+pub(crate) mod id;
+pub(crate) mod manifest;
+pub(crate) mod store;
+
+pub(crate) use id::{HandoffId, HandoffRequest};
+pub(crate) use manifest::Manifest;
+pub(crate) use store::{HandoffStore, StoreLimits};
+
+/// Which quota a create would break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Quota {
+    /// `maxHandoffAttachmentBytes`
+    AttachmentBytes,
+    /// `maxHandoffStoreBytes`
+    StoreBytes,
+    /// `maxHandoffStoreEntries`
+    StoreEntries,
+}
+
+impl Quota {
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Quota::AttachmentBytes => "maxHandoffAttachmentBytes",
+            Quota::StoreBytes => "maxHandoffStoreBytes",
+            Quota::StoreEntries => "maxHandoffStoreEntries",
+        }
+    }
+}
+
+/// Why a handoff operation failed. `Corrupt` carries a fixed description of the broken rule (for
+/// logs and `mailgate handoff verify`), never content or a path.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum HandoffError {
+    #[error("no such handoff")]
+    NotFound,
+    #[error("the handoff expired")]
+    Expired,
+    #[error("the bundle is corrupt: {0}")]
+    Corrupt(&'static str),
+    #[error("the idempotency key was used for a different request")]
+    IdempotencyMismatch,
+    #[error("{} would be exceeded", .0.key())]
+    QuotaExceeded(Quota),
+    #[error("the handoff store is locked by another process")]
+    Busy,
+    #[error("the handoff store could not be written or read ({0})")]
+    Storage(std::io::ErrorKind),
+}
+
+impl From<std::io::Error> for HandoffError {
+    fn from(e: std::io::Error) -> Self {
+        HandoffError::Storage(e.kind())
+    }
+}
+
+/// A step of a create, for crash tests: a debug build started with
+/// `MAILGATE_TEST_HANDOFF_CRASH_AT=<step>` aborts the process there (see `config`). Release builds
+/// never read the variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CrashPoint {
+    /// The payload temp file is written and fsynced, not yet renamed.
+    AfterPayloadTemp,
+    /// `payload.bin` is in place; no manifest yet.
+    AfterPayloadRename,
+    /// Half of the manifest temp file is written.
+    DuringManifest,
+    /// The manifest temp file is complete; the commit rename has not happened.
+    BeforeCommit,
+}
+
+impl CrashPoint {
+    pub(crate) const ALL: [CrashPoint; 4] = [
+        CrashPoint::AfterPayloadTemp,
+        CrashPoint::AfterPayloadRename,
+        CrashPoint::DuringManifest,
+        CrashPoint::BeforeCommit,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CrashPoint::AfterPayloadTemp => "after_payload_temp",
+            CrashPoint::AfterPayloadRename => "after_payload_rename",
+            CrashPoint::DuringManifest => "during_manifest",
+            CrashPoint::BeforeCommit => "before_commit",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<CrashPoint> {
+        CrashPoint::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
