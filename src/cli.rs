@@ -1,7 +1,8 @@
-//! The command line: `serve`, `tools`, `call`, `policy …`, `demo`.
+//! The command line: `serve`, `tools`, `call`, `policy …`, `demo`, `handoff …`.
 //!
 //! Invariant: every command resolves the environment and the config through the same startup path
-//! as `serve`, so what `tools`, `call` and `policy explain` report is what the server would do.
+//! as `serve`, so what `tools`, `call` and `policy explain` report is what the server would do
+//! (`handoff …` is the exception: an operator tool that needs no config, see `handoff_cli`).
 //! Command output goes to stdout through [`write_out`]; diagnostics go to stderr via tracing or,
 //! for the one startup-failure line, [`fail`].
 
@@ -66,6 +67,11 @@ enum Command {
         #[arg(long)]
         serve: bool,
     },
+    /// Operator commands for the local handoff store (no plugin.json needed)
+    Handoff {
+        #[command(subcommand)]
+        command: crate::handoff_cli::HandoffCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -110,7 +116,7 @@ fn fail(err: &StartupError) -> i32 {
     1
 }
 
-fn write_out(text: &str) -> Result<(), StartupError> {
+pub(crate) fn write_out(text: &str) -> Result<(), StartupError> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| {
@@ -156,6 +162,7 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
             "demo uses its own plugin.json; --config does not apply to it".into(),
         )),
         Command::Demo { reset, serve } => demo(env, reset, serve).await,
+        Command::Handoff { command } => crate::handoff_cli::run(command, env),
     }
 }
 

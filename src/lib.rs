@@ -14,6 +14,7 @@ pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod gates;
 pub(crate) mod handoff;
+pub(crate) mod handoff_cli;
 pub(crate) mod mime;
 pub(crate) mod path_guard;
 pub(crate) mod policy;
@@ -37,4 +38,13 @@ pub use cli::run;
 #[doc(hidden)]
 pub mod __compile_fail {
     pub use crate::policy::outbound::SendPermit;
+}
+
+/// Not an API: the entry point of `cargo bench --bench handoff` (benches/handoff.rs), which can
+/// only reach public items. Runs the handoff-store measurements in `scratch`.
+#[doc(hidden)]
+pub mod __bench {
+    pub fn handoff(scratch: &std::path::Path, entries: usize) -> Result<String, String> {
+        crate::handoff::bench::run(scratch, entries)
+    }
 }

@@ -207,7 +207,9 @@ impl HandoffStore {
                     Ok(None) => Entry::Uncommitted,
                     Err(HandoffError::Corrupt(why)) => Entry::Corrupt(why),
                     Err(HandoffError::NotFound) => continue,
-                    Err(e) => return Err(e),
+                    // One unreadable entry must not make every create fail: it is reported
+                    // and skipped like a corrupt one.
+                    Err(_) => Entry::Corrupt("the bundle could not be read"),
                 },
             };
             out.push((name, state));
@@ -218,7 +220,6 @@ impl HandoffStore {
 
     /// Removes one bundle (operator command): the manifest first, so the bundle stops existing
     /// for readers before its payload goes.
-    #[expect(dead_code, reason = "the `mailgate handoff remove` command lands next")]
     pub(crate) fn remove(&self, id: &HandoffId) -> Result<(), HandoffError> {
         let _lock = self.lock()?;
         let dir = self.open_bundle(id)?;
@@ -252,7 +253,8 @@ impl HandoffStore {
                     }
                 }
                 Entry::Uncommitted => match self.take_abandoned(&id)? {
-                    Some(dir) if remove_residue(&self.root, &id, &dir)? => {
+                    // The bundle lock is held until the removal is over.
+                    Some((dir, _lock)) if remove_residue(&self.root, &id, &dir)? => {
                         report.uncommitted_removed += 1;
                     }
                     Some(_) => report.left_in_place += 1,
@@ -417,7 +419,12 @@ impl HandoffStore {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e.into()),
             }
-            let dir = self.root.open_dir_nofollow(id.as_str())?;
+            let dir = match self.root.open_dir_nofollow(id.as_str()) {
+                Ok(dir) => dir,
+                // A concurrent sweep saw the empty directory and removed it already.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e.into()),
+            };
             let lock = dir_fd::open(&dir)?;
             // A sweep that saw the empty directory may hold its lock or have removed it: give
             // it up to the sweep and take another id.
@@ -442,9 +449,9 @@ impl HandoffStore {
         })
     }
 
-    /// An uncommitted bundle whose writer is gone, locked for removal; `None` while a writer
-    /// still holds it or when it committed meanwhile.
-    fn take_abandoned(&self, id: &HandoffId) -> Result<Option<Dir>, HandoffError> {
+    /// An uncommitted bundle whose writer is gone, with its lock held for the removal; `None`
+    /// while a writer still holds it or when it committed meanwhile.
+    fn take_abandoned(&self, id: &HandoffId) -> Result<Option<(Dir, std::fs::File)>, HandoffError> {
         let dir = match self.root.open_dir_nofollow(id.as_str()) {
             Ok(dir) => dir,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -458,7 +465,7 @@ impl HandoffStore {
         if exists_nofollow(&dir, MANIFEST)? {
             return Ok(None);
         }
-        Ok(Some(dir))
+        Ok(Some((dir, lock)))
     }
 
     /// The store lock: an exclusive `flock` on `<root>/.lock` (created 0600 on first use, never
@@ -668,8 +675,9 @@ fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
     file.sync_all()
 }
 
+/// `fstat` works on the `O_PATH` descriptor itself, so no read permission is needed.
 fn dir_stat(dir: &Dir) -> io::Result<std::fs::Metadata> {
-    dir_fd::open(dir)?.metadata()
+    dir.try_clone()?.into_std_file().metadata()
 }
 
 fn set_mode(dir: &Dir, mode: u32) -> io::Result<()> {

@@ -120,6 +120,12 @@ async fn every_command_has_help() {
         &["policy", "check", "--help"],
         &["policy", "export", "--help"],
         &["demo", "--help"],
+        &["handoff", "--help"],
+        &["handoff", "list", "--help"],
+        &["handoff", "verify", "--help"],
+        &["handoff", "path", "--help"],
+        &["handoff", "remove", "--help"],
+        &["handoff", "prune", "--help"],
     ] {
         let out = world.run(args).await;
         assert!(out.status.success(), "{args:?}");

@@ -11,6 +11,8 @@ mod util;
 mod catalog;
 mod cli;
 mod config_refusals;
+mod handoff_cli;
+mod handoffs;
 mod invalid_inputs;
 mod limits;
 mod policy_drift;
