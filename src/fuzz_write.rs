@@ -1,11 +1,16 @@
-//! Fuzz entry points of the write and send families (compiled only under `cfg(fuzzing)`, like
-//! `fuzzing`). Each forwards to the oracle-carrying function beside the code it checks:
-//! - [`outbound`]: recipient lists, domain allowlists and header values → `OutboundPolicy::decide`;
-//!   never a permit for an unlisted domain or a header with CR/LF/NUL.
+//! Fuzz entry points of the write, send and handoff families (compiled only under
+//! `cfg(fuzzing)`, like `fuzzing`). Each forwards to the oracle-carrying function beside the code
+//! it checks:
+//! - [`outbound`]: recipient lists, domain allowlists and header values →
+//!   `OutboundPolicy::decide`; never a permit for an unlisted domain or a header with CR/LF/NUL.
 //! - [`safe_name`]: attachment names → `SafeFileName`; always one safe component, and creating
 //!   it inside a temp root touches nothing outside.
 //! - [`download_plan`]: random sequences of hostile names and planted symlinks saved through the
 //!   download root; nothing outside the root changes and nothing is overwritten.
+//! - [`handoff_manifest`]: bytes → `handoff::Manifest::parse`; an accepted manifest is exactly
+//!   its canonical serialisation, round-trips, and has exactly the ten version-1 keys.
+//! - [`handoff_id`]: strings → `HandoffId::parse`; accepts exactly `^oh_[A-Za-z0-9_-]{43}$`, and
+//!   an accepted id is one safe path component.
 
 /// See the module doc.
 pub fn outbound(data: &[u8]) {
@@ -20,4 +25,14 @@ pub fn safe_name(data: &[u8]) {
 /// See the module doc.
 pub fn download_plan(data: &[u8]) {
     crate::downloads::fuzz_download_plan(data);
+}
+
+/// See the module doc.
+pub fn handoff_manifest(data: &[u8]) {
+    crate::handoff::manifest::fuzz_manifest(data);
+}
+
+/// See the module doc.
+pub fn handoff_id(data: &[u8]) {
+    crate::handoff::id::fuzz_handoff_id(data);
 }

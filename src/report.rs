@@ -186,7 +186,10 @@ pub(crate) fn explain(settings: &Settings) -> String {
     let _ = writeln!(
         out,
         "  handoff root: {}",
-        settings.state_dir.join("handoffs").display()
+        settings
+            .state_dir
+            .join(crate::startup::HANDOFF_DIR)
+            .display()
     );
     let _ = writeln!(
         out,

@@ -154,7 +154,10 @@ pub(crate) fn fuzz_handoff_id(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else {
         return;
     };
-    let pattern = regex::Regex::new(r"^oh_[A-Za-z0-9_-]{43}$").expect("oracle: pattern compiles");
+    static PATTERN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^oh_[A-Za-z0-9_-]{43}$").expect("oracle: pattern compiles")
+    });
+    let pattern = &*PATTERN;
     match HandoffId::parse(s) {
         Ok(id) => {
             assert!(

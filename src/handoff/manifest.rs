@@ -239,6 +239,14 @@ pub(crate) mod tests {
         bytes
     }
 
+    /// The fuzz seed must be accepted, or the fuzzer starts from refusals only.
+    #[test]
+    fn the_fuzz_seed_is_a_valid_manifest() {
+        let seed = include_bytes!("../../fuzz/corpus/handoff_manifest/valid.json");
+        let manifest = Manifest::parse(seed).expect("the seed parses");
+        assert_eq!(manifest.to_bytes(), seed);
+    }
+
     #[test]
     fn round_trips() {
         let manifest = sample();
