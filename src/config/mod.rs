@@ -95,6 +95,7 @@ pub(crate) enum ConfigError {
     DotEnv(env::DotEnvError),
     #[error("MAILGATE_HANDOFF_TTL_HOURS must be a whole number of hours from 1 to 8784")]
     BadHandoffTtl,
+    #[cfg(debug_assertions)]
     #[error("MAILGATE_TEST_HANDOFF_CRASH_AT names no crash point")]
     BadCrashPoint,
 }

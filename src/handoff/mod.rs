@@ -95,6 +95,8 @@ pub(crate) enum CrashPoint {
     BeforeCommit,
 }
 
+// Only debug builds read the crash variable (see `config`).
+#[cfg(debug_assertions)]
 impl CrashPoint {
     pub(crate) const ALL: [CrashPoint; 4] = [
         CrashPoint::AfterPayloadTemp,
@@ -114,5 +116,20 @@ impl CrashPoint {
 
     pub(crate) fn parse(s: &str) -> Option<CrashPoint> {
         CrashPoint::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crash_points_parse_by_name_only() {
+        for point in CrashPoint::ALL {
+            assert_eq!(CrashPoint::parse(point.name()), Some(point));
+        }
+        for bad in ["", "after_payload", "AFTER_PAYLOAD_TEMP", " before_commit"] {
+            assert_eq!(CrashPoint::parse(bad), None, "{bad:?}");
+        }
     }
 }
