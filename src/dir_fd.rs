@@ -16,6 +16,11 @@ pub(crate) fn open(dir: &Dir) -> io::Result<std::fs::File> {
     Ok(dir.open_with(".", &opts)?.into_std())
 }
 
+/// `fstat` of `dir`: works on the `O_PATH` descriptor itself, so no read permission is needed.
+pub(crate) fn stat(dir: &Dir) -> io::Result<std::fs::Metadata> {
+    dir.try_clone()?.into_std_file().metadata()
+}
+
 /// `fsync`s `dir`, so renames and new entries in it survive a crash.
 pub(crate) fn sync(dir: &Dir) -> io::Result<()> {
     open(dir)?.sync_all()

@@ -86,14 +86,7 @@ fn open(env: &Env) -> Result<Opened, StartupError> {
         Err(PrivateDirError::Missing) => return Ok(Opened { state, store: None }),
         Err(e) => return Err(StartupError::HandoffStore(e.to_string())),
     };
-    let defaults = Limits::default();
-    let limits = StoreLimits {
-        max_attachment_bytes: defaults.max_handoff_attachment_bytes,
-        max_store_bytes: defaults.max_handoff_store_bytes,
-        max_entries: defaults.max_handoff_store_entries,
-        ttl,
-    };
-    let store = HandoffStore::new(root, limits, None)
+    let store = HandoffStore::new(root, StoreLimits::new(&Limits::default(), ttl), None)
         .map_err(|e| StartupError::HandoffStore(e.to_string()))?;
     Ok(Opened {
         state,

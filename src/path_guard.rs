@@ -174,10 +174,7 @@ pub(crate) fn open_private_subdir(
     let parent_dir = open_dir(parent).map_err(io)?;
     // The path could have been swapped between the lstat and the open: the opened descriptor
     // must be the directory that was checked.
-    let opened = parent_dir
-        .try_clone()
-        .and_then(|d| d.into_std_file().metadata())
-        .map_err(io)?;
+    let opened = crate::dir_fd::stat(&parent_dir).map_err(io)?;
     if (opened.dev(), opened.ino()) != (meta.dev(), meta.ino()) {
         return Err(PrivateDirError::NotPrivate);
     }

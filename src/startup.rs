@@ -88,17 +88,11 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
 
 /// Opens `<state>/handoffs` (created 0700), checks it and sweeps it.
 pub(crate) fn open_handoff_store(settings: &Settings) -> Result<HandoffStore, StartupError> {
-    let limits = &settings.config.limits;
     let root = path_guard::open_private_subdir(&settings.state_dir, HANDOFF_DIR, true)
         .map_err(|e| StartupError::HandoffStore(e.to_string()))?;
     let store = HandoffStore::new(
         root,
-        StoreLimits {
-            max_attachment_bytes: limits.max_handoff_attachment_bytes,
-            max_store_bytes: limits.max_handoff_store_bytes,
-            max_entries: limits.max_handoff_store_entries,
-            ttl: settings.handoff_ttl,
-        },
+        StoreLimits::new(&settings.config.limits, settings.handoff_ttl),
         settings.handoff_crash_at,
     )
     .map_err(|e| StartupError::HandoffStore(e.to_string()))?;

@@ -52,6 +52,18 @@ pub(crate) struct StoreLimits {
     pub(crate) ttl: Duration,
 }
 
+impl StoreLimits {
+    /// The plugin.json quotas and the bundle lifetime (`MAILGATE_HANDOFF_TTL_HOURS`).
+    pub(crate) fn new(limits: &crate::config::Limits, ttl: Duration) -> StoreLimits {
+        StoreLimits {
+            max_attachment_bytes: limits.max_handoff_attachment_bytes,
+            max_store_bytes: limits.max_handoff_store_bytes,
+            max_entries: limits.max_handoff_store_entries,
+            ttl,
+        }
+    }
+}
+
 /// The handoff root as a capability, with the identity every entry must be owned by.
 pub(crate) struct HandoffStore {
     root: Dir,
@@ -124,7 +136,7 @@ impl HandoffStore {
         crash_at: Option<CrashPoint>,
     ) -> Result<HandoffStore, OpenError> {
         let euid = rustix::process::geteuid().as_raw();
-        let meta = dir_stat(&root).map_err(|e| OpenError::Io(e.kind()))?;
+        let meta = dir_fd::stat(&root).map_err(|e| OpenError::Io(e.kind()))?;
         if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o7777 != 0o700 {
             return Err(OpenError::NotPrivate);
         }
@@ -439,10 +451,10 @@ impl HandoffStore {
 
     /// Whether `dir` is still the directory named `id` in the root.
     fn still_linked(&self, id: &HandoffId, dir: &Dir) -> Result<bool, HandoffError> {
-        let held = dir_stat(dir)?;
+        let held = dir_fd::stat(dir)?;
         Ok(match self.root.open_dir_nofollow(id.as_str()) {
             Ok(now) => {
-                let now = dir_stat(&now)?;
+                let now = dir_fd::stat(&now)?;
                 (now.dev(), now.ino()) == (held.dev(), held.ino())
             }
             Err(_) => false,
@@ -509,7 +521,7 @@ impl HandoffStore {
     }
 
     fn manifest_in(&self, id: &HandoffId, dir: &Dir) -> Result<Option<Manifest>, HandoffError> {
-        self.check_owned(&dir_stat(dir)?, Kind::Dir)?;
+        self.check_owned(&dir_fd::stat(dir)?, Kind::Dir)?;
         let bytes = match self.read_file(dir, MANIFEST, manifest::MAX_BYTES)? {
             Some(bytes) => bytes,
             None => return Ok(None),
@@ -673,11 +685,6 @@ fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
     file.set_permissions(Permissions::from_mode(0o600))?;
     file.write_all(bytes)?;
     file.sync_all()
-}
-
-/// `fstat` works on the `O_PATH` descriptor itself, so no read permission is needed.
-fn dir_stat(dir: &Dir) -> io::Result<std::fs::Metadata> {
-    dir.try_clone()?.into_std_file().metadata()
 }
 
 fn set_mode(dir: &Dir, mode: u32) -> io::Result<()> {
