@@ -9,19 +9,10 @@ use std::process::Output;
 use serde_json::Value;
 use sha2::Digest as _;
 
-use crate::util::{World, demo_config};
+use crate::util::{World, demo_config, handoff_world};
 
 /// A planted bundle name: well-formed, never issued.
 const PLANTED: &str = "oh_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
-
-/// A world with the demo set up, pointed at its config, with the handoff gate open.
-async fn handoff_world() -> World {
-    let world = World::new();
-    let cfg = demo_config(&world).await;
-    world
-        .with("OUTLOOK_PLUGIN_CONFIG", &cfg)
-        .with("PLUGIN_ALLOW_LOCAL_HANDOFFS", "true")
-}
 
 /// Forgets the config and closes the gate: the operator commands must not need either.
 fn operator(mut world: World) -> World {

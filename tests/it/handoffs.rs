@@ -15,7 +15,10 @@ use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-use crate::util::{Client, DemoEntry, EXE, World, config_over_demo, demo_config, text_of};
+use crate::util::{
+    Client, EXE, FINANCE, PERSONAL, World, config_over_demo, demo_config, handoff_world,
+    sorted_names, text_of,
+};
 
 const HANDOFF_TOOLS: [&str; 2] = ["create_attachment_handoff", "get_attachment_handoff"];
 /// Well-formed, never issued.
@@ -28,33 +31,11 @@ fn key(n: u32) -> String {
     format!("{n:08x}-1c2d-4e3f-8a4b-5c6d7e8f9a0b")
 }
 
-/// The demo, pointed at its own config, with the handoff gate open.
-async fn handoff_world() -> World {
-    let world = World::new();
-    let cfg = demo_config(&world).await;
-    world
-        .with("OUTLOOK_PLUGIN_CONFIG", &cfg)
-        .with("PLUGIN_ALLOW_LOCAL_HANDOFFS", "true")
-}
-
 /// finance, personal and the read-narrowed archive over the demo Maildirs, with extra top-level
 /// keys (limits), and the handoff gate open.
 async fn limited_world(extra: &str) -> World {
     let world = World::new();
-    let mailboxes = [
-        DemoEntry {
-            alias: "finance",
-            address: "finance@example.com",
-            access: "full",
-            maildir: true,
-        },
-        DemoEntry {
-            alias: "personal",
-            address: "ana.lima@example.com",
-            access: "full",
-            maildir: true,
-        },
-    ];
+    let mailboxes = [FINANCE, PERSONAL];
     let cfg = config_over_demo(&world, &mailboxes, extra).await;
     world
         .with("OUTLOOK_PLUGIN_CONFIG", &cfg)
@@ -65,20 +46,9 @@ fn root(world: &World) -> PathBuf {
     world.state().join("handoffs")
 }
 
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.map(|e| e.unwrap().file_name().into_string().unwrap())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
 /// Every bundle directory in the root (committed or not).
 fn bundles(world: &World) -> Vec<String> {
-    names_in(&root(world))
+    sorted_names(&root(world))
         .into_iter()
         .filter(|n| n != ".lock")
         .collect()
@@ -288,7 +258,7 @@ async fn handoff_tools_exist_only_behind_their_gate() {
     );
     c.close().await;
     assert_eq!(
-        names_in(&root(&open)),
+        sorted_names(&root(&open)),
         [".lock"],
         "created empty at startup"
     );
@@ -325,9 +295,12 @@ async fn create_get_and_replay_end_to_end_with_every_refusal() {
     assert!(text_of(&raw).contains(&format!("mailgate handoff path {id}")));
 
     // On disk: exactly one private bundle whose payload is what the answer describes.
-    assert_eq!(names_in(&root(&world)), [".lock".to_owned(), id.clone()]);
+    assert_eq!(
+        sorted_names(&root(&world)),
+        [".lock".to_owned(), id.clone()]
+    );
     let dir = bundle(&world, &id);
-    assert_eq!(names_in(&dir), ["manifest.json", "payload.bin"]);
+    assert_eq!(sorted_names(&dir), ["manifest.json", "payload.bin"]);
     let payload = std::fs::read(dir.join("payload.bin")).unwrap();
     assert_eq!(payload.len() as u64, PDF_SIZE);
     assert!(payload.starts_with(b"%PDF"));
@@ -400,7 +373,10 @@ async fn create_get_and_replay_end_to_end_with_every_refusal() {
         .unwrap();
     keep(&raw);
     assert_eq!(error_of(&raw).0, "ATTACHMENT_NOT_FOUND");
-    assert_eq!(names_in(&root(&world)), [".lock".to_owned(), id.clone()]);
+    assert_eq!(
+        sorted_names(&root(&world)),
+        [".lock".to_owned(), id.clone()]
+    );
 
     // A read-narrowed alias is refused before any fetch.
     let archived = c.first_id("archive", json!({})).await;
@@ -660,7 +636,7 @@ async fn a_crash_at_any_step_leaves_nothing_visible_and_is_swept() {
         assert_eq!(left_behind.len(), 1, "{point}: {left_behind:?}");
         assert!(committed(&world).is_empty(), "{point}");
         let dir = bundle(&world, &left_behind[0]);
-        assert_eq!(names_in(&dir), left, "{point}");
+        assert_eq!(sorted_names(&dir), left, "{point}");
         if point == "during_manifest" {
             let half = std::fs::read(dir.join(".manifest.json.tmp")).unwrap();
             assert!(
@@ -677,7 +653,7 @@ async fn a_crash_at_any_step_leaves_nothing_visible_and_is_swept() {
         )
         .await;
         assert_eq!(code, "HANDOFF_NOT_FOUND", "{point}");
-        assert_eq!(names_in(&root(&world)), [".lock"], "{point}");
+        assert_eq!(sorted_names(&root(&world)), [".lock"], "{point}");
 
         // The key was never bound: a retry creates a fresh bundle.
         let v = call_ok(
@@ -755,7 +731,7 @@ async fn byte_quotas_refuse_before_anything_is_written() {
     )
     .await;
     assert_eq!(code, "ATTACHMENT_TOO_LARGE");
-    assert_eq!(names_in(&root(&world)), [".lock"], "nothing written");
+    assert_eq!(sorted_names(&root(&world)), [".lock"], "nothing written");
     // A smaller attachment fits.
     call_ok(
         &world,

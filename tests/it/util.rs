@@ -252,21 +252,48 @@ pub(crate) async fn config_over_demo(
     path.display().to_string()
 }
 
+/// The demo's finance mailbox as a full-access Maildir entry.
+pub(crate) const FINANCE: DemoEntry = DemoEntry {
+    alias: "finance",
+    address: "finance@example.com",
+    access: "full",
+    maildir: true,
+};
+
+/// The demo's personal mailbox as a full-access Maildir entry.
+pub(crate) const PERSONAL: DemoEntry = DemoEntry {
+    alias: "personal",
+    address: "ana.lima@example.com",
+    access: "full",
+    maildir: true,
+};
+
+/// The demo, pointed at its own config, with the handoff gate open.
+pub(crate) async fn handoff_world() -> World {
+    let world = World::new();
+    let cfg = demo_config(&world).await;
+    world
+        .with("OUTLOOK_PLUGIN_CONFIG", &cfg)
+        .with("PLUGIN_ALLOW_LOCAL_HANDOFFS", "true")
+}
+
+/// The entry names of `dir`, sorted; empty when it does not exist.
+pub(crate) fn sorted_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// finance and personal from the demo, plus a Graph mailbox `cloud` (not built in this version).
 pub(crate) async fn demo_maildir_config(world: &World, extra: &str) -> String {
     let mailboxes = [
-        DemoEntry {
-            alias: "finance",
-            address: "finance@example.com",
-            access: "full",
-            maildir: true,
-        },
-        DemoEntry {
-            alias: "personal",
-            address: "ana.lima@example.com",
-            access: "full",
-            maildir: true,
-        },
+        FINANCE,
+        PERSONAL,
         DemoEntry {
             alias: "cloud",
             address: "cloud@example.org",

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::Digest as _;
 
-use crate::util::{Client, DemoEntry, World, config_over_demo, text_of};
+use crate::util::{Client, DemoEntry, FINANCE, World, config_over_demo, sorted_names, text_of};
 
 const WRITE_TOOLS: [&str; 5] = [
     "move_messages",
@@ -27,17 +27,6 @@ fn writes_world() -> World {
 
 fn downloads(world: &World) -> PathBuf {
     world.path().join("downloads")
-}
-
-fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.map(|e| e.unwrap().file_name().into_string().unwrap())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 /// The newest summaries of a folder (at most maxResultsPerMailbox, 20), optionally filtered by
@@ -378,7 +367,7 @@ async fn downloads_are_private_files_with_the_raw_bytes_sha256() {
         .await;
     assert_eq!(again["files"][0]["filename"], "ledger-2026-06 (1).csv");
     assert_eq!(
-        files_in(&dl),
+        sorted_names(&dl),
         [
             "ledger-2026-06 (1).csv",
             "ledger-2026-06.csv",
@@ -393,19 +382,14 @@ async fn downloads_are_private_files_with_the_raw_bytes_sha256() {
         )
         .await;
     }
-    assert_eq!(files_in(&dl).len(), 3);
+    assert_eq!(sorted_names(&dl).len(), 3);
     c.close().await;
 }
 
 /// finance, support and the read-only archive from the demo, with extra keys.
 async fn custom_config(world: &World, extra: &str) -> String {
     let mailboxes = [
-        DemoEntry {
-            alias: "finance",
-            address: "finance@example.com",
-            access: "full",
-            maildir: true,
-        },
+        FINANCE,
         DemoEntry {
             alias: "support",
             address: "support@example.org",
@@ -453,7 +437,7 @@ async fn the_oversized_attachment_is_refused_by_budget_before_any_write() {
         "LIMIT_EXCEEDED"
     );
     assert!(
-        files_in(&downloads(&world)).is_empty(),
+        sorted_names(&downloads(&world)).is_empty(),
         "nothing written, not even a temp file"
     );
     c.close().await;
@@ -631,6 +615,6 @@ async fn the_read_only_archive_alias_is_refused_by_every_write_tool() {
         assert_eq!(c.tool_error(tool, args).await, "POLICY_DENIED", "{tool}");
     }
     assert_eq!(ids(&c, "archive", "inbox").await, inbox);
-    assert!(files_in(&downloads(&world)).is_empty());
+    assert!(sorted_names(&downloads(&world)).is_empty());
     c.close().await;
 }
