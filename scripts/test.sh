@@ -2,32 +2,50 @@
 # The whole test suite, as the README documents and .ci/run calls it.
 #   scripts/test.sh            lints, unit + integration + property tests, fuzz smoke (20 s/target)
 #   FUZZ_SECONDS=0 scripts/test.sh   skip the fuzz smoke run (local quick runs)
+# Each step prints its wall time, and the run ends with a table of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fuzz_seconds="${FUZZ_SECONDS:-20}"
+timings=()
+suite_start=$SECONDS
 
-echo "== format"
-cargo fmt --all --check
+# step NAME COMMAND...: runs one step and records how long it took.
+step() {
+  local name="$1"
+  shift
+  echo "== $name"
+  local start=$SECONDS
+  "$@"
+  local took=$((SECONDS - start))
+  timings+=("$(printf '%-22s %4d s' "$name" "$took")")
+  echo "== $name: ${took} s"
+}
 
-echo "== clippy"
-cargo clippy --locked --all-targets -- -D warnings
+# aiosmtpd is the real SMTP server the send tests start on loopback (tests/it/send.rs). It goes
+# into a project-local venv (.venv, git-ignored), never into the system Python; the tests use
+# .venv/bin/python3 when it exists. Installing is a no-op when it is already there.
+test_dependencies() {
+  if [ ! -x .venv/bin/python3 ]; then
+    python3 -m venv .venv
+  fi
+  if ! .venv/bin/python3 -c "import aiosmtpd" 2>/dev/null; then
+    .venv/bin/python3 -m pip install --quiet --disable-pip-version-check aiosmtpd
+  fi
+}
 
-echo "== test dependencies"
-# aiosmtpd is the real SMTP server the send tests start on loopback (tests/it/send.rs); the
-# test fails, rather than skips, without it. Installing is a no-op when it is already present.
-if ! python3 -c "import aiosmtpd" 2>/dev/null; then
-  python3 -m pip install --quiet --disable-pip-version-check aiosmtpd
-fi
-
-echo "== tests"
-cargo test --locked --all-targets
+step format cargo fmt --all --check
+step clippy cargo clippy --locked --all-targets -- -D warnings
+step "test dependencies" test_dependencies
+step tests cargo test --locked --all-targets
 # --all-targets leaves out doctests; they hold the compile_fail proof that a send permit cannot
 # be forged or cloned outside policy::outbound.
-cargo test --locked --doc
+step doctests cargo test --locked --doc
 
 if [ "$fuzz_seconds" != "0" ]; then
-  echo "== fuzz smoke (${fuzz_seconds}s per target)"
-  scripts/fuzz.sh "$fuzz_seconds"
+  step "fuzz smoke (${fuzz_seconds}s/target)" scripts/fuzz.sh "$fuzz_seconds"
 fi
-echo "== all checks passed"
+
+echo "== step times"
+printf '%s\n' "${timings[@]}"
+echo "== all checks passed in $((SECONDS - suite_start)) s"

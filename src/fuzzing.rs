@@ -1045,6 +1045,104 @@ const ATTACHMENT_CAP: u64 = 256 * KIB;
 /// size); an id past the end is `NotFound`. mime's own oracles
 /// (attachment sizes, determinism, bounded and script-free HTML text) run on the raw bytes.
 pub fn mime_maildir(scratch: &Path, data: &[u8]) {
+    mime_maildir_inner(scratch, data);
+}
+
+/// Raw message bytes → the MIME view, in memory (thousands of inputs per second, where the
+/// Maildir target manages tens), for the hostile-shape class of issue 8 (nesting depth, part
+/// count, header size). Oracles, beyond "no panic":
+/// * the parse runs on a thread with a server worker's stack (2 MiB): unbounded recursion
+///   aborts the process (a crash for libFuzzer), as it would abort the server;
+/// * output size: every header string ≤ `MAX_HEADER_CHARS`, the body ≤ `MAX_BODY_CHARS`, at
+///   most `MAX_PARTS` attachments and `MAX_ADDRESSES` per address list, and all text together
+///   at most 4 bytes per input byte plus 64 KiB (decoding may widen a byte, never multiply it);
+/// * time: one parse takes at most 1 s plus 20 µs per input byte (a quadratic shape of a
+///   100 KB input blows through this; libFuzzer's -timeout catches the hangs);
+/// * a view with attachments beyond the parser's part limit is marked as cut;
+/// * mime's own oracles (attachment sizes, determinism, bounded script-free HTML).
+pub fn mime_memory(data: &[u8]) {
+    contain_mail_parser_panics();
+    let input = data.to_vec();
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || check_mime_view(&input))
+        .expect("invariant: a parse thread can be spawned")
+        .join()
+        .expect("oracle: the parse thread does not panic");
+}
+
+fn check_mime_view(data: &[u8]) {
+    use crate::mime::{MAX_ADDRESSES, MAX_BODY_CHARS, MAX_HEADER_CHARS, MAX_REFERENCES};
+    use mail_parser::parsers::message::MAX_PARTS;
+
+    let started = std::time::Instant::now();
+    let m = crate::mime::parse(data);
+    let budget = std::time::Duration::from_secs(1)
+        + std::time::Duration::from_micros(20).saturating_mul(data.len() as u32);
+    assert!(
+        started.elapsed() <= budget,
+        "oracle: parse time {:?} over {budget:?} for {} bytes",
+        started.elapsed(),
+        data.len()
+    );
+
+    let header_strings = m
+        .message_id
+        .iter()
+        .chain(&m.in_reply_to)
+        .chain(&m.subject)
+        .chain(&m.references)
+        .chain(
+            m.from
+                .iter()
+                .chain(&m.to)
+                .chain(&m.cc)
+                .flat_map(|b| b.name.iter().chain(&b.address)),
+        )
+        .chain(m.attachments.iter().flat_map(|a| &a.name));
+    let mut text_bytes = m.body_text.len();
+    for h in header_strings {
+        assert!(
+            h.chars().count() <= MAX_HEADER_CHARS,
+            "oracle: header string bounded"
+        );
+        text_bytes += h.len();
+    }
+    text_bytes += m
+        .attachments
+        .iter()
+        .map(|a| a.content_type.len())
+        .sum::<usize>();
+    assert!(
+        m.body_text.chars().count() <= MAX_BODY_CHARS,
+        "oracle: body bounded"
+    );
+    assert!(
+        m.attachments.len() <= MAX_PARTS,
+        "oracle: part count bounded"
+    );
+    for list in [&m.from, &m.to, &m.cc] {
+        assert!(list.len() <= MAX_ADDRESSES, "oracle: address list bounded");
+    }
+    assert!(
+        m.references.len() <= MAX_REFERENCES,
+        "oracle: references bounded"
+    );
+    assert!(
+        text_bytes <= 4 * data.len() + (64 << 10),
+        "oracle: view of {text_bytes} bytes from {} input bytes",
+        data.len()
+    );
+    if m.attachments.len() + 1 >= MAX_PARTS {
+        assert!(
+            m.cuts.structure,
+            "oracle: a part-limit stop is marked as cut"
+        );
+    }
+    crate::mime::fuzz_parse(data);
+}
+
+fn mime_maildir_inner(scratch: &Path, data: &[u8]) {
     contain_mail_parser_panics();
     crate::mime::fuzz_parse(data);
 
@@ -1080,6 +1178,7 @@ async fn check_maildir(store: &MaildirStore) {
         filters,
         max_items: 10,
         max_pages: 2,
+        deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
     };
     let page = store
         .scan(&request(Filters::default()), None)

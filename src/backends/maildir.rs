@@ -13,9 +13,11 @@
 use std::collections::{BTreeSet, HashSet};
 use std::io::{Read, Write};
 use std::sync::Arc;
+use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
 use chrono::{DateTime, Utc};
 use rand::RngExt;
@@ -23,15 +25,16 @@ use rand::RngExt;
 use super::{AttachmentMeta, BackendError, FolderInfo, FolderStats, MessageDetail};
 use crate::mime::{self, ParsedMessage};
 use crate::search::matcher::tokens;
-use crate::search::{Candidate, Page, ScanRequest};
+use crate::search::{Candidate, ContentGap, Page, ScanRequest};
 
 /// The inbox's folder id.
 pub(crate) const INBOX: &str = "INBOX";
 /// Messages read per page of a scan; the page is the unit `maxPages` counts.
 const PAGE_SIZE: usize = 50;
-/// Largest message file the backend reads; bigger files are skipped as over a limit.
+/// Largest message file the backend reads; a bigger one is listed with a gap
+/// ([`ContentGap::TooLarge`]) and makes every search over it incomplete.
 const MAX_MESSAGE_BYTES: u64 = 64 * 1024 * 1024;
-/// Body characters kept for the local scan's matching.
+/// Body characters kept for the local scan's matching; a longer body is a [`ContentGap::Body`].
 const MATCH_BODY_CHARS: usize = 65_536;
 const PREVIEW_CHARS: usize = 500;
 
@@ -113,12 +116,21 @@ impl MaildirStore {
             let files = list_files(&dir)?;
             let unread = files.iter().filter(|f| !f.is_seen()).count() as u64;
             let mut with_attachments = 0;
+            let mut not_read = 0;
             let scanned = files.len().min(max_items);
             for file in files.iter().take(scanned) {
-                if let Ok(raw) = read_file(&dir, file)
-                    && !mime::parse(&raw).attachments.iter().all(|a| a.is_inline)
-                {
-                    with_attachments += 1;
+                match read_file(&dir, file) {
+                    Ok(raw) => {
+                        let parsed = mime::parse(&raw);
+                        if parsed.cuts.structure {
+                            // Its attachments may lie in the parts that were not parsed.
+                            not_read += 1;
+                        }
+                        if !parsed.attachments.iter().all(|a| a.is_inline) {
+                            with_attachments += 1;
+                        }
+                    }
+                    Err(_) => not_read += 1,
                 }
             }
             let window = &files[..scanned];
@@ -149,6 +161,7 @@ impl MaildirStore {
                 oldest,
                 newest,
                 messages_scanned: scanned as u64,
+                messages_not_read: not_read,
                 pages_scanned: scanned.div_ceil(PAGE_SIZE).max(1) as u32,
                 truncated: files.len() > scanned,
             })
@@ -185,11 +198,23 @@ impl MaildirStore {
                         page.truncated = true;
                         break;
                     }
-                    let Ok(raw) = read_file(&dir, file) else {
-                        continue;
+                    if Instant::now() >= req.deadline {
+                        page.truncated = true;
+                        page.timed_out = true;
+                        break;
+                    }
+                    let candidate = match read_file(&dir, file) {
+                        Ok(raw) => to_candidate(&id, file, &mime::parse(&raw)),
+                        Err(err) => unread_candidate(&id, file, &err),
                     };
-                    let parsed = mime::parse(&raw);
-                    let candidate = to_candidate(&id, file, &parsed);
+                    if let Some(gap) = candidate.gap {
+                        // Counted whether or not it is returned: a non-match in it is unproven.
+                        page.gaps.add(gap);
+                        if gap.is_total() && (words.is_some() || req.filters.reads_content()) {
+                            // Nothing to test the query or a content filter against.
+                            continue;
+                        }
+                    }
                     if !req.filters.matches(&candidate) {
                         continue;
                     }
@@ -305,6 +330,8 @@ fn attachment_metas(parsed: &ParsedMessage) -> Vec<AttachmentMeta> {
 
 fn to_candidate(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> Candidate {
     let attachments = attachment_metas(parsed);
+    let body_cut = parsed.body_text.chars().nth(MATCH_BODY_CHARS).is_some();
+    let gap = ContentGap::of(parsed.cuts).or(body_cut.then_some(ContentGap::Body));
     Candidate {
         id: encode_id(folder, &file.unique),
         folder_id: folder.to_owned(),
@@ -319,6 +346,31 @@ fn to_candidate(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> Can
         preview: parsed.body_text.chars().take(PREVIEW_CHARS).collect(),
         body: parsed.body_text.chars().take(MATCH_BODY_CHARS).collect(),
         attachments,
+        gap,
+    }
+}
+
+/// A message whose file could not be read: listed from its file name alone (id, delivery
+/// time, flags), never dropped, so that a listing shows it and a search counts it.
+fn unread_candidate(folder: &str, file: &MessageFile, err: &BackendError) -> Candidate {
+    Candidate {
+        id: encode_id(folder, &file.unique),
+        folder_id: folder.to_owned(),
+        subject: None,
+        from: None,
+        received: secs_to_utc(file.received),
+        sent: None,
+        is_read: file.is_seen(),
+        is_flagged: file.flags.contains('F'),
+        is_answered: file.flags.contains('R'),
+        has_attachments: false,
+        preview: String::new(),
+        body: String::new(),
+        attachments: Vec::new(),
+        gap: Some(match err {
+            BackendError::TooLarge => ContentGap::TooLarge,
+            _ => ContentGap::Unreadable,
+        }),
     }
 }
 
@@ -517,9 +569,22 @@ fn locate(root: &Dir, id: &str) -> Result<(String, Dir, MessageFile), BackendErr
     Ok((folder, dir, file))
 }
 
+/// Reads one message file. The listing saw a regular file, but the name can be swapped for a
+/// FIFO, a device or a symlink before the open: the open is non-blocking and no-follow, and the
+/// type and size are checked on the opened descriptor, so nothing swapped in can hang or
+/// redirect the read.
 fn read_file(dir: &Dir, file: &MessageFile) -> Result<Vec<u8>, BackendError> {
-    let f = dir.open(format!("{}/{}", file.sub, file.file_name))?;
-    let len = f.metadata()?.len();
+    let mut options = OpenOptions::new();
+    options.read(true).follow(FollowSymlinks::No).nonblock(true);
+    let f = dir.open_with(format!("{}/{}", file.sub, file.file_name), &options)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(BackendError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file",
+        )));
+    }
+    let len = meta.len();
     if len > MAX_MESSAGE_BYTES {
         return Err(BackendError::TooLarge);
     }
@@ -892,13 +957,18 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
     }
 
-    async fn inbox_ids(store: &MaildirStore, folder: &str) -> Vec<(String, bool)> {
-        let req = ScanRequest {
+    fn request(folder: &str) -> ScanRequest {
+        ScanRequest {
             folder: Some(folder.to_owned()),
             filters: Default::default(),
             max_items: 100,
             max_pages: 10,
-        };
+            deadline: Instant::now() + crate::search::SEARCH_DEADLINE,
+        }
+    }
+
+    async fn inbox_ids(store: &MaildirStore, folder: &str) -> Vec<(String, bool)> {
+        let req = request(folder);
         store
             .scan(&req, None)
             .await
@@ -907,6 +977,76 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
             .into_iter()
             .map(|c| (c.id, c.is_read))
             .collect()
+    }
+
+    // See: issue 8, finding 2. A message over the read bound used to be skipped by the scan
+    // (`let Ok(raw) = read_file(..) else { continue }`), so a search answered NOT_FOUND over it
+    // and list_messages hid it.
+    #[tokio::test]
+    async fn issue_8_an_oversized_message_is_listed_with_a_gap_and_counted() {
+        let (tmp, store) = fixture();
+        let big = std::fs::File::create(tmp.path().join("cur/1767225800.M3P1.demo:2,S")).unwrap();
+        // Sparse: over the bound without writing 64 MiB.
+        big.set_len(MAX_MESSAGE_BYTES + 1).unwrap();
+
+        let listing = store.scan(&request(INBOX), None).await.unwrap();
+        assert_eq!(listing.items.len(), 3, "the oversized message is listed");
+        let newest = &listing.items[0];
+        assert_eq!(newest.gap, Some(ContentGap::TooLarge));
+        assert!(newest.is_read && newest.subject.is_none());
+        assert!(listing.is_incomplete());
+
+        let search = store
+            .scan(&request(INBOX), Some("nothing-says-this"))
+            .await
+            .unwrap();
+        assert!(search.items.is_empty());
+        assert!(search.is_incomplete(), "a non-match is unproven");
+        assert_eq!(
+            search.limit_warnings().collect::<Vec<_>>(),
+            vec![crate::search::warning::MESSAGE_TOO_LARGE]
+        );
+
+        let stats = store.folder_stats(INBOX, 100).await.unwrap();
+        assert_eq!(stats.messages_not_read, 1);
+    }
+
+    // See: issue 8, finding 8. The listing saw a regular file; a FIFO swapped in before the
+    // open used to block the read (and the search) until a writer came.
+    #[test]
+    fn issue_8_a_fifo_swapped_in_for_a_message_is_refused_without_blocking() {
+        let (tmp, store) = fixture();
+        let status = std::process::Command::new("mkfifo")
+            .arg(tmp.path().join("cur/1767225900.M4P1.demo:2,S"))
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success());
+        let file = MessageFile {
+            sub: "cur",
+            file_name: "1767225900.M4P1.demo:2,S".to_owned(),
+            unique: "1767225900.M4P1.demo".to_owned(),
+            flags: "S".to_owned(),
+            received: 1_767_225_900,
+        };
+        let root = Arc::clone(&store.root);
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(read_file(&root, &file).map(|_| ()));
+        });
+        let outcome = result
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("read_file returns instead of waiting for a FIFO writer");
+        assert!(matches!(outcome, Err(BackendError::Io(_))), "{outcome:?}");
+    }
+
+    #[tokio::test]
+    async fn a_scan_past_its_deadline_stops_and_says_so() {
+        let (_tmp, store) = fixture();
+        let mut req = request(INBOX);
+        req.deadline = Instant::now();
+        let page = store.scan(&req, None).await.unwrap();
+        assert!(page.items.is_empty());
+        assert!(page.timed_out && page.truncated && page.is_incomplete());
     }
 
     #[tokio::test]

@@ -85,6 +85,9 @@ pub(crate) struct FolderStats {
     pub(crate) oldest: Option<DateTime<Utc>>,
     pub(crate) newest: Option<DateTime<Utc>>,
     pub(crate) messages_scanned: u64,
+    /// Scanned messages that could not be read or wholly parsed: the attachment count does not
+    /// cover them.
+    pub(crate) messages_not_read: u64,
     pub(crate) pages_scanned: u32,
     pub(crate) truncated: bool,
 }

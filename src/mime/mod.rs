@@ -14,7 +14,13 @@
 //! * a panic inside mail-parser (it has a reachable `debug_assert!`) is contained and reads as
 //!   unparsable input;
 //! * header strings carry no control characters, lists and the body are capped
-//!   ([`MAX_ADDRESSES`], [`MAX_REFERENCES`], [`MAX_BODY_CHARS`]).
+//!   ([`MAX_ADDRESSES`], [`MAX_REFERENCES`], [`MAX_BODY_CHARS`]), and so is every header string
+//!   ([`MAX_HEADER_CHARS`]), before anything else reads it;
+//! * no input makes parsing recurse without bound: the parser is mail-parser with its
+//!   structural limits (nesting depth, part count, copies of encoded nested messages; see
+//!   `vendor/mail-parser/PATCHES.md`), so a nesting bomb costs what its bytes cost;
+//! * whatever a bound cut is recorded in [`ParsedMessage::cuts`], so that a search which did not
+//!   match the view cannot claim the message does not say it.
 //!
 //! The view is still sender-controlled data: callers must frame it as untrusted and apply their
 //! own output bounds. Callers: the backends (Maildir parsing), `crate::extract` (`.eml`
@@ -24,6 +30,7 @@ pub(crate) mod compose;
 pub(crate) mod html;
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use chrono::{DateTime, Utc};
 use mail_parser::decoders::base64::base64_decode;
@@ -39,6 +46,10 @@ pub(crate) const MAX_BODY_CHARS: usize = 1 << 20;
 pub(crate) const MAX_ADDRESSES: usize = 1_000;
 /// At most this many `References` ids are kept.
 pub(crate) const MAX_REFERENCES: usize = 1_000;
+/// Upper bound on every header string (subject, names, addresses, ids, attachment names), in
+/// Unicode scalar values. Far above any real header (the tools show 300–320), low enough that
+/// a 20 MB folded Subject costs nothing to match: the bound applies before any other work.
+pub(crate) const MAX_HEADER_CHARS: usize = 8_192;
 
 /// Content type reported when a part has none (or an unusable one).
 const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
@@ -83,6 +94,21 @@ pub(crate) struct ParsedMessage {
     /// True when (some of) `body_text` came from HTML.
     pub(crate) body_is_html: bool,
     pub(crate) attachments: Vec<ParsedAttachment>,
+    /// What of the message this view does not hold.
+    pub(crate) cuts: Cuts,
+}
+
+/// The parts of a message a bound kept out of its [`ParsedMessage`]. A search that finds no
+/// match in such a view has not proven the message does not contain the words.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Cuts {
+    /// A structural limit of the parser (nesting depth, part count, encoded nested-message
+    /// copies) left parts unparsed: their text and attachments are missing.
+    pub(crate) structure: bool,
+    /// A header string was longer than [`MAX_HEADER_CHARS`].
+    pub(crate) header: bool,
+    /// The body text was longer than [`MAX_BODY_CHARS`].
+    pub(crate) body: bool,
 }
 
 /// Parses `raw`. Never fails: missing headers are `None`/empty, garbage yields an empty message.
@@ -93,8 +119,10 @@ pub(crate) fn parse(raw: &[u8]) -> ParsedMessage {
 /// Like [`parse`], but `None` when mail-parser finds no message at all (e.g. empty input), so
 /// that `.eml` extraction can report a failure instead of an empty text.
 pub(crate) fn try_parse(raw: &[u8]) -> Option<ParsedMessage> {
-    let message = parse_message(raw)?;
-    Some(view(raw, &message))
+    let (message, limited) = parse_bounded(raw);
+    let mut parsed = view(raw, &message?);
+    parsed.cuts.structure |= limited;
+    Some(parsed)
 }
 
 /// Decoded bytes of attachment `index` (same numbering as [`ParsedMessage::attachments`]),
@@ -190,15 +218,20 @@ pub(crate) fn fuzz_parse(data: &[u8]) {
     }
 }
 
-/// mail-parser, with any panic contained. mail-parser 0.11.9 has a reachable
+/// mail-parser, with any panic contained; see [`parse_bounded`].
+fn parse_message(raw: &[u8]) -> Option<Message<'_>> {
+    parse_bounded(raw).0
+}
+
+/// mail-parser under its structural limits, and whether one cut the parse. Any panic is
+/// contained. mail-parser 0.11.9 has a reachable
 /// `debug_assert!(false, "Invalid part ID, …")` (parsers/message.rs:485; an empty nested
 /// `message/rfc822` inside a multipart reaches it, see the regression test). Release builds
 /// compile it out; debug builds, tests and fuzzing with debug assertions would panic. A
 /// contained panic reads as "no message".
-fn parse_message(raw: &[u8]) -> Option<Message<'_>> {
-    std::panic::catch_unwind(|| MessageParser::default().parse(raw))
-        .ok()
-        .flatten()
+fn parse_bounded(raw: &[u8]) -> (Option<Message<'_>>, bool) {
+    std::panic::catch_unwind(|| MessageParser::default().parse_bounded(raw))
+        .unwrap_or((None, false))
 }
 
 /// The attachment parts in mail-parser's order. Every numbering in this module goes through
@@ -215,15 +248,17 @@ fn nth_attachment<'m>(message: &'m Message<'m>, index: usize) -> Option<&'m Mess
 }
 
 fn view(raw: &[u8], message: &Message<'_>) -> ParsedMessage {
-    let (body_text, body_is_html) = body(raw, message);
-    ParsedMessage {
-        message_id: message.message_id().and_then(clean_header),
-        in_reply_to: first_text(message.in_reply_to()),
-        references: text_list(message.references()),
-        subject: message.subject().and_then(clean_header),
-        from: mailboxes(message.from().into_iter()),
-        to: mailboxes(message.all_to()),
-        cc: mailboxes(message.all_cc()),
+    let (body_text, body_is_html, body_cut) = body(raw, message);
+    let cut = Cell::new(false);
+    let clean = |value: &str| clean_header(value, &cut);
+    let mut parsed = ParsedMessage {
+        message_id: message.message_id().and_then(clean),
+        in_reply_to: first_text(message.in_reply_to(), clean),
+        references: text_list(message.references(), clean),
+        subject: message.subject().and_then(clean),
+        from: mailboxes(message.from().into_iter(), clean),
+        to: mailboxes(message.all_to(), clean),
+        cc: mailboxes(message.all_cc(), clean),
         date: message
             .date()
             .filter(|d| d.is_valid())
@@ -232,14 +267,18 @@ fn view(raw: &[u8], message: &Message<'_>) -> ParsedMessage {
         body_is_html,
         attachments: attachment_parts(message)
             .enumerate()
-            .map(|(index, part)| attachment_meta(raw, index, part))
+            .map(|(index, part)| attachment_meta(raw, index, part, clean))
             .collect(),
-    }
+        cuts: Cuts::default(),
+    };
+    parsed.cuts.header = cut.get();
+    parsed.cuts.body = body_cut;
+    parsed
 }
 
 /// The body: every text/plain or text/html part mail-parser counts as body text, in order; the
-/// HTML body when there is no text body at all.
-fn body(raw: &[u8], message: &Message<'_>) -> (String, bool) {
+/// HTML body when there is no text body at all. The last value says whether the bound cut it.
+fn body(raw: &[u8], message: &Message<'_>) -> (String, bool, bool) {
     let ids = if message.text_body.is_empty() {
         &message.html_body
     } else {
@@ -247,16 +286,21 @@ fn body(raw: &[u8], message: &Message<'_>) -> (String, bool) {
     };
     let mut text = String::new();
     let mut from_html = false;
+    let mut cut = false;
     for part in ids.iter().filter_map(|id| message.parts.get(*id as usize)) {
         let remaining = MAX_BODY_CHARS.saturating_sub(text.chars().count());
         if remaining == 0 {
+            cut = true;
             break;
         }
         let piece = match &part.body {
             PartType::Text(decoded) => plain_text(raw, part, decoded),
             PartType::Html(decoded) => {
                 from_html = true;
-                Cow::Owned(html::to_text(&plain_text(raw, part, decoded), remaining))
+                let rendered = html::to_text(&plain_text(raw, part, decoded), remaining);
+                // to_text cuts silently at `remaining`: reaching it counts as cut.
+                cut |= rendered.chars().count() >= remaining;
+                Cow::Owned(rendered)
             }
             _ => continue,
         };
@@ -270,7 +314,8 @@ fn body(raw: &[u8], message: &Message<'_>) -> (String, bool) {
     } else {
         text
     };
-    (html::truncate_chars(text, MAX_BODY_CHARS).0, from_html)
+    let (text, truncated) = html::truncate_chars(text, MAX_BODY_CHARS);
+    (text, from_html, cut || truncated)
 }
 
 /// Text of a text part. mail-parser decodes with the declared charset when it knows it; without
@@ -332,14 +377,19 @@ fn part_bytes<'a>(raw: &'a [u8], part: &'a MessagePart<'a>) -> Cow<'a, [u8]> {
     }
 }
 
-fn attachment_meta(raw: &[u8], index: usize, part: &MessagePart<'_>) -> ParsedAttachment {
+fn attachment_meta(
+    raw: &[u8],
+    index: usize,
+    part: &MessagePart<'_>,
+    clean: impl Fn(&str) -> Option<String>,
+) -> ParsedAttachment {
     let is_inline = match part.content_disposition() {
         Some(disposition) => disposition.is_inline(),
         None => matches!(part.body, PartType::InlineBinary(_)) || part.content_id().is_some(),
     };
     ParsedAttachment {
         index,
-        name: part.attachment_name().and_then(clean_header),
+        name: part.attachment_name().and_then(clean),
         content_type: content_type(part),
         size: part_bytes(raw, part).len() as u64,
         is_inline,
@@ -367,13 +417,16 @@ fn content_type(part: &MessagePart<'_>) -> String {
     }
 }
 
-fn mailboxes<'a>(lists: impl Iterator<Item = &'a Address<'a>>) -> Vec<Mailbox> {
+fn mailboxes<'a>(
+    lists: impl Iterator<Item = &'a Address<'a>>,
+    clean: impl Fn(&str) -> Option<String>,
+) -> Vec<Mailbox> {
     lists
         .flat_map(|list| list.iter())
         .filter_map(|addr| {
             let mailbox = Mailbox {
-                name: addr.name.as_deref().and_then(clean_header),
-                address: addr.address.as_deref().and_then(clean_header),
+                name: addr.name.as_deref().and_then(&clean),
+                address: addr.address.as_deref().and_then(&clean),
             };
             (mailbox.name.is_some() || mailbox.address.is_some()).then_some(mailbox)
         })
@@ -381,33 +434,39 @@ fn mailboxes<'a>(lists: impl Iterator<Item = &'a Address<'a>>) -> Vec<Mailbox> {
         .collect()
 }
 
-fn first_text(value: &HeaderValue<'_>) -> Option<String> {
+fn first_text(value: &HeaderValue<'_>, clean: impl Fn(&str) -> Option<String>) -> Option<String> {
     match value {
-        HeaderValue::Text(text) => clean_header(text),
-        HeaderValue::TextList(list) => list.iter().find_map(|t| clean_header(t)),
+        HeaderValue::Text(text) => clean(text),
+        HeaderValue::TextList(list) => list.iter().find_map(|t| clean(t)),
         _ => None,
     }
 }
 
-fn text_list(value: &HeaderValue<'_>) -> Vec<String> {
+fn text_list(value: &HeaderValue<'_>, clean: impl Fn(&str) -> Option<String>) -> Vec<String> {
     match value {
-        HeaderValue::Text(text) => clean_header(text).into_iter().collect(),
+        HeaderValue::Text(text) => clean(text).into_iter().collect(),
         HeaderValue::TextList(list) => list
             .iter()
-            .filter_map(|t| clean_header(t))
+            .filter_map(|t| clean(t))
             .take(MAX_REFERENCES)
             .collect(),
         _ => Vec::new(),
     }
 }
 
-/// Header text without control characters (an encoded word can smuggle CR/LF), trimmed; `None`
-/// when nothing is left.
-fn clean_header(value: &str) -> Option<String> {
-    let cleaned: String = value
-        .chars()
+/// Header text without control characters (an encoded word can smuggle CR/LF), at most
+/// [`MAX_HEADER_CHARS`] (setting `cut` when longer), trimmed; `None` when nothing is left. The
+/// bound comes first, so a huge header costs no more than a long one.
+fn clean_header(value: &str, cut: &Cell<bool>) -> Option<String> {
+    let mut chars = value.chars();
+    let cleaned: String = chars
+        .by_ref()
+        .take(MAX_HEADER_CHARS)
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect::<String>();
+    if chars.next().is_some() {
+        cut.set(true);
+    }
     let trimmed = cleaned.trim();
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
 }
@@ -795,8 +854,111 @@ caf=E9
         header.extend(std::iter::repeat_n(b'c', 1_000_000));
         header.extend_from_slice(b"\r\n\r\nbody");
         let m = parse(&header);
-        assert_eq!(m.subject.map(|s| s.len()), Some(1_000_000));
+        // See: issue 8, finding 4. The header is bounded before anything reads it, and the cut
+        // is recorded so no search claims the message lacks a word past the bound.
+        assert_eq!(m.subject.map(|s| s.len()), Some(MAX_HEADER_CHARS));
+        assert!(m.cuts.header && !m.cuts.body && !m.cuts.structure);
         assert_eq!(m.body_text, "body");
+        assert!(parse(&over).cuts.body);
+        assert_eq!(parse(&raw).cuts, Cuts::default());
+    }
+
+    /// `depth` levels of `message/rfc822`, unencoded, around a small core message.
+    fn nested_messages(depth: usize) -> String {
+        let mut inner = String::new();
+        for _ in 0..depth {
+            inner.push_str("Content-Type: message/rfc822\r\n\r\n");
+        }
+        inner.push_str("Subject: core\r\n\r\ndeepest\r\n");
+        inner
+    }
+
+    /// An outer message whose one attachment is `payload` as base64 `message/rfc822`.
+    fn base64_attachment(payload: &[u8]) -> Vec<u8> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(payload);
+        let mut lines = String::new();
+        for chunk in b64.as_bytes().chunks(76) {
+            lines.push_str(std::str::from_utf8(chunk).unwrap());
+            lines.push_str("\r\n");
+        }
+        format!(
+            "From: ann@example.com\r\nSubject: bomb\r\nContent-Type: multipart/mixed; \
+             boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\nhello\r\n--B\r\n\
+             Content-Type: message/rfc822\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+             {lines}--B--\r\n"
+        )
+        .into_bytes()
+    }
+
+    /// Parses on a thread with a worker thread's default stack (2 MiB), as the server does.
+    fn parse_on_worker_stack(raw: Vec<u8>) -> ParsedMessage {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || parse(&raw))
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    // See: issue 8, finding 1. A ~210 KB message whose base64 message/rfc822 attachment decodes
+    // to 2,500+ nested messages overflowed a worker's stack (SIGABRT: the whole server died,
+    // on every restart); at 2,000 levels it used ~214 MB.
+    #[test]
+    fn issue_8_a_nesting_bomb_parses_bounded_and_is_marked_cut() {
+        let bomb = base64_attachment(nested_messages(2_600).as_bytes());
+        let m = parse_on_worker_stack(bomb);
+        assert_eq!(m.subject.as_deref(), Some("bomb"));
+        assert_eq!(m.body_text, "hello");
+        assert!(m.cuts.structure, "the unparsed levels are recorded");
+
+        // Unencoded nesting overflowed too (in the parser's result's drop), further down.
+        let plain = format!(
+            "Subject: plain bomb\r\nContent-Type: multipart/mixed; boundary=B\r\n\r\n\
+             --B\r\n{}--B--\r\n",
+            nested_messages(100_000)
+        );
+        let m = parse_on_worker_stack(plain.into_bytes());
+        assert_eq!(m.subject.as_deref(), Some("plain bomb"));
+        assert!(m.cuts.structure);
+
+        // A forwarded message within the limits is parsed and not marked.
+        let m = parse_on_worker_stack(base64_attachment(nested_messages(3).as_bytes()));
+        assert!(!m.cuts.structure);
+        assert_eq!(m.attachments.len(), 1);
+    }
+
+    // The copy half of finding 1: a base64 digest of many small messages made every nested
+    // message keep its own copy of the whole decoded buffer (quadratic memory).
+    #[test]
+    fn issue_8_an_encoded_digest_cannot_multiply_its_size() {
+        let mut digest = String::from("Content-Type: multipart/digest; boundary=D\r\n\r\n");
+        for i in 0..5_000 {
+            digest.push_str(&format!("--D\r\n\r\nSubject: m{i}\r\n\r\nx\r\n"));
+        }
+        digest.push_str("--D--\r\n");
+        let m = parse_on_worker_stack(base64_attachment(digest.as_bytes()));
+        assert!(
+            m.cuts.structure,
+            "5,000 copies of the buffer are over the copy bound"
+        );
+        assert_eq!(m.subject.as_deref(), Some("bomb"));
+    }
+
+    #[test]
+    fn issue_8_parts_beyond_the_part_limit_are_cut() {
+        let mut raw =
+            String::from("Subject: parts\r\nContent-Type: multipart/mixed; boundary=P\r\n\r\n");
+        for i in 0..12_000 {
+            raw.push_str(&format!(
+                "--P\r\nContent-Type: application/octet-stream; name=a{i}.bin\r\n\r\nx\r\n"
+            ));
+        }
+        raw.push_str("--P--\r\n");
+        let m = parse(raw.as_bytes());
+        assert!(m.cuts.structure);
+        assert!(m.attachments.len() < 10_000);
+        assert!(m.attachments.len() > 9_000);
     }
 
     #[test]

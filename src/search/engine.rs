@@ -1,7 +1,9 @@
 //! The search algorithm for one mailbox (spec/search.md rules 1–10, reference §6.2–6.3).
 //!
-//! Invariant: every path that ends in `NOT_FOUND` has passed through a complete (untruncated)
-//! scan; every error or limit ends in `SEARCH_INCOMPLETE`, `SEARCH_FAILED` or `SEARCH_UNTRUSTED`.
+//! Invariant: every path that ends in `NOT_FOUND` has passed through a complete scan (not
+//! truncated, not stopped by the deadline, and every message in it wholly read); every error or
+//! limit ends in `SEARCH_INCOMPLETE`, `SEARCH_FAILED` or `SEARCH_UNTRUSTED`, with warning codes
+//! that name the limit.
 
 use sha2::{Digest, Sha256};
 
@@ -33,13 +35,15 @@ async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> Search
         },
         Ok(page) => {
             let scanned = page.items.len();
+            let incomplete = page.is_incomplete();
+            let warnings: Vec<&'static str> = page.limit_warnings().collect();
             let hits: Vec<Candidate> = page
                 .items
                 .into_iter()
                 .filter(|c| plan.filters.matches(c))
                 .collect();
             if hits.is_empty() {
-                let (status, confidence) = if page.truncated {
+                let (status, confidence) = if incomplete {
                     (SearchStatus::SearchIncomplete, Confidence::Low)
                 } else {
                     (SearchStatus::NotFound, Confidence::High)
@@ -52,7 +56,7 @@ async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> Search
                     candidates_scanned: scanned,
                     truncated: page.truncated,
                     canary_matched: false,
-                    warnings: Vec::new(),
+                    warnings,
                     messages: Vec::new(),
                 };
             }
@@ -62,7 +66,7 @@ async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> Search
                 page.pages_scanned,
                 scanned,
                 page.truncated,
-                Vec::new(),
+                warnings,
                 false,
                 plan,
             )
@@ -146,6 +150,8 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
     };
     let matcher = TokenQuery::new(query);
     let scanned = page.items.len();
+    let incomplete = page.is_incomplete();
+    warnings.extend(page.limit_warnings());
     let hits: Vec<Candidate> = page
         .items
         .into_iter()
@@ -165,7 +171,7 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
     }
     let (status, confidence) = if untrusted_backend {
         (SearchStatus::SearchUntrusted, Confidence::Low)
-    } else if page.truncated {
+    } else if incomplete {
         (SearchStatus::SearchIncomplete, Confidence::Low)
     } else {
         warnings.push(warning::EXACT_TOKEN);
@@ -242,7 +248,7 @@ pub(crate) fn sort(items: &mut [Candidate], by: SortBy, order: SortOrder) {
 pub(crate) mod tests {
     use super::*;
     use crate::backends::BackendError;
-    use crate::search::{Filters, ScanRequest};
+    use crate::search::{ContentGap, Filters, Gaps, ScanRequest};
 
     pub(crate) fn candidate(id: &str, subject: &str) -> Candidate {
         Candidate {
@@ -259,6 +265,7 @@ pub(crate) mod tests {
             preview: String::new(),
             body: String::new(),
             attachments: Vec::new(),
+            gap: None,
         }
     }
 
@@ -274,6 +281,19 @@ pub(crate) mod tests {
             items,
             pages_scanned: 1,
             truncated,
+            ..Page::default()
+        })
+    }
+
+    /// A complete, untruncated page in which one message was not wholly read.
+    fn page_with_gap(items: Vec<Candidate>, gap: ContentGap) -> Result<Page, ()> {
+        let mut gaps = Gaps::default();
+        gaps.add(gap);
+        Ok(Page {
+            items,
+            pages_scanned: 1,
+            gaps,
+            ..Page::default()
         })
     }
 
@@ -301,6 +321,7 @@ pub(crate) mod tests {
             max_pages: 10,
             sort_by: SortBy::ReceivedDateTime,
             sort_order: SortOrder::Desc,
+            deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
         }
     }
 
@@ -484,6 +505,59 @@ pub(crate) mod tests {
         assert_eq!(o.messages.len(), 5);
         assert!(o.truncated);
         assert_eq!(o.confidence, Confidence::Medium);
+    }
+
+    /// Issue 8 finding 2: a message the scan did not wholly read (too large, unreadable, cut
+    /// by a parser or matching bound) turns what would be NOT_FOUND into SEARCH_INCOMPLETE,
+    /// naming the limit; on both the relevance and the filter-only path.
+    #[tokio::test]
+    async fn a_message_not_wholly_read_is_never_proven_absent() {
+        for gap in [
+            ContentGap::TooLarge,
+            ContentGap::Unreadable,
+            ContentGap::Structure,
+            ContentGap::Header,
+            ContentGap::Body,
+        ] {
+            let fake = Fake {
+                real: page(vec![], false),
+                canary: page(vec![], false),
+                list: page_with_gap(vec![candidate("a", "unrelated")], gap),
+            };
+            let o = outcome(fake, Some("invoice")).await;
+            assert_eq!(o.status, SearchStatus::SearchIncomplete, "{gap:?}");
+            assert_eq!(o.confidence, Confidence::Low);
+            assert!(o.warnings.contains(&gap.warning()), "{:?}", o.warnings);
+            assert!(!o.warnings.contains(&warning::EXACT_TOKEN));
+
+            let fake = Fake {
+                real: page(vec![], false),
+                canary: page(vec![], false),
+                list: page_with_gap(vec![], gap),
+            };
+            let mut p = plan(None);
+            p.filters.is_read = Some(true);
+            let o = run(&fake, &p).await;
+            assert_eq!(o.status, SearchStatus::SearchIncomplete, "{gap:?}");
+            assert!(o.warnings.contains(&gap.warning()));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_deadline_stop_is_incomplete_and_says_so() {
+        let timed_out = Ok(Page {
+            timed_out: true,
+            truncated: true,
+            ..Page::default()
+        });
+        let fake = Fake {
+            real: page(vec![], false),
+            canary: page(vec![], false),
+            list: timed_out,
+        };
+        let o = outcome(fake, Some("invoice")).await;
+        assert_eq!(o.status, SearchStatus::SearchIncomplete);
+        assert!(o.warnings.contains(&warning::DEADLINE));
     }
 
     #[test]

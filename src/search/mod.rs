@@ -10,6 +10,8 @@ pub(crate) mod engine;
 pub(crate) mod fanout;
 pub(crate) mod matcher;
 
+use std::time::Instant;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -91,6 +93,92 @@ pub(crate) mod warning {
     pub(crate) const EXPANSION_UNAVAILABLE: &str = "search_memory_expansion_unavailable";
     /// The mailbox's backend kind (Graph, IMAP) is not built in this version.
     pub(crate) const BACKEND_UNSUPPORTED: &str = "backend_unsupported";
+    /// The search's deadline ([`super::SEARCH_DEADLINE`]) ended the scan early.
+    pub(crate) const DEADLINE: &str = "search_deadline_exceeded";
+    /// A message in the scanned window is over the backend's size bound and was not read.
+    pub(crate) const MESSAGE_TOO_LARGE: &str = "message_too_large";
+    /// A message in the scanned window could not be read (I/O error, not a regular file).
+    pub(crate) const MESSAGE_UNREADABLE: &str = "message_unreadable";
+    /// A message's MIME structure is beyond the parser's limits: some parts were not read.
+    pub(crate) const MESSAGE_STRUCTURE_LIMIT: &str = "message_structure_limit";
+    /// A header was longer than the matching bound: its tail was not searched.
+    pub(crate) const HEADER_TRUNCATED: &str = "message_header_truncated";
+    /// A body was longer than the matching bound: its tail was not searched.
+    pub(crate) const BODY_TRUNCATED: &str = "message_body_truncated";
+}
+
+/// How long one mailbox's search may run before it stops and answers `SEARCH_INCOMPLETE` with
+/// [`warning::DEADLINE`]. A search that stops early has proven nothing about the rest.
+pub(crate) const SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Why a message in a scanned window was not wholly seen by the search, most severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ContentGap {
+    /// Over the backend's size bound: nothing but its file metadata was read.
+    TooLarge,
+    /// Could not be read at all.
+    Unreadable,
+    /// Parts beyond the MIME parser's structural limits were not read.
+    Structure,
+    /// A header's tail beyond the matching bound was not read.
+    Header,
+    /// The body's tail beyond the matching bound was not read.
+    Body,
+}
+
+impl ContentGap {
+    pub(crate) fn warning(self) -> &'static str {
+        match self {
+            ContentGap::TooLarge => warning::MESSAGE_TOO_LARGE,
+            ContentGap::Unreadable => warning::MESSAGE_UNREADABLE,
+            ContentGap::Structure => warning::MESSAGE_STRUCTURE_LIMIT,
+            ContentGap::Header => warning::HEADER_TRUNCATED,
+            ContentGap::Body => warning::BODY_TRUNCATED,
+        }
+    }
+
+    /// Nothing of the content was read: content filters cannot be evaluated.
+    pub(crate) fn is_total(self) -> bool {
+        matches!(self, ContentGap::TooLarge | ContentGap::Unreadable)
+    }
+
+    /// The most severe gap of a parsed view, if any.
+    pub(crate) fn of(cuts: crate::mime::Cuts) -> Option<ContentGap> {
+        if cuts.structure {
+            Some(ContentGap::Structure)
+        } else if cuts.header {
+            Some(ContentGap::Header)
+        } else if cuts.body {
+            Some(ContentGap::Body)
+        } else {
+            None
+        }
+    }
+}
+
+/// The gaps met in one scanned window, by kind (each kind once, in order of severity).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Gaps {
+    kinds: Vec<ContentGap>,
+    messages: usize,
+}
+
+impl Gaps {
+    pub(crate) fn add(&mut self, gap: ContentGap) {
+        self.messages += 1;
+        if !self.kinds.contains(&gap) {
+            self.kinds.push(gap);
+            self.kinds.sort_by_key(|g| *g as u8);
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.messages == 0
+    }
+
+    pub(crate) fn warnings(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.kinds.iter().map(|g| g.warning())
+    }
 }
 
 /// One message as a search or listing sees it. Every string is sender-controlled.
@@ -112,6 +200,8 @@ pub(crate) struct Candidate {
     /// Bounded body text used by the local scan (body-aware fallback).
     pub(crate) body: String,
     pub(crate) attachments: Vec<AttachmentMeta>,
+    /// What of this message the fields above do not hold; `Some` makes a non-match unproven.
+    pub(crate) gap: Option<ContentGap>,
 }
 
 /// Structured filters, applied by the backend and again locally (defence against a backend that
@@ -127,6 +217,12 @@ pub(crate) struct Filters {
 }
 
 impl Filters {
+    /// Whether a filter reads the message's content (sender, subject, attachments), which a
+    /// message whose content was not read cannot be tested against.
+    pub(crate) fn reads_content(&self) -> bool {
+        self.sender.is_some() || self.subject.is_some() || self.has_attachments.is_some()
+    }
+
     pub(crate) fn matches(&self, c: &Candidate) -> bool {
         if let Some(sender) = &self.sender {
             let needle = sender.to_lowercase();
@@ -183,6 +279,8 @@ pub(crate) struct ScanRequest {
     pub(crate) filters: Filters,
     pub(crate) max_items: usize,
     pub(crate) max_pages: u32,
+    /// When the scan must stop (reporting `timed_out`), whatever is left.
+    pub(crate) deadline: Instant,
 }
 
 /// A bounded answer from a backend.
@@ -192,6 +290,26 @@ pub(crate) struct Page {
     pub(crate) pages_scanned: u32,
     /// Stopped because of a limit while more items were left.
     pub(crate) truncated: bool,
+    /// Stopped because the deadline passed (then `truncated` is set too).
+    pub(crate) timed_out: bool,
+    /// Messages of the scanned window that were not wholly read, returned or not.
+    pub(crate) gaps: Gaps,
+}
+
+impl Page {
+    /// Whether a non-match in this page proves nothing: a limit stopped it or a message in it
+    /// was not wholly read.
+    pub(crate) fn is_incomplete(&self) -> bool {
+        self.truncated || self.timed_out || !self.gaps.is_empty()
+    }
+
+    /// The warning codes naming every limit that left this page incomplete.
+    pub(crate) fn limit_warnings(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.timed_out
+            .then_some(warning::DEADLINE)
+            .into_iter()
+            .chain(self.gaps.warnings())
+    }
 }
 
 /// What the engine needs from a backend.
@@ -233,6 +351,8 @@ pub(crate) struct SearchPlan {
     pub(crate) max_pages: u32,
     pub(crate) sort_by: SortBy,
     pub(crate) sort_order: SortOrder,
+    /// See [`SEARCH_DEADLINE`].
+    pub(crate) deadline: Instant,
 }
 
 impl SearchPlan {
@@ -259,6 +379,7 @@ impl SearchPlan {
             filters: self.filters.clone(),
             max_items: self.scan_limit,
             max_pages: self.max_pages,
+            deadline: self.deadline,
         }
     }
 }

@@ -114,6 +114,10 @@ pub(crate) struct MessageSummaryOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) attachments: Option<Vec<AttachmentOut>>,
     pub(crate) attachments_truncated: bool,
+    /// Present when the message was not wholly read (a warning code such as
+    /// `message_too_large`): fields may be missing and a search's non-match in it is unproven.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) content_gap: Option<String>,
 }
 
 impl MessageSummaryOut {
@@ -139,6 +143,7 @@ impl MessageSummaryOut {
                     .collect()
             }),
             attachments_truncated: with_attachments && listed.len() > SUMMARY_ATTACHMENTS,
+            content_gap: c.gap.map(|g| g.warning().to_owned()),
         }
     }
 }
@@ -327,6 +332,9 @@ pub(crate) struct FolderStatsOut {
     /// ISO-8601, over the scanned window.
     pub(crate) date_range: Option<DateRangeOut>,
     pub(crate) messages_scanned: u64,
+    /// Scanned messages that could not be read or wholly parsed (too large, beyond the MIME
+    /// parser's limits): `emailsWithAttachments` does not cover them.
+    pub(crate) messages_not_read: u64,
     pub(crate) pages_scanned: u32,
     pub(crate) truncated: bool,
 }

@@ -267,6 +267,7 @@ pub(super) fn plan(
             Some(SortOrderArg::Asc) => SortOrder::Asc,
             _ => SortOrder::Desc,
         },
+        deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
     })
 }
 
@@ -309,12 +310,40 @@ async fn single_search(
     let with_names = args.criteria.include_attachment_names == Some(true);
     let projection = SearchProjection::new(resolved.alias.as_str(), &outcome, with_names);
     let summary = format!(
-        "Mailbox {}: {}, {} result(s).",
+        "Mailbox {}: {}, {} result(s).{}",
         resolved.alias,
         outcome.status.as_str(),
-        projection.messages.len()
+        projection.messages.len(),
+        unproven_note(&outcome)
     );
     Ok(ToolOutput::untrusted(summary, projection))
+}
+
+/// For an incomplete answer, the limits that left it so (warning codes) and what lifts them.
+fn unproven_note(outcome: &SearchOutcome) -> String {
+    if outcome.status != SearchStatus::SearchIncomplete {
+        return String::new();
+    }
+    let limits: Vec<&str> = outcome
+        .warnings
+        .iter()
+        .copied()
+        .filter(|w| w.starts_with("message_") || *w == warning::DEADLINE)
+        .collect();
+    let mut note = String::from(" Absence is not proven");
+    if !limits.is_empty() {
+        note.push_str(&format!(
+            " (limits: {}; messages flagged contentGap were not wholly read: open them with \
+             get_message or narrow the search)",
+            limits.join(", ")
+        ));
+    } else if outcome.truncated {
+        note.push_str(
+            " (a scan limit was reached: narrow the search or raise maxResults/maxPages)",
+        );
+    }
+    note.push('.');
+    note
 }
 
 async fn search_mailbox(app: Arc<App>, args: SearchMailboxArgs) -> Result<ToolOutput, ToolError> {
@@ -610,16 +639,22 @@ async fn get_folder_stats(app: Arc<App>, args: FolderStatsArgs) -> Result<ToolOu
             _ => None,
         },
         messages_scanned: stats.messages_scanned,
+        messages_not_read: stats.messages_not_read,
         pages_scanned: stats.pages_scanned,
         truncated: stats.truncated,
     };
     let summary = format!(
-        "Folder {}: {} message(s), {} unread{}.",
+        "Folder {}: {} message(s), {} unread{}{}.",
         out.folder_id,
         out.total_emails,
         out.unread_emails,
         if out.truncated {
             " (attachment counts cover the scanned window only)"
+        } else {
+            ""
+        },
+        if out.messages_not_read > 0 {
+            " (some messages could not be read wholly: messagesNotRead)"
         } else {
             ""
         }

@@ -13,6 +13,7 @@ mod cli;
 mod config_refusals;
 mod handoff_cli;
 mod handoffs;
+mod hostile_mail;
 mod invalid_inputs;
 mod limits;
 mod policy_drift;

@@ -371,6 +371,17 @@ async fn the_cli_shows_the_refused_injection_send() {
 
 // --- SMTP end to end --------------------------------------------------------------------------
 
+/// The project's venv Python (scripts/test.sh creates `.venv` with aiosmtpd in it), else
+/// `python3` from PATH.
+fn test_python() -> PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    if venv.exists() {
+        venv
+    } else {
+        "python3".into()
+    }
+}
+
 /// A real SMTP server on loopback (aiosmtpd's Mailbox handler writes each message it accepts to
 /// a Maildir), killed when dropped.
 struct SmtpSink {
@@ -387,15 +398,16 @@ impl SmtpSink {
     /// `extra`: aiosmtpd options, e.g. `--tlscert`/`--tlskey` (STARTTLS, required by the
     /// server) or `--smtpscert`/`--smtpskey` (implicit TLS).
     fn start_with(dir: &Path, extra: &[&Path]) -> SmtpSink {
-        let probe = Command::new("python3")
+        let python = test_python();
+        let probe = Command::new(&python)
             .args(["-c", "import aiosmtpd"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
         assert!(
             probe.is_ok_and(|status| status.success()),
-            "the SMTP end-to-end test needs python3 with aiosmtpd; scripts/test.sh installs it \
-             (python3 -m pip install aiosmtpd)"
+            "the SMTP end-to-end test needs aiosmtpd; scripts/test.sh installs it into the \
+             project's .venv"
         );
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -403,7 +415,7 @@ impl SmtpSink {
             .unwrap()
             .port();
         let maildir = dir.join(format!("smtp-sink-{port}"));
-        let child = Command::new("python3")
+        let child = Command::new(&python)
             .args(["-m", "aiosmtpd", "-n", "-l"])
             .arg(format!("127.0.0.1:{port}"))
             .args(extra)

@@ -351,6 +351,7 @@ async fn scan_folder(
         max_pages: limits.max_pages_per_folder,
         sort_by: SortBy::ReceivedDateTime,
         sort_order: SortOrder::Desc,
+        deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
     };
     let outcome = engine::run(backend, &plan).await;
     cov.pages_scanned = outcome.pages_scanned;
@@ -369,6 +370,11 @@ async fn scan_folder(
         push_once(&mut cov.reasons, FolderReason::MessageScanLimitReached);
     }
     cov.messages_scanned = outcome.messages.len();
+    if outcome.messages.iter().any(|m| m.gap.is_some()) {
+        // A message not wholly read (too large, beyond the parser's limits) may hold what the
+        // listing below cannot see.
+        push_once(&mut cov.reasons, FolderReason::MessageTextTruncated);
+    }
 
     let messages: Vec<&Candidate> = outcome
         .messages
