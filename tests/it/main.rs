@@ -15,6 +15,7 @@ mod handoff_cli;
 mod handoffs;
 mod invalid_inputs;
 mod limits;
+mod output_bounds;
 mod policy_drift;
 mod read_tools;
 mod send;
