@@ -500,6 +500,22 @@ mod tests {
 
     proptest::proptest! {
         #[test]
+        fn following_next_reads_every_item_once(len in 0usize..500, limit in 1usize..120) {
+            let list: Vec<usize> = (0..len).collect();
+            let (mut seen, mut offset) = (Vec::new(), 0);
+            loop {
+                let p = page(&list, offset, limit);
+                proptest::prop_assert!(p.items.len() <= limit);
+                seen.extend_from_slice(p.items);
+                match p.next {
+                    Some(next) => offset = next,
+                    None => break,
+                }
+            }
+            proptest::prop_assert_eq!(seen, list);
+        }
+
+        #[test]
         fn bounded_never_exceeds(s in ".{0,400}", max in 1usize..50) {
             let out = bounded(&s, max);
             proptest::prop_assert!(out.chars().count() <= max + 3);

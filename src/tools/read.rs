@@ -22,7 +22,7 @@ use super::{
     input_schema, output_schema,
 };
 use crate::alias::Alias;
-use crate::backends::BackendError;
+use crate::backends::{BackendError, MessageDetail};
 use crate::config::Limits;
 use crate::extract::{self, ExtractError, Format};
 use crate::search::{
@@ -514,15 +514,30 @@ fn exhausted_label(label: String) -> BatchLabelOut {
 async fn get_message(app: Arc<App>, args: GetMessageArgs) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
     let detail = resolved.backend.get_message(&args.message_id).await?;
-    let max = app.config.limits.max_body_chars;
+    let message = message_out(&detail, &args, app.config.limits.max_body_chars);
+    let summary = format!(
+        "Message {} from mailbox {}.",
+        args.message_id, resolved.alias
+    );
+    Ok(ToolOutput::untrusted(
+        summary,
+        GetMessageOut {
+            mailbox: resolved.alias.to_string(),
+            message,
+        },
+    ))
+}
+
+/// The `get_message` projection: the body slice of `args.offset`, and every sender-sized list
+/// (attachments, To, Cc) cut to its bound, flagged, with its full length and where to read on.
+fn message_out(detail: &MessageDetail, args: &GetMessageArgs, max_body: usize) -> MessageOut {
     let body: Vec<char> = detail.body_text.replace("\r\n", "\n").chars().collect();
     let total = body.len() as u64;
     let offset = args.offset.unwrap_or(0).min(total);
-    let end = (offset + max as u64).min(total);
+    let end = (offset + max_body as u64).min(total);
     let want_body = args.format.unwrap_or_default() == MessageFormat::Text;
     let slice: String = body[offset as usize..end as usize].iter().collect();
     let more = end < total;
-    // Every list here is the sender's to size: each is cut, flagged and pageable.
     let all = &detail.summary.attachments;
     let shown = output::page(all, 0, output::MESSAGE_ATTACHMENTS);
     let attachments = shown
@@ -536,7 +551,7 @@ async fn get_message(app: Arc<App>, args: GetMessageArgs) -> Result<ToolOutput, 
     let next_recipient = to.next.max(cc.next);
     let mut summary = MessageSummaryOut::from_candidate(&detail.summary, false);
     summary.attachments_truncated = shown.next.is_some();
-    let message = MessageOut {
+    MessageOut {
         summary,
         to: to
             .items
@@ -566,18 +581,7 @@ async fn get_message(app: Arc<App>, args: GetMessageArgs) -> Result<ToolOutput, 
         cc_total: cc.total,
         recipients_truncated: next_recipient.is_some(),
         next_recipient_offset: next_recipient.map(|n| n as u64),
-    };
-    let summary = format!(
-        "Message {} from mailbox {}.",
-        args.message_id, resolved.alias
-    );
-    Ok(ToolOutput::untrusted(
-        summary,
-        GetMessageOut {
-            mailbox: resolved.alias.to_string(),
-            message,
-        },
-    ))
+    }
 }
 
 async fn list_folders(app: Arc<App>, args: MailboxArgs) -> Result<ToolOutput, ToolError> {
@@ -825,7 +829,115 @@ async fn get_attachment_content(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+    use crate::backends::AttachmentMeta;
+    use crate::mime::Mailbox;
+    use crate::search::Candidate;
+
+    /// A message whose every sender-controlled string is `len` copies of `ch`, with
+    /// `attachments` attachments and `recipients` addresses in To and in Cc.
+    fn hostile(ch: char, len: usize, attachments: usize, recipients: usize) -> MessageDetail {
+        let text = ch.to_string().repeat(len);
+        let mailbox = |i: usize| Mailbox {
+            name: Some(text.clone()),
+            address: Some(format!("{text}{i}@example.org")),
+        };
+        MessageDetail {
+            summary: Candidate {
+                id: "m".into(),
+                folder_id: "INBOX".into(),
+                subject: Some(text.clone()),
+                from: Some(mailbox(0)),
+                received: None,
+                sent: None,
+                is_read: false,
+                is_flagged: false,
+                is_answered: false,
+                has_attachments: attachments > 0,
+                preview: text.clone(),
+                body: String::new(),
+                attachments: (0..attachments)
+                    .map(|i| AttachmentMeta {
+                        id: format!("att-{i}"),
+                        name: Some(text.clone()),
+                        content_type: format!("application/{text}"),
+                        size: 1,
+                        is_inline: i % 2 == 0,
+                    })
+                    .collect(),
+            },
+            to: (0..recipients).map(mailbox).collect(),
+            cc: (0..recipients).map(mailbox).collect(),
+            body_text: ch.to_string().repeat(20_000),
+            body_is_html: false,
+            internet_message_id: Some(text.clone()),
+            in_reply_to: Some(text),
+            references: Vec::new(),
+        }
+    }
+
+    /// The most bytes a `get_message` answer can take whatever the sender did, from the
+    /// per-field bounds at six JSON bytes per char (`\u0001`): 50 attachments, 50 + 50
+    /// addresses, a 12,000-char body, the single fields, and 16 KiB for keys and numbers.
+    fn message_bound() -> usize {
+        let chars = |max: usize| (max + 3) * 6;
+        let attachment = chars(output::ATTACHMENT_NAME_CHARS) + chars(output::CONTENT_TYPE_CHARS);
+        let address = 2 * chars(output::ADDRESS_CHARS);
+        output::MESSAGE_ATTACHMENTS * attachment
+            + 2 * output::MESSAGE_RECIPIENTS * address
+            + 12_000 * 6
+            + chars(output::SUBJECT_CHARS)
+            + chars(output::PREVIEW_CHARS)
+            + address
+            + 2 * chars(998)
+            + 16 * 1024
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        // See: issue 8, finding 3. Oracle on output size: no list the sender sizes can grow
+        // the answer past a bound computed from the per-field bounds.
+        #[test]
+        fn issue_8_get_message_answers_are_bounded_whatever_the_lists(
+            ch in prop::sample::select(vec!['a', '\u{e9}', '\u{1D538}', '"', '\\', '\u{1}']),
+            len in 0usize..400,
+            attachments in 0usize..2_000,
+            recipients in 0usize..1_000,
+            recipient_offset in 0u64..1_200,
+            headers in any::<bool>(),
+        ) {
+            let detail = hostile(ch, len, attachments, recipients);
+            let args = GetMessageArgs {
+                mailbox: "a".into(),
+                message_id: "m".into(),
+                offset: None,
+                format: headers.then_some(MessageFormat::Headers),
+                recipient_offset: Some(recipient_offset),
+            };
+            let out = message_out(&detail, &args, 12_000);
+            let bytes = serde_json::to_vec(&out).map(|v| v.len()).unwrap_or(usize::MAX);
+            prop_assert!(bytes <= message_bound(), "{} > {}", bytes, message_bound());
+            prop_assert_eq!(out.attachments.len(), attachments.min(output::MESSAGE_ATTACHMENTS));
+            prop_assert_eq!(out.attachments_total, attachments);
+            prop_assert_eq!(
+                out.summary.attachments_truncated,
+                attachments > output::MESSAGE_ATTACHMENTS
+            );
+            let from = (recipient_offset as usize).min(recipients);
+            let shown = (recipients - from).min(output::MESSAGE_RECIPIENTS);
+            prop_assert_eq!(out.to.len(), shown);
+            prop_assert_eq!(out.cc.len(), shown);
+            prop_assert_eq!((out.to_total, out.cc_total), (recipients, recipients));
+            prop_assert_eq!(out.recipients_truncated, from + shown < recipients);
+            prop_assert_eq!(
+                out.next_recipient_offset,
+                out.recipients_truncated.then_some((from + shown) as u64)
+            );
+        }
+    }
 
     #[test]
     fn the_published_page_bound_is_the_enforced_one() {
