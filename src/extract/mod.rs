@@ -16,6 +16,11 @@
 
 use crate::mime::{self, Mailbox, html};
 
+/// Attachment names an `.eml` extraction lists; the rest are counted.
+const EML_ATTACHMENT_NAMES: usize = 30;
+/// Addresses an `.eml` extraction lists per header (From, To, Cc); the rest are counted.
+const EML_ADDRESSES: usize = 50;
+
 /// What an attachment is, as far as extraction is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -138,7 +143,8 @@ pub(crate) fn detect(name: Option<&str>, content_type: &str, bytes: &[u8]) -> Fo
 ///
 /// Text, CSV, JSON, XML: decoded as-is (BOM aware, UTF-16 by BOM, otherwise UTF-8 or a
 /// windows-1252 fallback), CRLF → LF. HTML: [`html::to_text`]. EML: Subject/From/To/Cc/Date
-/// lines, attachment names, a blank line, then the body text. Everything else:
+/// lines, attachment names (each list cut to a bound, the rest counted and `truncated` set), a
+/// blank line, then the body text. Everything else:
 /// [`ExtractError::Unsupported`].
 pub(crate) fn extract_text(
     name: Option<&str>,
@@ -205,6 +211,18 @@ fn html_text(bytes: &[u8], max_chars: usize) -> Extracted {
 
 fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
     let message = mime::try_parse(bytes).ok_or(ExtractError::Failed)?;
+    // The sender sizes these lists: cut each, so a flood of names cannot push the body out of
+    // the `max_chars` budget, and count what was cut.
+    let mut cut = false;
+    let from = listed(&message.from, EML_ADDRESSES, render_mailbox, &mut cut);
+    let to = listed(&message.to, EML_ADDRESSES, render_mailbox, &mut cut);
+    let cc = listed(&message.cc, EML_ADDRESSES, render_mailbox, &mut cut);
+    let attachments = listed(
+        &message.attachments,
+        EML_ATTACHMENT_NAMES,
+        |a| a.name.clone().unwrap_or_else(|| a.content_type.clone()),
+        &mut cut,
+    );
     let mut out = String::new();
     let mut line = |label: &str, value: &str| {
         if !value.is_empty() {
@@ -215,19 +233,14 @@ fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
         }
     };
     line("Subject", message.subject.as_deref().unwrap_or_default());
-    line("From", &mailbox_list(&message.from));
-    line("To", &mailbox_list(&message.to));
-    line("Cc", &mailbox_list(&message.cc));
+    line("From", &from);
+    line("To", &to);
+    line("Cc", &cc);
     line(
         "Date",
         &message.date.map(|d| d.to_rfc3339()).unwrap_or_default(),
     );
-    let attachments: Vec<&str> = message
-        .attachments
-        .iter()
-        .map(|a| a.name.as_deref().unwrap_or(a.content_type.as_str()))
-        .collect();
-    line("Attachments", &attachments.join(", "));
+    line("Attachments", &attachments);
     if !out.is_empty() {
         out.push('\n');
     }
@@ -235,18 +248,33 @@ fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
     let (text, truncated) = html::truncate_chars(out, max_chars);
     Ok(Extracted {
         text,
-        truncated,
+        truncated: truncated || cut,
         extractor: "eml",
     })
 }
 
-fn mailbox_list(list: &[Mailbox]) -> String {
-    let render = |m: &Mailbox| match (&m.name, &m.address) {
+fn render_mailbox(m: &Mailbox) -> String {
+    match (&m.name, &m.address) {
         (Some(name), Some(address)) => format!("{name} <{address}>"),
         (Some(only), None) | (None, Some(only)) => only.clone(),
         (None, None) => String::new(),
-    };
-    list.iter().map(render).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The first `max` items, comma-separated, then `... and N more` (setting `cut`) if there are
+/// more.
+fn listed<T>(items: &[T], max: usize, render: impl Fn(&T) -> String, cut: &mut bool) -> String {
+    let mut out = items
+        .iter()
+        .take(max)
+        .map(render)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > max {
+        *cut = true;
+        out.push_str(&format!(", ... and {} more", items.len() - max));
+    }
+    out
 }
 
 /// At most `max` leading bytes, not ending inside a UTF-8 sequence when the bytes are UTF-8 up
@@ -625,6 +653,28 @@ mod tests {
             extract_text(Some("empty.eml"), "message/rfc822", b"", MAX),
             Err(ExtractError::Failed)
         );
+    }
+
+    // See: issue 8, finding 3 (sender-sized lists in an .eml's header lines).
+    #[test]
+    fn issue_8_eml_lists_are_cut_so_the_body_stays_in_budget() {
+        let mut raw = String::from(
+            "From: a@example.org\r\nTo: b@example.org\r\nSubject: Many\r\n\
+             Content-Type: multipart/mixed; boundary=B\r\n\r\n\
+             --B\r\nContent-Type: text/plain\r\n\r\nBODY-MARKER\r\n",
+        );
+        for i in 0..2_000 {
+            raw.push_str(&format!(
+                "--B\r\nContent-Type: text/plain; name=part-{i}.txt\r\n\r\nx\r\n"
+            ));
+        }
+        raw.push_str("--B--\r\n");
+        let e =
+            extract_text(Some("fwd.eml"), "message/rfc822", raw.as_bytes(), 10_000).expect("eml");
+        assert!(e.text.contains("BODY-MARKER"), "{}", e.text);
+        assert!(e.text.contains("part-29.txt, ... and 1970 more\n"));
+        assert!(!e.text.contains("part-30.txt"));
+        assert!(e.truncated, "a cut list counts as truncation");
     }
 
     #[test]

@@ -264,6 +264,9 @@ pub(crate) struct GetMessageArgs {
     /// text (default): headers and body; headers: no body.
     #[garde(skip)]
     pub(crate) format: Option<MessageFormat>,
+    /// Index of the first To and Cc address to show (pass `nextRecipientOffset`).
+    #[garde(range(min = 0, max = 1_000_000))]
+    pub(crate) recipient_offset: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
@@ -277,11 +280,17 @@ pub(crate) struct FolderStatsArgs {
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct MessageRefArgs {
+pub(crate) struct ListAttachmentsArgs {
     #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
+    /// Index of the first attachment to list (pass `nextOffset` to read on).
+    #[garde(range(min = 0, max = 1_000_000))]
+    pub(crate) offset: Option<u64>,
+    /// Attachments per page (default and maximum 100).
+    #[garde(range(min = 1, max = 100))]
+    pub(crate) limit: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]

@@ -392,7 +392,9 @@ impl App {
             .get("mailbox")
             .and_then(Value::as_str)
             .and_then(|m| self.known_alias(m));
-        let result = (def.call)(Arc::clone(self), raw).await;
+        let result = (def.call)(Arc::clone(self), raw)
+            .await
+            .and_then(|out| within_answer_limit(def.name, out, &self.config.limits));
         if let Some(journal) = &self.journal {
             journal.record_call(
                 def.name,
@@ -441,6 +443,51 @@ impl App {
         }
         Ok(resolved)
     }
+}
+
+/// The backstop over a whole answer ([`output::answer_limit`]): an answer whose structured JSON
+/// is larger becomes a `LIMIT_EXCEEDED` tool error instead of megabytes in the client's context.
+fn within_answer_limit(
+    tool: &str,
+    out: ToolOutput,
+    limits: &crate::config::Limits,
+) -> Result<ToolOutput, CallError> {
+    let limit = output::answer_limit(limits);
+    let bytes = json_len(&out.structured);
+    if bytes <= limit {
+        return Ok(out);
+    }
+    tracing::warn!(
+        tool,
+        bytes,
+        limit,
+        "an answer over the output bound was refused"
+    );
+    Err(CallError::Tool(ToolError::new(
+        ErrorCode::LimitExceeded,
+        format!(
+            "the answer would exceed the server's bound of {limit} bytes; ask for less (fewer \
+             mailboxes or results, a smaller page)"
+        ),
+    )))
+}
+
+/// Length of `value` as compact JSON, counted without building the string.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` into a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// The tools of each family, in catalog order.

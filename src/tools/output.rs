@@ -2,7 +2,10 @@
 //!
 //! Invariant: every sender-controlled string passes through [`bounded`] with the reference's
 //! bounds (subject 300, from 320, preview 500, ≤30 attachment names of 200 chars, content types
-//! 100) before it leaves the server. Lengths count Unicode scalar values.
+//! 100) before it leaves the server, and every sender-controlled list (attachments, To, Cc) is
+//! cut to a named bound with a flag saying so, the full count, and a page argument to read the
+//! rest ([`page`]). Lengths count Unicode scalar values. [`answer_limit`] is the backstop over a
+//! whole answer.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -19,6 +22,59 @@ pub(crate) const SUMMARY_ATTACHMENT_NAME_CHARS: usize = 200;
 pub(crate) const ATTACHMENT_NAME_CHARS: usize = 300;
 pub(crate) const CONTENT_TYPE_CHARS: usize = 100;
 pub(crate) const FOLDER_NAME_CHARS: usize = 300;
+/// Attachments `get_message` shows; `list_attachments` pages through the rest.
+pub(crate) const MESSAGE_ATTACHMENTS: usize = 50;
+/// To and Cc addresses `get_message` shows per call, each; `recipientOffset` reads on.
+pub(crate) const MESSAGE_RECIPIENTS: usize = 50;
+/// The largest (and default) `list_attachments` page.
+pub(crate) const ATTACHMENT_PAGE: usize = 100;
+/// Lower bound of [`answer_limit`]: structured JSON bytes of one answer.
+pub(crate) const MIN_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+/// Room for the fields around the largest configured payload in [`answer_limit`].
+const ANSWER_SLACK_BYTES: usize = 1024 * 1024;
+/// Most bytes one char can take in JSON (`\u001f`: six).
+const JSON_BYTES_PER_CHAR: usize = 6;
+
+/// The most structured JSON bytes one answer may have (a backstop: every list and string is
+/// bounded on its own, so only a combination the per-field bounds did not foresee reaches it).
+/// It sits above the largest payload the limits allow (a batch, an extraction, a raw
+/// attachment), so no answer within the configured limits is refused.
+pub(crate) fn answer_limit(limits: &crate::config::Limits) -> usize {
+    let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let largest = [
+        to_usize(limits.max_batch_result_bytes),
+        limits
+            .max_extracted_chars
+            .saturating_mul(JSON_BYTES_PER_CHAR),
+        to_usize(limits.max_raw_attachment_bytes)
+            .div_ceil(3)
+            .saturating_mul(4),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    MIN_ANSWER_BYTES.max(largest.saturating_add(ANSWER_SLACK_BYTES))
+}
+
+/// One page of a list: items `[offset, offset + limit)`, `offset` clamped to the length.
+pub(crate) struct Page<'a, T> {
+    pub(crate) items: &'a [T],
+    pub(crate) offset: usize,
+    pub(crate) total: usize,
+    /// Where the next page starts; `None` on the last page.
+    pub(crate) next: Option<usize>,
+}
+
+pub(crate) fn page<T>(list: &[T], offset: usize, limit: usize) -> Page<'_, T> {
+    let offset = offset.min(list.len());
+    let end = offset.saturating_add(limit).min(list.len());
+    Page {
+        items: &list[offset..end],
+        offset,
+        total: list.len(),
+        next: (end < list.len()).then_some(end),
+    }
+}
 
 /// Collapses whitespace runs to one space, trims, and cuts to `max` chars plus `...`.
 pub(crate) fn bounded(text: &str, max: usize) -> String {
@@ -261,7 +317,20 @@ pub(crate) struct MessageOut {
     /// Pass as `offset` to read on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) next_offset: Option<u64>,
+    /// The first 50 attachments, inline parts included (`attachmentsTruncated` says more exist;
+    /// list_attachments pages through all of them).
     pub(crate) attachments: Vec<AttachmentOut>,
+    /// Length of the full attachment list, inline parts included.
+    pub(crate) attachments_total: usize,
+    /// Addresses in the full To list; `to` shows at most 50 per call.
+    pub(crate) to_total: usize,
+    /// Addresses in the full Cc list; `cc` shows at most 50 per call.
+    pub(crate) cc_total: usize,
+    /// More To or Cc addresses exist than are shown.
+    pub(crate) recipients_truncated: bool,
+    /// Pass as `recipientOffset` to read the next To and Cc addresses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_recipient_offset: Option<u64>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -344,8 +413,16 @@ pub(crate) struct FolderStatsOut {
 pub(crate) struct ListAttachmentsOut {
     pub(crate) mailbox: String,
     pub(crate) message_id: String,
+    /// Attachments `[offset, offset + limit)` of the message's list, in its order.
     pub(crate) attachments: Vec<AttachmentOut>,
+    pub(crate) offset: u64,
+    /// Length of the full list, inline parts included.
+    pub(crate) total_count: usize,
+    /// Pass as `offset` to read the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_offset: Option<u64>,
     pub(crate) pages_scanned: u32,
+    /// More attachments follow this page.
     pub(crate) truncated: bool,
 }
 
@@ -390,7 +467,62 @@ mod tests {
         assert_eq!(bounded("", 5), "");
     }
 
+    #[test]
+    fn pages_cover_a_list_once_and_in_order() {
+        let list: Vec<usize> = (0..23).collect();
+        let mut seen = Vec::new();
+        let mut offset = 0;
+        loop {
+            let p = page(&list, offset, 10);
+            assert_eq!(p.total, 23);
+            assert_eq!(p.offset, offset);
+            assert!(p.items.len() <= 10);
+            seen.extend_from_slice(p.items);
+            match p.next {
+                Some(next) => offset = next,
+                None => break,
+            }
+        }
+        assert_eq!(seen, list);
+        let past = page(&list, 99, 10);
+        assert!(past.items.is_empty() && past.next.is_none());
+        assert_eq!(past.offset, 23);
+        assert!(page::<u8>(&[], 0, 10).next.is_none());
+    }
+
+    #[test]
+    fn the_answer_limit_covers_every_configured_payload() {
+        let mut limits = crate::config::Config::from_json(
+            br#"{"mailboxes": [{"alias": "a", "address": "a@example.com"}]}"#,
+            std::path::Path::new("/"),
+        )
+        .expect("minimal config")
+        .limits;
+        assert_eq!(answer_limit(&limits), MIN_ANSWER_BYTES);
+        limits.max_batch_result_bytes = 10 * 1024 * 1024;
+        assert_eq!(answer_limit(&limits), 11 * 1024 * 1024);
+        limits.max_batch_result_bytes = 2 * 1024 * 1024;
+        limits.max_extracted_chars = 1_000_000;
+        assert_eq!(answer_limit(&limits), 6_000_000 + ANSWER_SLACK_BYTES);
+    }
+
     proptest::proptest! {
+        #[test]
+        fn following_next_reads_every_item_once(len in 0usize..500, limit in 1usize..120) {
+            let list: Vec<usize> = (0..len).collect();
+            let (mut seen, mut offset) = (Vec::new(), 0);
+            loop {
+                let p = page(&list, offset, limit);
+                proptest::prop_assert!(p.items.len() <= limit);
+                seen.extend_from_slice(p.items);
+                match p.next {
+                    Some(next) => offset = next,
+                    None => break,
+                }
+            }
+            proptest::prop_assert_eq!(seen, list);
+        }
+
         #[test]
         fn bounded_never_exceeds(s in ".{0,400}", max in 1usize..50) {
             let out = bounded(&s, max);

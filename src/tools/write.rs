@@ -339,7 +339,8 @@ async fn download_attachments(app: Arc<App>, args: DownloadArgs) -> Result<ToolO
         PlanError::TooMany => ToolError::new(
             ErrorCode::LimitExceeded,
             format!(
-                "more attachments than maxBatchSize ({}); nothing was written",
+                "more attachments than maxBatchSize ({}); nothing was written (download them \
+                 in batches by attachmentIds; list_attachments pages the ids)",
                 limits.max_batch_size
             ),
         ),

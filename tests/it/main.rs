@@ -16,6 +16,7 @@ mod handoffs;
 mod hostile_mail;
 mod invalid_inputs;
 mod limits;
+mod output_bounds;
 mod policy_drift;
 mod read_tools;
 mod send;
