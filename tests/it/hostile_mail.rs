@@ -138,7 +138,7 @@ async fn issue_8_hostile_messages_leave_the_server_serving_and_the_evidence_hone
             .await
             .unwrap();
         let size = serde_json::to_vec(&result).unwrap().len();
-        assert!(size < 2_000_000, "get_message {format}: {size} bytes");
+        assert!(size < 128_000, "get_message {format}: {size} bytes");
     }
     finance_still_answers(&c).await;
 

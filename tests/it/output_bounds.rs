@@ -5,8 +5,9 @@ use serde_json::{Value, json};
 
 use crate::util::{Client, FINANCE, PERSONAL, World, config_over_demo, text_of};
 
-/// Parts of the generated hostile message.
-const PARTS: usize = 20_000;
+/// Parts of the generated hostile message: within the MIME parser's part limit (10,000), so
+/// that every one is listed and the bound tested here is the tools' own.
+const PARTS: usize = 9_000;
 /// Recipients of the generated recipient-flood message (within the MIME parser's 1,000).
 const RECIPIENTS: usize = 900;
 /// Far above every bounded answer below, far below what the unbounded answers were.
@@ -114,11 +115,11 @@ fn assert_small(what: &str, structured: usize, text: usize) {
 async fn issue_8_many_parts_give_bounded_answers_and_page_to_the_last_attachment() {
     let (_world, c) = hostile_world(&[(
         "1700000000.M1P1.example",
-        many_parts("Twenty thousand parts", PARTS),
+        many_parts("Nine thousand parts", PARTS),
     )])
     .await;
     let id = c
-        .first_id("finance", json!({"subject": "Twenty thousand parts"}))
+        .first_id("finance", json!({"subject": "Nine thousand parts"}))
         .await;
 
     for format in ["text", "headers"] {
@@ -213,7 +214,7 @@ async fn issue_8_many_parts_give_bounded_answers_and_page_to_the_last_attachment
     let (listing, structured, text) = call_sized(
         &c,
         "search_mailbox",
-        json!({"mailbox": "finance", "criteria": {"subject": "Twenty thousand parts",
+        json!({"mailbox": "finance", "criteria": {"subject": "Nine thousand parts",
             "includeAttachmentNames": true}}),
     )
     .await;
