@@ -244,6 +244,7 @@ impl MaildirStore {
             let summary = to_candidate(&folder, &file, &parsed);
             Ok(MessageDetail {
                 summary,
+                recipients_cut: parsed.cuts.addresses,
                 to: parsed.to,
                 cc: parsed.cc,
                 body_text: parsed.body_text,

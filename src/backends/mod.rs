@@ -69,6 +69,8 @@ pub(crate) struct MessageDetail {
     pub(crate) summary: Candidate,
     pub(crate) to: Vec<crate::mime::Mailbox>,
     pub(crate) cc: Vec<crate::mime::Mailbox>,
+    /// The message lists more To/Cc addresses than the parser keeps (`mime::MAX_ADDRESSES`).
+    pub(crate) recipients_cut: bool,
     pub(crate) body_text: String,
     pub(crate) body_is_html: bool,
     pub(crate) internet_message_id: Option<String>,

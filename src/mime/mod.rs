@@ -109,6 +109,9 @@ pub(crate) struct Cuts {
     pub(crate) header: bool,
     /// The body text was longer than [`MAX_BODY_CHARS`].
     pub(crate) body: bool,
+    /// An address list (From, To, Cc) had more than [`MAX_ADDRESSES`] entries. Not a search gap
+    /// (recipients are not matched), but a listing of them must say it is cut.
+    pub(crate) addresses: bool,
 }
 
 /// Parses `raw`. Never fails: missing headers are `None`/empty, garbage yields an empty message.
@@ -273,6 +276,12 @@ fn view(raw: &[u8], message: &Message<'_>) -> ParsedMessage {
     };
     parsed.cuts.header = cut.get();
     parsed.cuts.body = body_cut;
+    parsed.cuts.addresses = [&parsed.from, &parsed.to, &parsed.cc]
+        .iter()
+        .any(|list| list.len() > MAX_ADDRESSES);
+    for list in [&mut parsed.from, &mut parsed.to, &mut parsed.cc] {
+        list.truncate(MAX_ADDRESSES);
+    }
     parsed
 }
 
@@ -430,7 +439,8 @@ fn mailboxes<'a>(
             };
             (mailbox.name.is_some() || mailbox.address.is_some()).then_some(mailbox)
         })
-        .take(MAX_ADDRESSES)
+        // One past the bound, so that `view` can tell a cut list from a full one.
+        .take(MAX_ADDRESSES + 1)
         .collect()
 }
 
@@ -926,6 +936,23 @@ caf=E9
         let m = parse_on_worker_stack(base64_attachment(nested_messages(3).as_bytes()));
         assert!(!m.cuts.structure);
         assert_eq!(m.attachments.len(), 1);
+    }
+
+    // See: issue 8, finding 3 (lists a sender controls say when they are cut). The parser keeps
+    // 1,000 addresses per list; a longer list used to be cut silently.
+    #[test]
+    fn issue_8_an_address_list_over_the_bound_is_marked_cut() {
+        let to: Vec<String> = (0..=MAX_ADDRESSES)
+            .map(|i| format!("u{i}@example.com"))
+            .collect();
+        let raw = format!("To: {}\r\nSubject: r\r\n\r\nbody\r\n", to.join(", "));
+        let m = parse(raw.as_bytes());
+        assert_eq!(m.to.len(), MAX_ADDRESSES);
+        assert!(m.cuts.addresses && !m.cuts.header);
+        let fits = format!("To: {}\r\n\r\nbody\r\n", to[1..].join(", "));
+        let m = parse(fits.as_bytes());
+        assert_eq!(m.to.len(), MAX_ADDRESSES);
+        assert!(!m.cuts.addresses);
     }
 
     // The copy half of finding 1: a base64 digest of many small messages made every nested

@@ -322,11 +322,11 @@ pub(crate) struct MessageOut {
     pub(crate) attachments: Vec<AttachmentOut>,
     /// Length of the full attachment list, inline parts included.
     pub(crate) attachments_total: usize,
-    /// Addresses in the full To list; `to` shows at most 50 per call.
+    /// Addresses in the To list (the first 1,000 are kept); `to` shows at most 50 per call.
     pub(crate) to_total: usize,
-    /// Addresses in the full Cc list; `cc` shows at most 50 per call.
+    /// Addresses in the Cc list (the first 1,000 are kept); `cc` shows at most 50 per call.
     pub(crate) cc_total: usize,
-    /// More To or Cc addresses exist than are shown.
+    /// More To or Cc addresses exist than are shown (also beyond the 1,000 kept).
     pub(crate) recipients_truncated: bool,
     /// Pass as `recipientOffset` to read the next To and Cc addresses.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -608,7 +608,9 @@ fn message_out(detail: &MessageDetail, args: &GetMessageArgs, max_body: usize) -
         attachments_total: all.len(),
         to_total: to.total,
         cc_total: cc.total,
-        recipients_truncated: next_recipient.is_some(),
+        // Also when the parser kept only the first MAX_ADDRESSES of a list: then the totals are
+        // lower bounds and no page reaches the end.
+        recipients_truncated: next_recipient.is_some() || detail.recipients_cut,
         next_recipient_offset: next_recipient.map(|n| n as u64),
     }
 }
@@ -902,7 +904,9 @@ mod tests {
                         is_inline: i % 2 == 0,
                     })
                     .collect(),
+                gap: None,
             },
+            recipients_cut: false,
             to: (0..recipients).map(mailbox).collect(),
             cc: (0..recipients).map(mailbox).collect(),
             body_text: ch.to_string().repeat(20_000),
