@@ -18,5 +18,6 @@ mod limits;
 mod policy_drift;
 mod read_tools;
 mod send;
+mod state_folder;
 mod telemetry;
 mod writes;
