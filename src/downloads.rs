@@ -181,22 +181,53 @@ pub(crate) enum SaveError {
     NoFreeName,
 }
 
+/// One download call's hold on the folder (see [`DownloadRoot::lease`]): the lock is released
+/// when the lease is dropped, after the call's last save.
+pub(crate) struct FolderLease {
+    _lock: std::fs::File,
+    used: u64,
+}
+
+impl FolderLease {
+    /// Bytes in the folder's regular files when the lease was taken.
+    pub(crate) fn used(&self) -> u64 {
+        self.used
+    }
+}
+
 /// The operator's download folder, as a capability.
 pub(crate) struct DownloadRoot {
     dir: Dir,
 }
 
 impl DownloadRoot {
-    /// Creates the folder (and missing parents) with mode 0700 if needed and opens it. Called
-    /// once, by startup, and only when the write gate is open.
-    pub(crate) fn open(path: &Path) -> io::Result<DownloadRoot> {
-        Ok(DownloadRoot {
-            dir: crate::path_guard::create_private_dir_all(path)?,
-        })
+    /// Wraps the folder startup opened and checked through `path_guard` (only when the write
+    /// gate is open).
+    pub(crate) fn new(dir: Dir) -> DownloadRoot {
+        DownloadRoot { dir }
     }
 
-    fn from_dir(dir: Dir) -> DownloadRoot {
-        DownloadRoot { dir }
+    /// Takes the folder for one download call and measures it. Blocking: waits for an
+    /// exclusive `flock` on the folder's own descriptor, so calls in this process and in other
+    /// mailgate processes measure and fill the folder one at a time, then adds up the sizes of
+    /// the regular files directly in it (the operator's as well as ours: the bound is on the
+    /// folder, and temp files left by a crash count too).
+    pub(crate) fn lease(&self) -> io::Result<FolderLease> {
+        let lock = crate::dir_fd::open(&self.dir)?;
+        lock.lock()?;
+        let mut used = 0u64;
+        for entry in self.dir.entries()? {
+            let entry = entry?;
+            // Not followed: a symlink's target is not in the folder.
+            match entry.metadata() {
+                Ok(meta) if meta.is_file() => used = used.saturating_add(meta.len()),
+                Ok(_) => {}
+                // Removed since it was listed.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(FolderLease { _lock: lock, used })
     }
 
     /// Saves `bytes` under `name`, or under the first free `name (n).ext`; never overwrites,
@@ -253,6 +284,8 @@ pub(crate) enum PlanError {
     TooMany,
     #[error("the declared sizes add up to more than maxDownloadBatchBytes")]
     OverBudget,
+    #[error("the declared sizes do not fit in what maxDownloadFolderBytes leaves in the folder")]
+    FolderFull,
     #[error("an attachment id is not in this message")]
     UnknownId,
     #[error("attachment ids must be unique")]
@@ -262,12 +295,15 @@ pub(crate) enum PlanError {
 /// Chooses what a download call fetches, applying the budgets before the first write
 /// (reference-plugin.md §9.3): `requested = None` selects every listed attachment (inline ones
 /// included); every requested id must be listed, once; the selection holds at most `max_count`
-/// items; the declared sizes add up to at most `max_bytes`.
+/// items; the declared sizes add up to at most `max_bytes` (the per-call budget) and to at most
+/// `folder_room` (what the folder's total bound leaves, see [`DownloadRoot::lease`]), so
+/// repeated calls cannot fill the disk.
 pub(crate) fn plan(
     listing: &[AttachmentMeta],
     requested: Option<&[String]>,
     max_count: usize,
     max_bytes: u64,
+    folder_room: u64,
 ) -> Result<Vec<AttachmentMeta>, PlanError> {
     let selected: Vec<AttachmentMeta> = match requested {
         None => listing.to_vec(),
@@ -294,8 +330,10 @@ pub(crate) fn plan(
         .iter()
         .try_fold(0u64, |sum, m| sum.checked_add(m.size));
     match declared {
-        Some(total) if total <= max_bytes => Ok(selected),
-        _ => Err(PlanError::OverBudget),
+        Some(total) if total > max_bytes => Err(PlanError::OverBudget),
+        None => Err(PlanError::OverBudget),
+        Some(total) if total > folder_room => Err(PlanError::FolderFull),
+        Some(_) => Ok(selected),
     }
 }
 
@@ -420,7 +458,7 @@ fn sandbox() -> (Scratch, DownloadRoot) {
         .expect("invariant: scratch is writable");
     d.create_dir("root")
         .expect("invariant: scratch is writable");
-    let root = DownloadRoot::from_dir(d.open_dir("root").expect("invariant: root opens"));
+    let root = DownloadRoot::new(d.open_dir("root").expect("invariant: root opens"));
     (scratch, root)
 }
 
@@ -652,7 +690,7 @@ mod tests {
 
     fn root_in(tmp: &tempfile::TempDir) -> DownloadRoot {
         std::fs::create_dir(tmp.path().join("root")).unwrap();
-        DownloadRoot::open(&tmp.path().join("root")).unwrap()
+        DownloadRoot::new(crate::path_guard::open_dir(&tmp.path().join("root")).unwrap())
     }
 
     fn listing(dir: &Path) -> Vec<String> {
@@ -827,47 +865,103 @@ mod tests {
     }
 
     #[test]
+    fn the_folder_bound_is_applied_before_anything_is_written() {
+        let list = vec![meta("att-0", 10, false), meta("att-1", 20, false)];
+        // The call's own budget has room; the folder has 29 bytes left, the batch needs 30.
+        assert_eq!(
+            plan(&list, None, 5, 1_000, 29).err(),
+            Some(PlanError::FolderFull)
+        );
+        assert_eq!(plan(&list, None, 5, 1_000, 30).unwrap().len(), 2);
+        let one = vec!["att-0".to_owned()];
+        assert_eq!(plan(&list, Some(&one), 5, 1_000, 10).unwrap().len(), 1);
+        assert_eq!(
+            plan(&list, Some(&one), 5, 1_000, 0).err(),
+            Some(PlanError::FolderFull)
+        );
+        // The per-call budget is still named first when both are exceeded.
+        assert_eq!(
+            plan(&list, None, 5, 29, 0).err(),
+            Some(PlanError::OverBudget)
+        );
+    }
+
+    #[test]
+    fn a_lease_measures_the_folder_and_serialises_calls() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = root_in(&tmp);
+        assert_eq!(root.lease().unwrap().used(), 0);
+        root.save(&SafeFileName::from_untrusted("a.bin"), &[1; 100])
+            .unwrap();
+        std::fs::write(tmp.path().join("root/operator.txt"), [2; 23]).unwrap();
+        std::fs::create_dir(tmp.path().join("root/sub")).unwrap();
+        std::fs::write(tmp.path().join("outside.bin"), [3; 1000]).unwrap();
+        std::os::unix::fs::symlink(
+            tmp.path().join("outside.bin"),
+            tmp.path().join("root/link.bin"),
+        )
+        .unwrap();
+        let lease = root.lease().unwrap();
+        assert_eq!(
+            lease.used(),
+            123,
+            "regular files only, symlinks not followed"
+        );
+        // While a lease is held, another descriptor of the folder cannot take the lock.
+        let other = crate::dir_fd::open(&root.dir).unwrap();
+        assert!(other.try_lock().is_err());
+        drop(lease);
+        other.try_lock().expect("released with the lease");
+    }
+
+    #[test]
     fn the_plan_applies_the_budgets_before_anything_is_written() {
         let list = vec![
             meta("att-0", 10, false),
             meta("att-1", 20, true),
             meta("att-2", 30, false),
         ];
-        let all = plan(&list, None, 3, 60).unwrap();
+        let all = plan(&list, None, 3, 60, u64::MAX).unwrap();
         assert_eq!(
             all.len(),
             3,
             "omitted ids select everything, inline included"
         );
-        assert_eq!(plan(&list, None, 2, 1_000).err(), Some(PlanError::TooMany));
-        assert_eq!(plan(&list, None, 3, 59).err(), Some(PlanError::OverBudget));
+        assert_eq!(
+            plan(&list, None, 2, 1_000, u64::MAX).err(),
+            Some(PlanError::TooMany)
+        );
+        assert_eq!(
+            plan(&list, None, 3, 59, u64::MAX).err(),
+            Some(PlanError::OverBudget)
+        );
         let ids = vec!["att-2".to_owned(), "att-0".to_owned()];
-        let some = plan(&list, Some(&ids), 2, 40).unwrap();
+        let some = plan(&list, Some(&ids), 2, 40, u64::MAX).unwrap();
         assert_eq!(
             some.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
             ["att-2", "att-0"]
         );
         assert_eq!(
-            plan(&list, Some(&ids), 1, 40).err(),
+            plan(&list, Some(&ids), 1, 40, u64::MAX).err(),
             Some(PlanError::TooMany)
         );
         assert_eq!(
-            plan(&list, Some(&ids), 2, 39).err(),
+            plan(&list, Some(&ids), 2, 39, u64::MAX).err(),
             Some(PlanError::OverBudget)
         );
         let dup = vec!["att-0".to_owned(), "att-0".to_owned()];
         assert_eq!(
-            plan(&list, Some(&dup), 5, 100).err(),
+            plan(&list, Some(&dup), 5, 100, u64::MAX).err(),
             Some(PlanError::Duplicate)
         );
         let unknown = vec!["att-9".to_owned()];
         assert_eq!(
-            plan(&list, Some(&unknown), 5, 100).err(),
+            plan(&list, Some(&unknown), 5, 100, u64::MAX).err(),
             Some(PlanError::UnknownId)
         );
         let huge = vec![meta("att-0", u64::MAX, false), meta("att-1", 1, false)];
         assert_eq!(
-            plan(&huge, None, 5, u64::MAX).err(),
+            plan(&huge, None, 5, u64::MAX, u64::MAX).err(),
             Some(PlanError::OverBudget),
             "no overflow"
         );

@@ -14,12 +14,15 @@ pub(crate) enum StartupError {
         alias: String,
         kind: std::io::ErrorKind,
     },
-    #[error("the state folder could not be prepared ({0})")]
-    StateDir(std::io::ErrorKind),
-    #[error("the run journal could not be opened ({0})")]
-    Journal(std::io::ErrorKind),
-    #[error("the download folder (MAILGATE_DOWNLOAD_DIR) could not be prepared ({0})")]
-    DownloadDir(std::io::ErrorKind),
+    #[error("the state folder (MAILGATE_HOME, default ~/.mailgate) is refused: {0}")]
+    StateDir(crate::path_guard::PrivateDirError),
+    #[error("the run journal (<state folder>/journal.jsonl) is refused: {0}")]
+    Journal(crate::path_guard::PrivateFileError),
+    #[error(
+        "the download folder (MAILGATE_DOWNLOAD_DIR, default <state folder>/downloads) is \
+         refused: {0}"
+    )]
+    DownloadDir(crate::path_guard::PrivateDirError),
     #[error("the handoff store (<state folder>/handoffs) is refused: {0}")]
     HandoffStore(String),
     #[error("the send transport could not be prepared: {0}")]

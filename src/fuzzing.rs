@@ -56,6 +56,7 @@ const LIMITS: &[(&str, u64, u64, u64)] = &[
     ("maxConcurrentExtractions", 1, 8, 2),
     ("maxBatchSize", 1, 100, 25),
     ("maxDownloadBatchBytes", KIB, 500 * MIB, 50 * MIB),
+    ("maxDownloadFolderBytes", KIB, 1024 * GIB, GIB),
     ("maxHandoffAttachmentBytes", KIB, 100 * MIB, 25 * MIB),
     ("maxHandoffStoreBytes", KIB, 5 * GIB, 500 * MIB),
     ("maxHandoffStoreEntries", 1, 10_000, 1_000),
@@ -89,7 +90,8 @@ const ECHO_MIN_LEN: usize = 12;
 /// - an accepted config satisfies every documented invariant: at least one mailbox, unique
 ///   aliases matching `^[a-z0-9][a-z0-9_-]*$` (at most 64 characters), unique lower-cased
 ///   addresses, every limit within its published bounds, `maxHandoffStoreBytes >=
-///   maxHandoffAttachmentBytes`, `plain` transport only to loopback hosts, rate limits in bounds;
+///   maxHandoffAttachmentBytes`, `maxDownloadFolderBytes >= maxDownloadBatchBytes`, `plain`
+///   transport only to loopback hosts, rate limits in bounds;
 /// - an accepted config is exactly what the file says: the input is a JSON object with only known
 ///   top-level keys (in particular no `allowSend`), and aliases, addresses, access, backends,
 ///   `allowWrites` and every limit (or its default) match the input values.
@@ -237,6 +239,10 @@ fn check_limits(top: &serde_json::Map<String, Value>, config: &Config) {
     assert!(
         config.limits.max_handoff_store_bytes >= config.limits.max_handoff_attachment_bytes,
         "oracle: maxHandoffStoreBytes >= maxHandoffAttachmentBytes"
+    );
+    assert!(
+        config.limits.max_download_folder_bytes >= config.limits.max_download_batch_bytes,
+        "oracle: maxDownloadFolderBytes >= maxDownloadBatchBytes"
     );
 }
 

@@ -81,7 +81,13 @@ pub(crate) fn run(command: HandoffCommand, env: &Env) -> Result<i32, StartupErro
 fn open(env: &Env) -> Result<Opened, StartupError> {
     let state = config::state_dir(env)?;
     let ttl = config::handoff_ttl(env)?;
-    let root = match path_guard::open_private_subdir(&state, HANDOFF_DIR, false) {
+    // Two steps, so a refusal says whether the state folder or the store is at fault.
+    let state_dir = match path_guard::open_state_dir(&state, false) {
+        Ok(dir) => dir,
+        Err(PrivateDirError::Missing) => return Ok(Opened { state, store: None }),
+        Err(e) => return Err(StartupError::StateDir(e)),
+    };
+    let root = match path_guard::open_private_child(&state_dir, HANDOFF_DIR, false) {
         Ok(root) => root,
         Err(PrivateDirError::Missing) => return Ok(Opened { state, store: None }),
         Err(e) => return Err(StartupError::HandoffStore(e.to_string())),

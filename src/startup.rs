@@ -1,12 +1,16 @@
 //! Startup: turns the resolved settings into the one immutable [`App`] a process serves.
 //!
 //! Invariant: every backend is opened and pinned to its alias here, before anything is served;
-//! a mailbox that cannot be opened aborts startup rather than failing later.
+//! a mailbox that cannot be opened aborts startup rather than failing later. Everything this
+//! process keeps in the state folder (journal, downloads, handoffs; the outbox through
+//! `tools::send`) is opened through [`open_state`] and `path_guard`'s private-folder checks, so
+//! a state folder or entry another user could have planted is refused here, naming the rule.
 
 use std::sync::Arc;
 
 use crate::backends::{Backend, Registry, maildir::MaildirStore};
-use crate::config::{BackendSpec, Settings};
+use crate::config::{BackendSpec, DOWNLOAD_DIR, Settings};
+use crate::downloads::DownloadRoot;
 use crate::error::StartupError;
 use crate::gates::{Gates, catalog};
 use crate::handoff::{HandoffStore, StoreLimits};
@@ -43,17 +47,13 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
             .map_err(StartupError::SearchMemory)?;
     }
     let journal = if settings.journal {
-        let state = path_guard::create_private_dir_all(&settings.state_dir)
-            .map_err(|e| StartupError::StateDir(e.kind()))?;
-        Some(Journal::open(&state).map_err(|e| StartupError::Journal(e.kind()))?)
+        Some(Journal::open(&open_state(settings)?).map_err(StartupError::Journal)?)
     } else {
         None
     };
     // The download root exists only for a process that may write (security.md §3).
     let downloads = if gates.is_open(crate::gates::Gate::Writes) {
-        let root = crate::downloads::DownloadRoot::open(&settings.download_dir)
-            .map_err(|e| StartupError::DownloadDir(e.kind()))?;
-        Some(Arc::new(root))
+        Some(Arc::new(open_download_root(settings)?))
     } else {
         None
     };
@@ -86,9 +86,31 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
     }))
 }
 
+/// Opens the state folder (created 0700 when missing) after `path_guard`'s private-folder
+/// check: a real directory owned by this user with no group or other bits.
+pub(crate) fn open_state(settings: &Settings) -> Result<cap_std::fs::Dir, StartupError> {
+    path_guard::open_state_dir(&settings.state_dir, true).map_err(StartupError::StateDir)
+}
+
+/// The download root: `<state>/downloads` is a state entry and gets the private-folder check;
+/// a folder the operator named elsewhere (`MAILGATE_DOWNLOAD_DIR`) must be ours and not writable
+/// by others, but may be readable by them (the files in it are 0600 anyway).
+fn open_download_root(settings: &Settings) -> Result<DownloadRoot, StartupError> {
+    let dir = if settings.download_dir == settings.state_dir.join(DOWNLOAD_DIR) {
+        path_guard::open_private_child(&open_state(settings)?, DOWNLOAD_DIR, true)
+    } else {
+        path_guard::open_checked_dir(
+            &settings.download_dir,
+            path_guard::ModeRule::OwnerWriteOnly,
+            true,
+        )
+    };
+    Ok(DownloadRoot::new(dir.map_err(StartupError::DownloadDir)?))
+}
+
 /// Opens `<state>/handoffs` (created 0700), checks it and sweeps it.
 pub(crate) fn open_handoff_store(settings: &Settings) -> Result<HandoffStore, StartupError> {
-    let root = path_guard::open_private_subdir(&settings.state_dir, HANDOFF_DIR, true)
+    let root = path_guard::open_private_child(&open_state(settings)?, HANDOFF_DIR, true)
         .map_err(|e| StartupError::HandoffStore(e.to_string()))?;
     let store = HandoffStore::new(
         root,

@@ -11,8 +11,7 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use cap_std::fs::OpenOptionsExt;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 use rmcp::model::JsonObject;
 use serde::Serialize;
 use serde_json::Value;
@@ -90,16 +89,17 @@ struct CallEvent<'a> {
 /// The append-only run journal (`<state>/journal.jsonl`, mode 0600), off unless
 /// `MAILGATE_JOURNAL` is true.
 pub(crate) struct Journal {
-    file: Mutex<cap_std::fs::File>,
+    file: Mutex<std::fs::File>,
 }
 
 impl Journal {
     pub(crate) const FILE: &'static str = "journal.jsonl";
 
-    pub(crate) fn open(state: &Dir) -> std::io::Result<Self> {
-        let mut opts = OpenOptions::new();
-        opts.append(true).create(true).mode(0o600);
-        let file = state.open_with(Self::FILE, &opts)?;
+    /// Opens (creating 0600) the journal in the checked state folder. A journal that is a
+    /// symlink, another user's file, open to group or others, or hard-linked elsewhere is
+    /// refused, so a planted file never receives the call history.
+    pub(crate) fn open(state: &Dir) -> Result<Self, crate::path_guard::PrivateFileError> {
+        let file = crate::path_guard::append_private_file(state, Self::FILE)?;
         Ok(Self {
             file: Mutex::new(file),
         })

@@ -4,8 +4,9 @@
 //!
 //! Invariants:
 //! - The only module that writes to the outbox. The folder (with `tmp/ new/ cur/`) is created
-//!   with mode 0700 at startup through `path_guard`, and every later access is relative to that
-//!   one `Dir`; a message file is created exclusively with mode 0600 under `tmp/`, synced, then
+//!   with mode 0700 at startup and opened through `path_guard`'s private-folder check (inside the
+//!   checked state folder, never through a symlink, owned by this user, no group/other bits), and
+//!   every later access is relative to that one `Dir`; a message file is created exclusively with mode 0600 under `tmp/`, synced, then
 //!   renamed into `new/` (the Maildir delivery protocol), so a reader never sees a partial file.
 //! - [`Outbox::deliver`] takes a [`SendPermit`] by value and writes exactly its bytes (which
 //!   carry no `Bcc:` header). The file name is generated here, never taken from the message.
@@ -13,14 +14,13 @@
 //! Who may call it: startup opens it; the send tool hands it permits.
 
 use std::io::{self, Write};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use rand::RngExt;
 
-use crate::path_guard;
+use crate::path_guard::{self, PrivateDirError};
 use crate::policy::outbound::{SendPermit, SentMessage};
 
 /// The outbox folder's name inside the state folder.
@@ -34,18 +34,13 @@ pub(crate) struct Outbox {
 }
 
 impl Outbox {
-    /// Creates (if needed) and opens `<state_dir>/outbox` with its `tmp/ new/ cur/` folders,
-    /// all 0700. Existing folders are reused as they are.
-    pub(crate) fn open(state_dir: &Path) -> io::Result<Outbox> {
-        let root = path_guard::create_private_dir_all(&state_dir.join(OUTBOX_DIR))?;
-        let mut private = DirBuilder::new();
-        private.mode(0o700);
+    /// Creates (if needed) and opens `outbox` in the checked state folder, with its
+    /// `tmp/ new/ cur/` folders, all 0700. Existing folders are reused only when they pass the
+    /// same private-folder check; a symlink or another user's folder is refused.
+    pub(crate) fn open(state: &Dir) -> Result<Outbox, PrivateDirError> {
+        let root = path_guard::open_private_child(state, OUTBOX_DIR, true)?;
         for sub in ["tmp", "new", "cur"] {
-            match root.create_dir_with(sub, &private) {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(error) => return Err(error),
-            }
+            path_guard::open_private_child(&root, sub, true)?;
         }
         Ok(Outbox {
             root: Arc::new(root),
@@ -111,10 +106,12 @@ mod tests {
 
     #[tokio::test]
     async fn delivers_the_permits_bytes_into_new_with_private_modes() {
-        let state = tempfile::tempdir().unwrap();
-        let outbox = Outbox::open(state.path()).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        let state_dir = path_guard::open_state_dir(&state, true).unwrap();
+        let outbox = Outbox::open(&state_dir).unwrap();
         // Opening again reuses the folders.
-        let outbox_again = Outbox::open(state.path()).unwrap();
+        let outbox_again = Outbox::open(&state_dir).unwrap();
         let permit = test_permit(&["ana.lima@example.com"]);
         let expected = permit.bytes().to_vec();
         let sent = outbox.deliver(permit).await.unwrap();
@@ -147,7 +144,7 @@ mod tests {
         for dir in ["tmp", "new", "cur"] {
             assert_eq!(mode(dir), 0o700, "{dir}");
         }
-        let outbox_mode = std::fs::metadata(state.path().join(OUTBOX_DIR))
+        let outbox_mode = std::fs::metadata(state.join(OUTBOX_DIR))
             .unwrap()
             .permissions()
             .mode();
@@ -156,8 +153,9 @@ mod tests {
 
     #[test]
     fn a_failed_write_leaves_no_file() {
-        let state = tempfile::tempdir().unwrap();
-        let outbox = Outbox::open(state.path()).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let state = path_guard::open_state_dir(&tmp.path().join("state"), true).unwrap();
+        let outbox = Outbox::open(&state).unwrap();
         // Make new/ unusable: the rename fails, and the tmp file must be cleaned up.
         outbox.root.remove_dir("new").unwrap();
         outbox.root.write("new", b"not a directory").unwrap();
@@ -171,5 +169,32 @@ mod tests {
         let b = unique_name();
         assert_ne!(a, b);
         assert!(a.split('.').next().unwrap().parse::<u64>().is_ok());
+    }
+
+    #[test]
+    fn a_planted_symlink_never_receives_mail() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        let elsewhere = tempfile::tempdir().unwrap();
+        let state_dir = path_guard::open_state_dir(&state, true).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), state.join(OUTBOX_DIR)).unwrap();
+        assert_eq!(
+            Outbox::open(&state_dir).err(),
+            Some(PrivateDirError::NotADirectory)
+        );
+        // One level down too: a real outbox whose new/ points elsewhere.
+        std::fs::remove_file(state.join(OUTBOX_DIR)).unwrap();
+        std::fs::create_dir(state.join(OUTBOX_DIR)).unwrap();
+        std::fs::set_permissions(
+            state.join(OUTBOX_DIR),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), state.join("outbox/new")).unwrap();
+        assert_eq!(
+            Outbox::open(&state_dir).err(),
+            Some(PrivateDirError::NotADirectory)
+        );
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 }

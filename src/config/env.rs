@@ -41,8 +41,8 @@ pub(crate) struct Env {
 
 impl Env {
     /// Captures the process environment plus `./.env` (see the module doc). A missing `.env` is
-    /// fine; one that is a symlink, writable by others, too large or unparsable aborts with
-    /// [`ConfigError::DotEnv`].
+    /// fine; one that is a symlink, owned by another user (even when running as root), writable
+    /// by group or others, too large or unparsable aborts with [`ConfigError::DotEnv`].
     ///
     /// # Ambient Authority
     /// Reads the whole process environment, and `./.env` through `path_guard`.

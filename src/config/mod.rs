@@ -9,9 +9,10 @@
 //! the state directories once, from an [`env::Env`] snapshot.
 //!
 //! Invariants: a `Config` has at least one mailbox, unique aliases, unique (lower-cased)
-//! addresses, every limit within its published bounds and `maxHandoffStoreBytes >=
-//! maxHandoffAttachmentBytes`. No file key can open a gate: `allowWrites` is only the fallback
-//! for an unset `PLUGIN_ALLOW_WRITES`, and `allowSend` is an unknown key.
+//! addresses, every limit within its published bounds, `maxHandoffStoreBytes >=
+//! maxHandoffAttachmentBytes` and `maxDownloadFolderBytes >= maxDownloadBatchBytes`. No file key
+//! can open a gate: `allowWrites` is only the fallback for an unset `PLUGIN_ALLOW_WRITES`, and
+//! `allowSend` is an unknown key.
 //!
 //! Error messages ([`ConfigError`]) name the variable, key or JSON path and the rule, never a
 //! value, a secret or a host path.
@@ -41,6 +42,8 @@ pub(crate) const CONFIG_PATH_VAR: &str = "OUTLOOK_PLUGIN_CONFIG";
 pub(crate) const HOME_DIR_VAR: &str = "MAILGATE_HOME";
 /// Environment variable naming the download directory (absolute).
 pub(crate) const DOWNLOAD_DIR_VAR: &str = "MAILGATE_DOWNLOAD_DIR";
+/// The download folder's name inside the state folder, when `MAILGATE_DOWNLOAD_DIR` is unset.
+pub(crate) const DOWNLOAD_DIR: &str = "downloads";
 /// Environment variable switching the run journal on.
 pub(crate) const JOURNAL_VAR: &str = "MAILGATE_JOURNAL";
 /// Lifetime of a handoff bundle in hours (security.md §4).
@@ -298,6 +301,7 @@ limits! {
     max_concurrent_extractions: usize = "maxConcurrentExtractions", 1, 8, 2;
     max_batch_size: usize = "maxBatchSize", 1, 100, 25;
     max_download_batch_bytes: u64 = "maxDownloadBatchBytes", KIB, 500 * MIB, 50 * MIB;
+    max_download_folder_bytes: u64 = "maxDownloadFolderBytes", KIB, 1024 * GIB, GIB;
     max_handoff_attachment_bytes: u64 = "maxHandoffAttachmentBytes", KIB, 100 * MIB, 25 * MIB;
     max_handoff_store_bytes: u64 = "maxHandoffStoreBytes", KIB, 5 * GIB, 500 * MIB;
     max_handoff_store_entries: usize = "maxHandoffStoreEntries", 1, 10_000, 1_000;
@@ -338,6 +342,12 @@ impl Config {
             return Err(ConfigError::schema(
                 "maxHandoffStoreBytes",
                 "must be at least maxHandoffAttachmentBytes",
+            ));
+        }
+        if limits.max_download_folder_bytes < limits.max_download_batch_bytes {
+            return Err(ConfigError::schema(
+                "maxDownloadFolderBytes",
+                "must be at least maxDownloadBatchBytes",
             ));
         }
 
@@ -691,7 +701,7 @@ pub(crate) fn load_settings(
     let state_dir = state_dir(env)?;
     let download_dir = match env.get(DOWNLOAD_DIR_VAR) {
         Some(path) => absolute_var(path, DOWNLOAD_DIR_VAR)?,
-        None => state_dir.join("downloads"),
+        None => state_dir.join(DOWNLOAD_DIR),
     };
     let journal = parse_bool(JOURNAL_VAR, env.raw(JOURNAL_VAR))?.unwrap_or(false);
     let handoff_ttl = handoff_ttl(env)?;
@@ -972,7 +982,7 @@ mod tests {
 
     #[test]
     fn every_limit_is_bounded_on_both_sides() {
-        assert_eq!(LIMIT_BOUNDS.len(), 22);
+        assert_eq!(LIMIT_BOUNDS.len(), 23);
         for bound in LIMIT_BOUNDS {
             for value in [bound.min - 1, bound.max + 1] {
                 let json = with_mailboxes(FINANCE, &format!(r#", "{}": {value}"#, bound.key));
@@ -987,6 +997,9 @@ mod tests {
                 let mut extra = format!(r#", "{}": {value}"#, bound.key);
                 if bound.key == "maxHandoffStoreBytes" {
                     extra.push_str(r#", "maxHandoffAttachmentBytes": 1024"#);
+                }
+                if bound.key == "maxDownloadFolderBytes" {
+                    extra.push_str(r#", "maxDownloadBatchBytes": 1024"#);
                 }
                 let json = with_mailboxes(FINANCE, &extra);
                 assert!(
@@ -1018,6 +1031,7 @@ mod tests {
         let limits = Limits::default();
         assert_eq!(limits.max_attachment_input_bytes, 15_728_640);
         assert_eq!(limits.max_download_batch_bytes, 52_428_800);
+        assert_eq!(limits.max_download_folder_bytes, 1_073_741_824);
         assert_eq!(limits.max_handoff_attachment_bytes, 26_214_400);
         assert_eq!(limits.max_handoff_store_bytes, 524_288_000);
         assert_eq!(limits.max_batch_result_bytes, 2_097_152);
@@ -1043,6 +1057,23 @@ mod tests {
             parse(&with_mailboxes(
                 FINANCE,
                 r#", "maxHandoffStoreBytes": 4096, "maxHandoffAttachmentBytes": 4096"#
+            ))
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn download_folder_must_hold_one_batch() {
+        let (path, rule) = refusal(&with_mailboxes(
+            FINANCE,
+            r#", "maxDownloadFolderBytes": 2048, "maxDownloadBatchBytes": 4096"#,
+        ));
+        assert_eq!(path, "maxDownloadFolderBytes");
+        assert_eq!(rule, "must be at least maxDownloadBatchBytes");
+        assert!(
+            parse(&with_mailboxes(
+                FINANCE,
+                r#", "maxDownloadFolderBytes": 4096, "maxDownloadBatchBytes": 4096"#
             ))
             .is_ok()
         );

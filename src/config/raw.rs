@@ -39,6 +39,7 @@ pub(crate) struct RawConfig {
     pub(crate) max_concurrent_extractions: Option<u64>,
     pub(crate) max_batch_size: Option<u64>,
     pub(crate) max_download_batch_bytes: Option<u64>,
+    pub(crate) max_download_folder_bytes: Option<u64>,
     pub(crate) max_handoff_attachment_bytes: Option<u64>,
     pub(crate) max_handoff_store_bytes: Option<u64>,
     pub(crate) max_handoff_store_entries: Option<u64>,

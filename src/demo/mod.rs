@@ -1,8 +1,12 @@
 //! `mailgate demo`: writes the fictional demo mailboxes (see [`corpus`]) as Maildir++ folders
 //! under `<state>/demo`, with a matching private `plugin.json`, and offers a short guided tour.
 //!
-//! Invariant: everything is written through a cap-std `Dir` rooted at `<state>/demo`; the corpus
-//! is deterministic, so the demo is also the fixture of the integration tests.
+//! Invariant: everything is written through a cap-std `Dir` rooted at `<state>/demo`, which is
+//! opened through `path_guard`'s private-folder check (never through a symlink, ours, no
+//! group/other bits). The demo only ever deletes its own tree: the marker file
+//! [`MARKER`] is written before anything else and names the tree as mailgate's, and without it
+//! nothing is removed. The corpus is deterministic, so the demo is also the fixture of the
+//! integration tests.
 
 pub(crate) mod corpus;
 
@@ -10,43 +14,87 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
 use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
 use serde_json::{Value, json};
 
 use crate::error::StartupError;
+use crate::path_guard::{self, ModeRule};
 use crate::tools::{App, CallError};
 
 /// Bumped whenever the corpus changes, so an old demo folder is rebuilt.
 const VERSION: &str = "mailgate-demo-v1";
+/// What the marker holds while a demo is being written (a crash leaves it, and the next run
+/// rebuilds).
+const BUILDING: &str = "mailgate-demo-building";
+/// Every marker mailgate writes starts with this.
+const MARKER_PREFIX: &str = "mailgate-demo";
+/// Marks `<state>/demo` as mailgate's own tree: written first when the demo is created, then
+/// rewritten with [`VERSION`] once complete.
 const MARKER: &str = ".demo-version";
+/// The demo folder's name inside the state folder.
+const DEMO_DIR: &str = "demo";
+const MAIL_DIR: &str = "mail";
 pub(crate) const CONFIG_FILE: &str = "plugin.json";
 
 fn err(e: std::io::Error) -> StartupError {
     StartupError::Demo(format!("{:?}", e.kind()))
 }
 
+fn refused(why: impl std::fmt::Display) -> StartupError {
+    StartupError::Demo(format!(
+        "the demo folder (<state folder>/demo) is refused: {why}"
+    ))
+}
+
 /// Creates (or reuses) the demo under `state`; returns the path of its plugin.json.
+///
+/// An existing tree is rebuilt (its `mail/` removed) only when it carries mailgate's marker;
+/// a demo folder holding anything without one is refused and nothing is deleted.
 pub(crate) fn setup(state: &Path, reset: bool) -> Result<PathBuf, StartupError> {
-    let root_path = state.join("demo");
-    let root = crate::path_guard::create_private_dir_all(&root_path).map_err(err)?;
-    let current = root.read_to_string(MARKER).ok();
-    if !reset && current.as_deref() == Some(VERSION) && root.exists(CONFIG_FILE) {
-        return Ok(root_path.join(CONFIG_FILE));
+    let state_dir = path_guard::open_state_dir(state, true).map_err(StartupError::StateDir)?;
+    let root = path_guard::open_private_child(&state_dir, DEMO_DIR, true).map_err(refused)?;
+    let root_path = state.join(DEMO_DIR);
+    // The marker is only a label inside a folder already checked as private, so a readable
+    // one (older versions wrote it 0644) is fine; it must still be our own regular file.
+    let marker = path_guard::read_file_in(&root, MARKER, ModeRule::OwnerWriteOnly, 64)
+        .map_err(|e| refused(format_args!("its marker file {MARKER}: {e}")))?;
+    match marker.as_deref() {
+        Some(m) if !reset && m == VERSION.as_bytes() && root.exists(CONFIG_FILE) => {
+            return Ok(root_path.join(CONFIG_FILE));
+        }
+        Some(m) if m.starts_with(MARKER_PREFIX.as_bytes()) => {}
+        Some(_) => {
+            return Err(refused(format_args!(
+                "its marker file {MARKER} was not written by mailgate; nothing was deleted"
+            )));
+        }
+        None => {
+            if root.entries().map_err(err)?.next().is_some() {
+                return Err(refused(format_args!(
+                    "it holds files but no {MARKER} marker, so mailgate did not create them; \
+                     nothing was deleted (move the folder away to get a fresh demo)"
+                )));
+            }
+        }
     }
-    if root.exists("mail") {
-        root.remove_dir_all("mail").map_err(err)?;
+    write_marker(&root, BUILDING).map_err(err)?;
+    if root.symlink_metadata(MAIL_DIR).is_ok() {
+        // Only a real, private folder is removed: never a symlink or something planted.
+        path_guard::open_private_child(&root, MAIL_DIR, false)
+            .map_err(|e| refused(format_args!("its {MAIL_DIR} folder: {e}")))?;
+        root.remove_dir_all(MAIL_DIR).map_err(err)?;
     }
     let _ = root.remove_file(CONFIG_FILE);
-    let _ = root.remove_file(MARKER);
     let mut private = DirBuilder::new();
     private.mode(0o700);
-    root.create_dir_with("mail", &private).map_err(err)?;
-    let mail = root.open_dir("mail").map_err(err)?;
+    root.create_dir_with(MAIL_DIR, &private).map_err(err)?;
+    let mail = root.open_dir(MAIL_DIR).map_err(err)?;
 
     let mut mailboxes = Vec::new();
     for mailbox in corpus::corpus() {
         write_mailbox(&mail, &mailbox, &private).map_err(err)?;
-        let path = root_path.join("mail").join(mailbox.alias);
+        let path = root_path.join(MAIL_DIR).join(mailbox.alias);
         let mut entry = json!({
             "alias": mailbox.alias,
             "address": mailbox.address,
@@ -68,8 +116,21 @@ pub(crate) fn setup(state: &Path, reset: bool) -> Result<PathBuf, StartupError> 
     let text = serde_json::to_string_pretty(&config).unwrap_or_default();
     f.write_all(text.as_bytes()).map_err(err)?;
     f.sync_all().map_err(err)?;
-    root.write(MARKER, VERSION).map_err(err)?;
+    write_marker(&root, VERSION).map_err(err)?;
     Ok(root_path.join(CONFIG_FILE))
+}
+
+/// (Re)writes the marker 0600, never through a symlink.
+fn write_marker(root: &Dir, content: &str) -> std::io::Result<()> {
+    let mut opts = OpenOptions::new();
+    opts.write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .follow(FollowSymlinks::No);
+    let mut f = root.open_with(MARKER, &opts)?;
+    f.write_all(content.as_bytes())?;
+    f.sync_all()
 }
 
 fn write_mailbox(

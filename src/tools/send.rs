@@ -158,10 +158,10 @@ impl SendState {
                 Delivery::Smtp(sender)
             }
             (None, BackendSpec::Maildir { .. }) => {
-                let outbox = Outbox::open(&settings.state_dir).map_err(|e| {
+                let state = crate::startup::open_state(settings)?;
+                let outbox = Outbox::open(&state).map_err(|e| {
                     setup(&format!(
-                        "the outbox folder could not be prepared ({})",
-                        e.kind()
+                        "the outbox folder (<state folder>/outbox) is refused: {e}"
                     ))
                 })?;
                 Delivery::Outbox(outbox)

@@ -8,7 +8,8 @@
 //!   tool error `NOT_FOUND` for the whole call (nothing moved). Per-message failures are
 //!   reported item by item (`errorCode` `NOT_FOUND`, …) with status complete|partial|failed.
 //! - download_attachments writes only through the startup-opened download root under
-//!   `SafeFileName`s, with every budget checked before the first byte (downloads.rs).
+//!   `SafeFileName`s, with every budget (the call's and the folder's total) checked before the
+//!   first byte (downloads.rs).
 //! - create_draft builds the message with `mime::compose` (header values with CR/LF/NUL are a
 //!   tool error `INVALID_ARGUMENT`); attachments only by reference to a message of the same
 //!   mailbox, all fetched before anything is written (one failure: no draft). Drafts never
@@ -328,12 +329,27 @@ async fn download_attachments(app: Arc<App>, args: DownloadArgs) -> Result<ToolO
     };
     let limits = &app.config.limits;
     let budget = limits.max_download_batch_bytes;
+    let folder_limit = limits.max_download_folder_bytes;
     let listing = resolved.backend.list_attachments(&args.message_id).await?;
+    // Held until the last save: concurrent calls (and other processes) measure and fill the
+    // folder one at a time, so together they cannot pass the folder bound either.
+    let lease = {
+        let root = Arc::clone(&root);
+        tokio::task::spawn_blocking(move || root.lease()).await
+    };
+    let Ok(Ok(lease)) = lease else {
+        return Err(ToolError::new(
+            ErrorCode::BackendUnavailable,
+            "the download folder could not be measured; nothing was written",
+        ));
+    };
+    let room = folder_limit.saturating_sub(lease.used());
     let selected = downloads::plan(
         &listing,
         args.attachment_ids.as_deref(),
         limits.max_batch_size,
         budget,
+        room,
     )
     .map_err(|e| match e {
         PlanError::TooMany => ToolError::new(
@@ -351,6 +367,14 @@ async fn download_attachments(app: Arc<App>, args: DownloadArgs) -> Result<ToolO
                  nothing was written"
             ),
         ),
+        PlanError::FolderFull => ToolError::new(
+            ErrorCode::LimitExceeded,
+            format!(
+                "the download folder holds {} bytes and the attachments' declared sizes would \
+                 take it past maxDownloadFolderBytes ({folder_limit}); nothing was written",
+                lease.used()
+            ),
+        ),
         PlanError::UnknownId => ToolError::new(
             ErrorCode::NotFound,
             "an attachment id is not in this message; nothing was written",
@@ -361,10 +385,12 @@ async fn download_attachments(app: Arc<App>, args: DownloadArgs) -> Result<ToolO
         ),
     })?;
 
+    // The real decoded sizes are held to both bounds as well, not only the declared ones.
+    let allowance = budget.min(room);
     let mut used = 0u64;
     let mut files = Vec::with_capacity(selected.len());
     for meta in &selected {
-        let remaining = budget.saturating_sub(used);
+        let remaining = allowance.saturating_sub(used);
         let failed = |code: &str| DownloadedFileOut {
             attachment_id: meta.id.clone(),
             status: "failed".to_owned(),
@@ -414,6 +440,7 @@ async fn download_attachments(app: Arc<App>, args: DownloadArgs) -> Result<ToolO
             Err(_) => files.push(failed("FILE_WRITE_FAILED")),
         }
     }
+    drop(lease);
     let saved = files.iter().filter(|f| f.status == "saved").count();
     let summary = format!(
         "Saved {saved} of {} attachment(s) ({used} bytes) into the download folder.",

@@ -1,7 +1,7 @@
 //! Startup refusals: each bad configuration ends the process non-zero with one stderr line, and
 //! nothing is served (stdout stays empty).
 
-use crate::util::{ONE_MAILBOX, World};
+use crate::util::{ONE_MAILBOX, World, give_away, running_as_root, write_mode};
 
 async fn refused(world: World, needle: &str) {
     for args in [&["policy", "check"][..], &["serve"][..]] {
@@ -144,4 +144,83 @@ async fn a_dotenv_file_never_overrides_the_environment() {
         ".env fills unset variables"
     );
     assert_eq!(tools.lines().count(), 14);
+}
+
+// Finding 5 of issue 8: policy-setting files are trusted by owner, not only by mode.
+
+#[tokio::test]
+async fn a_dotenv_owned_by_another_user_is_refused() {
+    if !running_as_root("a_dotenv_owned_by_another_user_is_refused") {
+        return;
+    }
+    // 0644 and not writable by group or others: only its owner can change it, and its owner is
+    // someone else sharing the working directory.
+    let world = World::new().config(ONE_MAILBOX, 0o600);
+    let dotenv = world.path().join(".env");
+    write_mode(
+        &dotenv,
+        b"PLUGIN_ALLOW_WRITES=true\nPLUGIN_ALLOW_LOCAL_HANDOFFS=true\n",
+        0o644,
+    );
+    give_away(&dotenv);
+    refused(
+        world,
+        ".env in the working directory is not usable: it must be owned by the user mailgate runs as",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_config_owned_by_another_user_is_refused_even_for_root() {
+    if !running_as_root("a_config_owned_by_another_user_is_refused_even_for_root") {
+        return;
+    }
+    let world = World::new().config(ONE_MAILBOX, 0o600);
+    give_away(&world.path().join("plugin.json"));
+    refused(
+        world,
+        "the config file is not usable: it must be owned by the user mailgate runs as",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_hard_linked_config_is_refused() {
+    let world = World::new().config(ONE_MAILBOX, 0o600);
+    std::fs::hard_link(
+        world.path().join("plugin.json"),
+        world.path().join("elsewhere.json"),
+    )
+    .unwrap();
+    refused(world, "it must have exactly one hard link").await;
+}
+
+#[tokio::test]
+async fn a_search_memory_file_gets_the_config_file_rules() {
+    // Hard-linked: refused wherever it runs.
+    let world = World::new().config(ONE_MAILBOX, 0o600);
+    let memory = world.path().join("memory.yaml");
+    write_mode(&memory, b"apelidos: {}\n", 0o600);
+    std::fs::hard_link(&memory, world.path().join("other-name.yaml")).unwrap();
+    let world = world.with("PLUGIN_SEARCH_MEMORY_PATH", memory.to_str().unwrap());
+    refused(
+        world,
+        "search memory file (PLUGIN_SEARCH_MEMORY_PATH or searchMemoryPath) is refused: it must \
+         have exactly one hard link",
+    )
+    .await;
+
+    if !running_as_root("a_search_memory_file_gets_the_config_file_rules (owner part)") {
+        return;
+    }
+    let world = World::new().config(ONE_MAILBOX, 0o600);
+    let memory = world.path().join("memory.yaml");
+    write_mode(&memory, b"apelidos: {}\n", 0o600);
+    give_away(&memory);
+    let world = world.with("PLUGIN_SEARCH_MEMORY_PATH", memory.to_str().unwrap());
+    refused(
+        world,
+        "search memory file (PLUGIN_SEARCH_MEMORY_PATH or searchMemoryPath) is refused: it must be owned",
+    )
+    .await;
 }

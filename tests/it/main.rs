@@ -20,5 +20,6 @@ mod output_bounds;
 mod policy_drift;
 mod read_tools;
 mod send;
+mod state_folder;
 mod telemetry;
 mod writes;

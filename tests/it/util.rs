@@ -64,6 +64,16 @@ impl World {
             .unwrap()
     }
 
+    /// Runs the CLI to completion with `extra` variables added for this run only.
+    pub(crate) async fn run_with(&self, extra: &[(&str, &str)], args: &[&str]) -> Output {
+        self.command(args)
+            .envs(extra.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap()
+    }
+
     /// Writes a plugin.json with the given mode and points OUTLOOK_PLUGIN_CONFIG at it.
     pub(crate) fn config(mut self, json: &str, mode: u32) -> Self {
         use std::os::unix::fs::PermissionsExt;
@@ -302,4 +312,38 @@ pub(crate) async fn demo_maildir_config(world: &World, extra: &str) -> String {
         },
     ];
     config_over_demo(world, &mailboxes, extra).await
+}
+
+/// A uid that is not the test's own (`nobody`): files "planted by another user" are chowned to
+/// it.
+pub(crate) const OTHER_UID: u32 = 65534;
+
+/// Only root can give a file to another user. CI runs the tests as root, so the tests that need
+/// it run there; elsewhere they print why they did nothing and pass.
+#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+pub(crate) fn running_as_root(test: &str) -> bool {
+    let root = rustix::process::geteuid().is_root();
+    if !root {
+        eprintln!("skipping {test}: it needs root to chown a fixture to uid {OTHER_UID}");
+    }
+    root
+}
+
+/// Gives `path` (not what a symlink points to) to [`OTHER_UID`]. Needs root.
+pub(crate) fn give_away(path: &Path) {
+    std::os::unix::fs::lchown(path, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
+}
+
+/// Creates the directory `path` with exactly `mode` (whatever the umask).
+pub(crate) fn mkdir_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(path).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Writes `path` with exactly `mode`.
+pub(crate) fn write_mode(path: &Path, contents: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, contents).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }

@@ -618,3 +618,54 @@ async fn the_read_only_archive_alias_is_refused_by_every_write_tool() {
     assert!(sorted_names(&downloads(&world)).is_empty());
     c.close().await;
 }
+
+// Issue 8, finding 12c: the per-call budget alone let repeated calls fill the disk.
+#[tokio::test]
+async fn repeated_downloads_stop_at_the_download_folder_bound() {
+    let world = writes_world();
+    let config = custom_config(
+        &world,
+        r#", "maxDownloadBatchBytes": 1024, "maxDownloadFolderBytes": 1024"#,
+    )
+    .await;
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let mid = by_subject(&c, "finance", "inbox", "Bank ledger export June").await;
+    let args = json!({"mailbox": "finance", "messageId": mid, "attachmentIds": ["att-0"]});
+    let folder_bytes = |dl: &Path| -> u64 {
+        std::fs::read_dir(dl)
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum()
+    };
+    let mut saved = 0;
+    let refusal = loop {
+        let raw = c.call("download_attachments", args.clone()).await.unwrap();
+        if raw.is_error == Some(true) {
+            break raw;
+        }
+        assert_eq!(raw.structured_content.unwrap()["successfulDownloads"], 1);
+        saved += 1;
+        assert!(saved <= 5, "the folder bound never stopped the downloads");
+    };
+    // The ledger is a little over 200 bytes: four fit in 1 KiB, the fifth does not.
+    assert_eq!(saved, 4);
+    assert_eq!(
+        refusal.meta.as_ref().unwrap().0["mailgate/errorCode"],
+        "LIMIT_EXCEEDED"
+    );
+    let text = text_of(&refusal);
+    assert!(text.contains("maxDownloadFolderBytes (1024)"), "{text}");
+    assert!(text.contains("nothing was written"), "{text}");
+    let dl = downloads(&world);
+    assert_eq!(
+        sorted_names(&dl).len(),
+        4,
+        "nothing written, not even a temp file"
+    );
+    assert!(folder_bytes(&dl) <= 1024);
+    // Room made by the operator is used again.
+    std::fs::remove_file(dl.join("ledger-2026-06.csv")).unwrap();
+    c.ok("download_attachments", args.clone()).await;
+    assert!(folder_bytes(&dl) <= 1024);
+    c.close().await;
+}

@@ -496,7 +496,7 @@ fn the_root_must_be_private() {
         .expect("symlink");
     assert_eq!(
         crate::path_guard::open_private_subdir(other.path(), "handoffs", false).err(),
-        Some(crate::path_guard::PrivateDirError::NotPrivate)
+        Some(crate::path_guard::PrivateDirError::NotADirectory)
     );
     // Without `create`, a missing root is reported and nothing is made.
     let empty = private_tempdir();

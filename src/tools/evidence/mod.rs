@@ -96,7 +96,8 @@ mod testutil {
 
     pub(crate) fn demo_app() -> DemoApp {
         let dir = tempfile::tempdir().expect("tempdir");
-        let config = crate::demo::setup(dir.path(), false).expect("demo setup");
+        // The state folder must be private (a tempdir itself may be 0755).
+        let config = crate::demo::setup(&dir.path().join("state"), false).expect("demo setup");
         let home = dir.path().to_string_lossy().into_owned();
         let env = crate::config::env::Env::from_pairs([
             ("HOME", home.clone()),
