@@ -529,7 +529,8 @@ impl SendCap {
 /// are asked for) and split on U+001F into: the domain allowlist (comma list), to, cc, bcc
 /// (comma lists), the subject, the thread's in-reply-to id. Oracle, computed independently of
 /// `decide`: no `Allow` for a recipient whose domain (after the last `@`, lower-cased) is not
-/// listed, for a header value with CR/LF/NUL, for an unlisted sender or for derived recipients;
+/// listed or whose local part holds routing syntax (`! % @ = / | & " \ : ,`), for a header value
+/// with CR/LF/NUL, for an unlisted sender or for derived recipients;
 /// an `Allow` carries exactly the listed recipients and no `Bcc:` header.
 #[cfg_attr(
     not(any(test, fuzzing)),
@@ -598,13 +599,18 @@ pub(crate) fn fuzz_outbound(data: &[u8]) {
                 "oracle: allowed a thread id with CR/LF/NUL"
             );
             for raw in &all {
-                let domain = raw
+                let (local, domain) = raw
                     .rsplit_once('@')
-                    .map(|(_, d)| d.to_ascii_lowercase())
+                    .map(|(l, d)| (l, d.to_ascii_lowercase()))
                     .unwrap_or_default();
                 assert!(
                     domains.contains(&domain),
                     "oracle: allowed a recipient of an unlisted domain"
+                );
+                // Restated, not `address::is_local_part_byte`: the routing syntax the rule is for.
+                assert!(
+                    !local.contains(['!', '%', '@', '=', '/', '|', '&', '"', '\\', ':', ',']),
+                    "oracle: allowed a recipient whose local part has routing syntax"
                 );
             }
             for address in permit.envelope_recipients() {
@@ -973,6 +979,11 @@ mod tests {
                 3,
                 format!("Example.COM{sep}A@EXAMPLE.com{sep}{sep}b@example.com{sep}Hi{sep}a\0@b"),
             ),
+            // Issue 8, finding 11: a bang path in a listed domain trips the oracle if allowed.
+            (
+                1,
+                format!("example.com{sep}evil.example.net!x@example.com{sep}{sep}{sep}Hi{sep}"),
+            ),
         ] {
             let mut data = vec![flags];
             data.extend_from_slice(text.as_bytes());
@@ -1000,7 +1011,51 @@ mod tests {
             1 => prop::sample::select(vec![
                 "not an address", "a@", "@example.com", "a@@example.com", "<a@example.com>",
             ]).prop_map(str::to_owned),
+            1 => routed_recipient(),
         ]
+    }
+
+    /// An address in a listed domain whose local part carries routing, quoting or escape syntax
+    /// (issue 8, finding 11): the domain check alone would pass it.
+    fn routed_recipient() -> impl Strategy<Value = String> {
+        (
+            "[a-z0-9.]{0,6}",
+            prop::sample::select(vec![
+                "!",
+                "%",
+                "=",
+                "/",
+                "|",
+                "&",
+                ":",
+                ",",
+                "\\",
+                "\"",
+                "evil.example.net!",
+                "%evil.example.net",
+                "@evil.example.net:",
+                "srs0=x=y=evil.example.net=",
+            ]),
+            "[a-z0-9.]{0,6}",
+            prop::sample::select(POOL.to_vec()),
+            any::<bool>(),
+        )
+            .prop_map(|(before, routing, after, domain, quoted)| {
+                if quoted {
+                    format!("\"{before}{routing}{after}\"@{domain}")
+                } else {
+                    format!("{before}{routing}{after}@{domain}")
+                }
+            })
+    }
+
+    /// True when the local part (before the last `@`) is all allowlisted bytes.
+    fn plain_local_part(raw: &str) -> bool {
+        raw.rsplit_once('@').is_some_and(|(local, _)| {
+            local
+                .bytes()
+                .all(crate::policy::address::is_local_part_byte)
+        })
     }
 
     fn recipients() -> impl Strategy<Value = Vec<String>> {
@@ -1123,9 +1178,29 @@ mod tests {
                 for address in permit.envelope_recipients() {
                     let domain = address.as_str().rsplit_once('@').map(|(_, d)| d).unwrap_or("");
                     prop_assert!(domains.iter().any(|d| d == domain), "{} not listed", domain);
+                    prop_assert!(plain_local_part(address.as_str()), "routed local part allowed");
                 }
                 prop_assert!(header_value(permit.bytes(), "bcc").is_none());
             }
+        }
+
+        /// See: issue 8, finding 11. One routed recipient anywhere (to, cc or bcc) refuses the
+        /// whole message, with every domain listed.
+        #[test]
+        fn issue_8_a_recipient_with_routing_syntax_is_never_allowed(
+            p in arb_proposal(),
+            routed in routed_recipient(),
+            list in 0_usize..3,
+        ) {
+            let mut p = p;
+            match list {
+                0 => p.to.push(routed),
+                1 => p.cc.push(routed),
+                _ => p.bcc.push(routed),
+            }
+            let all = POOL.iter().map(|d| (*d).to_owned()).collect::<Vec<_>>();
+            let verdict = verdict(policy_with(true, &all).decide(p));
+            prop_assert!(verdict.is_err(), "allowed {:?}", verdict);
         }
 
         #[test]
