@@ -212,6 +212,39 @@ async fn issue_8_routing_syntax_in_a_local_part_is_refused_and_nothing_leaves() 
     client.close().await;
 }
 
+// See: issue 8, finding 12 (raw VT/FF/ESC/BEL bytes went out unencoded in `Subject:`).
+#[tokio::test]
+async fn issue_8_a_subject_with_control_characters_is_refused_and_nothing_leaves() {
+    let world = send_world();
+    let client = world.demo_client().await;
+    for subject in [
+        "Hi\u{b}",
+        "Hi\u{c}",
+        "Hi\u{1b}[2J",
+        "Hi\u{7}",
+        "Hi\u{7f}",
+        "Hi\u{9b}",
+    ] {
+        for dry_run in [false, true] {
+            let args = json!({"to": ["ana.lima@example.com"], "subject": subject, "body": "b",
+                              "dryRun": dry_run});
+            if dry_run {
+                let out = client.ok("send_email", args).await;
+                assert_eq!(out["verdict"], "HEADER_INJECTION", "{subject:?}");
+            } else {
+                let (code, text) = refusal(&client, args).await;
+                assert_eq!(code, "POLICY_DENIED", "{subject:?}");
+                assert!(
+                    text.contains("HEADER_INJECTION: the subject contains a control character"),
+                    "{text}"
+                );
+            }
+        }
+    }
+    assert!(outbox(&world).is_empty(), "nothing left");
+    client.close().await;
+}
+
 #[tokio::test]
 async fn subdomains_and_look_alikes_are_refused() {
     let world = send_world();
