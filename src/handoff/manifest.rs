@@ -62,6 +62,12 @@ pub(crate) enum ManifestError {
     NotCanonical,
 }
 
+/// Just the version of a manifest-shaped object (other keys ignored).
+#[derive(Deserialize)]
+struct Versioned {
+    version: u64,
+}
+
 /// The wire form; every field required, nothing else allowed.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -119,10 +125,14 @@ impl Manifest {
         if bytes.len() as u64 > MAX_BYTES {
             return Err(ManifestError::TooLarge);
         }
-        let wire: Wire = serde_json::from_slice(bytes).map_err(|_| ManifestError::Shape)?;
-        if wire.version != VERSION {
+        // The version first, on its own, so a manifest of another version (a version-1 one has
+        // no `mac`) is reported as that rather than as a shape error.
+        let declared: Versioned =
+            serde_json::from_slice(bytes).map_err(|_| ManifestError::Shape)?;
+        if declared.version != VERSION {
             return Err(ManifestError::Version);
         }
+        let wire: Wire = serde_json::from_slice(bytes).map_err(|_| ManifestError::Shape)?;
         let field = ManifestError::Field;
         let filename = SafeFileName::from_untrusted(&wire.filename);
         if filename.as_str() != wire.filename {
@@ -344,7 +354,7 @@ pub(crate) mod tests {
                     m.insert("version".into(), json!(1));
                     m.remove("mac");
                 }),
-                ManifestError::Shape,
+                ManifestError::Version,
             ),
             (
                 "missing mac",

@@ -319,6 +319,24 @@ fn issue_8_a_consistently_replaced_payload_is_corrupt() {
     }
 }
 
+/// A bundle written before manifests were sealed (version 1, no `mac`) is not served and not
+/// re-sealed: nothing proves it was not edited before the upgrade.
+#[test]
+fn a_version_1_bundle_reads_as_corrupt() {
+    let f = fixture();
+    let created = f.create(&request("att-1", KEY), b"old").expect("create");
+    let manifest = f.bundle(&created.manifest.id).join(MANIFEST);
+    let text = std::fs::read_to_string(&manifest).expect("read");
+    let at = text.find(",\n  \"mac\": ").expect("mac line");
+    let v1 = format!("{}\n}}\n", &text[..at]).replace("\"version\": 2", "\"version\": 1");
+    std::fs::write(&manifest, v1).expect("write");
+    let refused = f.store.get(&created.manifest.id);
+    assert!(
+        matches!(refused, Err(HandoffError::Corrupt(why)) if why.contains("another version")),
+        "{refused:?}"
+    );
+}
+
 // See: issue 8, finding 10. The seal is only as good as the key's privacy: a key that is gone,
 // replaced or not private is never worked around.
 #[test]
