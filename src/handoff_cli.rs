@@ -42,8 +42,8 @@ pub(crate) enum HandoffCommand {
     /// Fully revalidate every bundle; exit 1 when one is corrupt or foreign
     ///
     /// Checks modes, owner, links, the exact file set, the manifest and its MAC under the store
-    /// key, the size and the SHA-256.
-    /// One line per entry: name, then ok, expired, uncommitted, corrupt: <reason> or foreign.
+    /// key, the size and the SHA-256. One line per entry: name, then ok, expired, uncommitted,
+    /// foreign, or corrupt followed by the reason.
     Verify,
     /// Verify one bundle and print the absolute path of its directory (for a local program)
     Path {

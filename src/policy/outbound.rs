@@ -146,7 +146,7 @@ pub(crate) struct ApprovedMessage {
     message_id: String,
 }
 
-/// Proof that [`OutboundPolicy::decide`] approved one message. Built only in this module, not
+/// Proof that `OutboundPolicy::decide` approved one message. Built only in this module, not
 /// `Clone`, consumed by every send path (style rule 4). It is `pub` (in a private module) only
 /// so that the doctests below can name it through a hidden re-export and prove that outside
 /// code can neither build nor clone one — the failures are about the private fields and the
