@@ -2,13 +2,14 @@
 //! `cfg(fuzzing)`, like `fuzzing`). Each forwards to the oracle-carrying function beside the code
 //! it checks:
 //! - [`outbound`]: recipient lists, domain allowlists and header values →
-//!   `OutboundPolicy::decide`; never a permit for an unlisted domain or a header with CR/LF/NUL.
+//!   `OutboundPolicy::decide`; never a permit for an unlisted domain, a local part with routing
+//!   syntax or a header with a control character.
 //! - [`safe_name`]: attachment names → `SafeFileName`; always one safe component, and creating
 //!   it inside a temp root touches nothing outside.
 //! - [`download_plan`]: random sequences of hostile names and planted symlinks saved through the
 //!   download root; nothing outside the root changes and nothing is overwritten.
 //! - [`handoff_manifest`]: bytes → `handoff::Manifest::parse`; an accepted manifest is exactly
-//!   its canonical serialisation, round-trips, and has exactly the ten version-1 keys.
+//!   its canonical serialisation, round-trips, and has exactly the eleven version-2 keys.
 //! - [`handoff_id`]: strings → `HandoffId::parse`; accepts exactly `^oh_[A-Za-z0-9_-]{43}$`, and
 //!   an accepted id is one safe path component.
 

@@ -8,7 +8,8 @@
 //!   the plugin.json defaults (no command here creates a bundle, so they decide nothing).
 //! - Never creates anything: the root is opened without `create`, and a missing root (or state
 //!   folder) is an empty store. Only `remove` and `prune` change it (and take the store lock,
-//!   which creates `.lock` inside an existing root).
+//!   which creates `.lock` inside an existing root). The store key (`.key`) is only read: with
+//!   none, every bundle reads as corrupt (only the server creates it).
 //! - Output names entries, states, sizes, digests, timestamps, aliases, sanitised file names and
 //!   the store's fixed reasons; never payload bytes. Entry names are escaped, so a planted name
 //!   cannot forge a line or drive the terminal.
@@ -40,8 +41,9 @@ pub(crate) enum HandoffCommand {
     List,
     /// Fully revalidate every bundle; exit 1 when one is corrupt or foreign
     ///
-    /// Checks modes, owner, links, the exact file set, the manifest, the size and the SHA-256.
-    /// One line per entry: name, then ok, expired, uncommitted, corrupt: <reason> or foreign.
+    /// Checks modes, owner, links, the exact file set, the manifest and its MAC under the store
+    /// key, the size and the SHA-256. One line per entry: name, then ok, expired, uncommitted,
+    /// foreign, or corrupt followed by the reason.
     Verify,
     /// Verify one bundle and print the absolute path of its directory (for a local program)
     Path {
@@ -92,7 +94,8 @@ fn open(env: &Env) -> Result<Opened, StartupError> {
         Err(PrivateDirError::Missing) => return Ok(Opened { state, store: None }),
         Err(e) => return Err(StartupError::HandoffStore(e.to_string())),
     };
-    let store = HandoffStore::new(root, StoreLimits::new(&Limits::default(), ttl), None)
+    // Never creates the key either: without one every bundle reads as corrupt.
+    let store = HandoffStore::open_existing(root, StoreLimits::new(&Limits::default(), ttl))
         .map_err(|e| StartupError::HandoffStore(e.to_string()))?;
     Ok(Opened {
         state,

@@ -1,15 +1,19 @@
 //! The bundle manifest: the commit marker of a handoff and the only record of what it holds.
 //!
-//! Shape (version 1), serialised as pretty JSON with the keys in this order and a final newline:
+//! Shape (version 2), serialised as pretty JSON with the keys in this order and a final newline:
 //! `version`, `handoffId`, `requestFingerprint`, `keyDigest`, `sourceAlias`, `filename`,
-//! `contentType`, `size`, `sha256`, `createdAt`.
+//! `contentType`, `size`, `sha256`, `createdAt`, `mac`. `mac` is the HMAC-SHA256 of every other
+//! field ([`Manifest::sealed_bytes`]) under the store key (`handoff::key`); version 1 had no
+//! `mac`, and a version-1 manifest is refused like any other wrong version (its bundle reads as
+//! corrupt: nothing proves it was not edited before the upgrade, so it is not re-sealed).
 //!
 //! Invariant: [`Manifest::parse`] accepts a byte string only when it is exactly what
 //! [`Manifest::to_bytes`] produces for the value it decodes to. An extra, missing or duplicated
-//! key, a wrong type or version, a field outside its rule (a digest that is not 64 lower-case hex
-//! characters, a file name that is not already a [`SafeFileName`], a non-canonical timestamp) and
-//! even re-indented JSON are all refused, so a manifest that was edited by hand in any way reads
-//! as corrupt.
+//! key, a wrong type or version, a field outside its rule (a digest or MAC that is not 64
+//! lower-case hex characters, a file name that is not already a [`SafeFileName`], a
+//! non-canonical timestamp) and even re-indented JSON are all refused, so a manifest that was
+//! edited by hand in any way reads as corrupt. Whether the MAC is right is the store's check
+//! (it holds the key); parsing needs no key.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
@@ -18,7 +22,7 @@ use super::id::{HandoffId, KeyDigest, RequestFingerprint, is_hex_digest};
 use crate::alias::Alias;
 use crate::downloads::SafeFileName;
 
-pub(crate) const VERSION: u64 = 1;
+pub(crate) const VERSION: u64 = 2;
 /// A manifest is a few hundred bytes; anything past this is not one of ours.
 pub(crate) const MAX_BYTES: u64 = 64 * 1024;
 const MAX_CONTENT_TYPE_BYTES: usize = 255;
@@ -39,6 +43,8 @@ pub(crate) struct Manifest {
     pub(crate) sha256: String,
     /// Whole seconds, UTC.
     pub(crate) created_at: DateTime<Utc>,
+    /// Lower-case hex HMAC-SHA256 of [`Manifest::sealed_bytes`] under the store key.
+    pub(crate) mac: String,
 }
 
 /// Why bytes are not a manifest. Names the rule, never echoes content.
@@ -46,7 +52,7 @@ pub(crate) struct Manifest {
 pub(crate) enum ManifestError {
     #[error("the manifest is larger than 64 KiB")]
     TooLarge,
-    #[error("the manifest is not a JSON object of the version-1 shape")]
+    #[error("the manifest is not a JSON object of the version-2 shape")]
     Shape,
     #[error("the manifest has an unknown version")]
     Version,
@@ -54,6 +60,12 @@ pub(crate) enum ManifestError {
     Field(&'static str),
     #[error("the manifest is not in canonical form")]
     NotCanonical,
+}
+
+/// Just the version of a manifest-shaped object (other keys ignored).
+#[derive(Deserialize)]
+struct Versioned {
+    version: u64,
 }
 
 /// The wire form; every field required, nothing else allowed.
@@ -70,11 +82,25 @@ struct Wire {
     size: u64,
     sha256: String,
     created_at: String,
+    /// Always present in a stored manifest (parse requires it); empty, and then left out, only
+    /// in [`Manifest::sealed_bytes`].
+    #[serde(skip_serializing_if = "String::is_empty")]
+    mac: String,
 }
 
 impl Manifest {
     /// The canonical bytes (pretty JSON, fixed key order, trailing newline).
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        self.serialise(self.mac.clone())
+    }
+
+    /// What the MAC covers: the canonical bytes of every field but `mac` (the same form as
+    /// [`Manifest::to_bytes`], without the `mac` key).
+    pub(crate) fn sealed_bytes(&self) -> Vec<u8> {
+        self.serialise(String::new())
+    }
+
+    fn serialise(&self, mac: String) -> Vec<u8> {
         let wire = Wire {
             version: VERSION,
             handoff_id: self.id.as_str().to_owned(),
@@ -86,6 +112,7 @@ impl Manifest {
             size: self.size,
             sha256: self.sha256.clone(),
             created_at: timestamp(&self.created_at),
+            mac,
         };
         // Plain strings and integers only: serialisation cannot fail.
         let mut bytes = serde_json::to_vec_pretty(&wire).unwrap_or_default();
@@ -98,10 +125,14 @@ impl Manifest {
         if bytes.len() as u64 > MAX_BYTES {
             return Err(ManifestError::TooLarge);
         }
-        let wire: Wire = serde_json::from_slice(bytes).map_err(|_| ManifestError::Shape)?;
-        if wire.version != VERSION {
+        // The version first, on its own, so a manifest of another version (a version-1 one has
+        // no `mac`) is reported as that rather than as a shape error.
+        let declared: Versioned =
+            serde_json::from_slice(bytes).map_err(|_| ManifestError::Shape)?;
+        if declared.version != VERSION {
             return Err(ManifestError::Version);
         }
+        let wire: Wire = serde_json::from_slice(bytes).map_err(|_| ManifestError::Shape)?;
         let field = ManifestError::Field;
         let filename = SafeFileName::from_untrusted(&wire.filename);
         if filename.as_str() != wire.filename {
@@ -112,6 +143,9 @@ impl Manifest {
         }
         if !is_hex_digest(&wire.sha256) {
             return Err(field("sha256"));
+        }
+        if !is_hex_digest(&wire.mac) {
+            return Err(field("mac"));
         }
         let created_at = DateTime::parse_from_rfc3339(&wire.created_at)
             .map(|t| t.with_timezone(&Utc))
@@ -130,6 +164,7 @@ impl Manifest {
             size: wire.size,
             sha256: wire.sha256,
             created_at,
+            mac: wire.mac,
         };
         if manifest.to_bytes() != bytes {
             return Err(ManifestError::NotCanonical);
@@ -164,11 +199,11 @@ pub(crate) fn content_type(raw: &str) -> String {
 }
 
 /// Fuzz oracle for [`Manifest::parse`]: parse → serialise → parse is the identity, the accepted
-/// bytes are exactly the canonical serialisation, and an accepted manifest has exactly the ten
-/// version-1 keys.
+/// bytes are exactly the canonical serialisation, and an accepted manifest has exactly the eleven
+/// version-2 keys.
 #[cfg(fuzzing)]
 pub(crate) fn fuzz_manifest(data: &[u8]) {
-    const KEYS: [&str; 10] = [
+    const KEYS: [&str; 11] = [
         "version",
         "handoffId",
         "requestFingerprint",
@@ -179,6 +214,7 @@ pub(crate) fn fuzz_manifest(data: &[u8]) {
         "size",
         "sha256",
         "createdAt",
+        "mac",
     ];
     // Raw bytes exercise the parser's refusals; most accepted manifests come from the mutator
     // editing seeds in fuzz/corpus/handoff_manifest.
@@ -227,6 +263,7 @@ pub(crate) mod tests {
             created_at: DateTime::parse_from_rfc3339("2026-12-01T10:00:00Z")
                 .expect("time")
                 .with_timezone(&Utc),
+            mac: "c".repeat(64),
         }
     }
 
@@ -245,12 +282,31 @@ pub(crate) mod tests {
         let seed = include_bytes!("../../fuzz/corpus/handoff_manifest/valid.json");
         let manifest = Manifest::parse(seed).expect("the seed parses");
         assert_eq!(manifest.to_bytes(), seed);
+        // The seed's MAC was computed outside Rust (Python's hmac) under an all-zero key: a
+        // known-answer test of what `key` seals.
+        let zero = crate::handoff::key::StoreKey::for_tests([0; crate::handoff::key::KEY_LEN]);
+        assert!(zero.verifies(&manifest));
     }
 
     #[test]
     fn round_trips() {
         let manifest = sample();
         assert_eq!(Manifest::parse(&manifest.to_bytes()), Ok(manifest));
+    }
+
+    #[test]
+    fn the_sealed_bytes_are_the_manifest_without_its_mac() {
+        let manifest = sample();
+        let sealed: serde_json::Value =
+            serde_json::from_slice(&manifest.sealed_bytes()).expect("json");
+        let mut full: serde_json::Value =
+            serde_json::from_slice(&manifest.to_bytes()).expect("json");
+        full.as_object_mut().expect("object").remove("mac");
+        assert_eq!(sealed, full);
+        let mut other = manifest.clone();
+        other.mac = "d".repeat(64);
+        assert_eq!(other.sealed_bytes(), manifest.sealed_bytes());
+        assert!(Manifest::parse(&manifest.sealed_bytes()).is_err());
     }
 
     #[test]
@@ -288,9 +344,31 @@ pub(crate) mod tests {
             (
                 "version",
                 edit(|m| {
-                    m.insert("version".into(), json!(2));
+                    m.insert("version".into(), json!(3));
                 }),
                 ManifestError::Version,
+            ),
+            (
+                "version 1 (no MAC)",
+                edit(|m| {
+                    m.insert("version".into(), json!(1));
+                    m.remove("mac");
+                }),
+                ManifestError::Version,
+            ),
+            (
+                "missing mac",
+                edit(|m| {
+                    m.remove("mac");
+                }),
+                ManifestError::Shape,
+            ),
+            (
+                "short mac",
+                edit(|m| {
+                    m.insert("mac".into(), json!("c".repeat(63)));
+                }),
+                ManifestError::Field("mac"),
             ),
             (
                 "upper-case digest",

@@ -7,6 +7,8 @@
 //! ```text
 //! handoffs/
 //!   .lock                  0600, flock(2)ed to serialise commits and removals; never deleted
+//!   .key                   0600, 32 random bytes sealing every manifest (see `key`); created once
+//!                          by the server under the lock, never deleted, never in a bundle
 //!   oh_<43 chars>/         0700, one bundle, named by its random id
 //!     payload.bin          0600, the decoded attachment bytes
 //!     manifest.json        0600, written last: the commit marker (see `manifest`)
@@ -15,7 +17,10 @@
 //! A bundle without `manifest.json` is invisible to every reader and is removed by the sweep at
 //! startup and by `mailgate handoff prune`, unless the process writing it still holds its lock.
 //! Every read revalidates the whole bundle (directory and file modes, regular files not
-//! symlinks, link count, owner, exact entry set, manifest shape, size, SHA-256).
+//! symlinks, link count, owner, exact entry set, manifest shape, the manifest's MAC under the
+//! store key, size, SHA-256). The MAC is what makes a consistent edit (new payload, new `sha256`
+//! and `size`) detectable: the program `mailgate handoff path` hands a bundle folder to can write
+//! that folder but not read `.key`, so it cannot produce a bundle mailgate will serve.
 //!
 //! Who may call it: `startup` opens the [`store::HandoffStore`] when the handoff gate is open; the
 //! handoff tools and `create_draft` use it; the `mailgate handoff` CLI opens it without creating
@@ -25,6 +30,7 @@
 #[doc(hidden)]
 pub(crate) mod bench;
 pub(crate) mod id;
+pub(crate) mod key;
 pub(crate) mod manifest;
 pub(crate) mod store;
 

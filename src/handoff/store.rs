@@ -15,6 +15,11 @@
 //!   under the lock, so two concurrent creates with one key commit once and the other replays.
 //! - Nothing is overwritten: files are created with `O_CREAT|O_EXCL`, bundle directories with
 //!   `mkdir`, and every open of an existing entry refuses symlinks.
+//! - Every committed manifest is sealed with the store key (`handoff::key`), and every read of a
+//!   manifest (scan, get, payload reads, accounting) checks the seal: a bundle whose manifest or
+//!   payload was replaced consistently (new bytes, new `sha256` and `size`) by someone without
+//!   the key reads as corrupt. A store opened without a key (the CLI, before the server ever
+//!   created one) serves nothing and creates nothing.
 
 use std::collections::BTreeSet;
 use std::io::{self, Read as _, Write as _};
@@ -28,7 +33,8 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest as _, Sha256};
 
 use super::id::{HandoffId, HandoffRequest};
-use super::manifest::{self, Manifest};
+use super::key::{self, KEY_FILE, KEY_TMP, KeyError, StoreKey};
+use super::manifest::{self, Manifest, ManifestError};
 use super::{CrashPoint, HandoffError, Quota};
 use crate::dir_fd;
 use crate::downloads::SafeFileName;
@@ -64,12 +70,16 @@ impl StoreLimits {
     }
 }
 
-/// The handoff root as a capability, with the identity every entry must be owned by.
+/// The handoff root as a capability, with the identity every entry must be owned by and the key
+/// that seals its manifests.
 pub(crate) struct HandoffStore {
     root: Dir,
     euid: u32,
     limits: StoreLimits,
     crash_at: Option<CrashPoint>,
+    /// `None` only for a store opened by [`HandoffStore::open_existing`] whose root has no key
+    /// file: then no manifest verifies and nothing can be created.
+    key: Option<StoreKey>,
 }
 
 /// One root entry as the scan sees it (manifests only, payloads are not read).
@@ -109,6 +119,10 @@ pub(crate) enum OpenError {
     Io(io::ErrorKind),
     #[error("the handoff root must be a directory owned by this user with mode 0700")]
     NotPrivate,
+    #[error("{0}")]
+    Key(#[from] KeyError),
+    #[error("the handoff store lock could not be taken to create its key ({0})")]
+    Lock(HandoffError),
 }
 
 /// What the commit step decided.
@@ -129,8 +143,35 @@ struct Staged {
 
 impl HandoffStore {
     /// Wraps an opened root after checking it is a 0700 directory owned by this user (the path
-    /// checks are `path_guard`'s). Does not sweep: see [`HandoffStore::sweep`].
+    /// checks are `path_guard`'s), and loads its key, creating it under the store lock when the
+    /// root has none yet (the server). Does not sweep: see [`HandoffStore::sweep`].
     pub(crate) fn new(
+        root: Dir,
+        limits: StoreLimits,
+        crash_at: Option<CrashPoint>,
+    ) -> Result<HandoffStore, OpenError> {
+        let mut store = Self::checked(root, limits, crash_at)?;
+        let loaded = key::load(&store.root, store.euid)?;
+        let key = match loaded {
+            Some(key) => key,
+            None => {
+                let _lock = store.lock().map_err(OpenError::Lock)?;
+                key::load_or_create(&store.root, store.euid)?
+            }
+        };
+        store.key = Some(key);
+        Ok(store)
+    }
+
+    /// As [`HandoffStore::new`] but never creates the key (the operator CLI, which creates
+    /// nothing): without one, every bundle reads as corrupt.
+    pub(crate) fn open_existing(root: Dir, limits: StoreLimits) -> Result<HandoffStore, OpenError> {
+        let mut store = Self::checked(root, limits, None)?;
+        store.key = key::load(&store.root, store.euid)?;
+        Ok(store)
+    }
+
+    fn checked(
         root: Dir,
         limits: StoreLimits,
         crash_at: Option<CrashPoint>,
@@ -145,7 +186,15 @@ impl HandoffStore {
             euid,
             limits,
             crash_at,
+            key: None,
         })
+    }
+
+    /// The store key, or the refusal every read and create gives without one.
+    fn key(&self) -> Result<&StoreKey, HandoffError> {
+        self.key.as_ref().ok_or(HandoffError::Corrupt(
+            "the handoff store has no key (.key), so no bundle can be verified",
+        ))
     }
 
     pub(crate) fn limits(&self) -> &StoreLimits {
@@ -186,6 +235,7 @@ impl HandoffStore {
         if size > self.limits.max_attachment_bytes {
             return Err(HandoffError::QuotaExceeded(Quota::AttachmentBytes));
         }
+        self.key()?;
         // Unlocked, so only a hint: the authoritative check is in `commit`.
         let (entries, used) = self.usage(&self.scan()?, Utc::now());
         self.check_room(entries, used, size)?;
@@ -209,7 +259,7 @@ impl HandoffStore {
         let mut out = Vec::new();
         for entry in self.root.entries()? {
             let name = entry?.file_name().to_string_lossy().into_owned();
-            if name == LOCK {
+            if [LOCK, KEY_FILE, KEY_TMP].contains(&name.as_str()) {
                 continue;
             }
             let state = match HandoffId::parse(&name) {
@@ -324,6 +374,7 @@ impl HandoffStore {
         content_type: &str,
         bytes: &[u8],
     ) -> Result<Staged, HandoffError> {
+        let key = self.key()?;
         let (id, dir, lock) = self.new_bundle_dir()?;
         let staged = (|| {
             write_new(&dir, PAYLOAD_TMP, bytes)?;
@@ -331,7 +382,7 @@ impl HandoffStore {
             dir.rename(PAYLOAD_TMP, &dir, PAYLOAD)?;
             dir_fd::sync(&dir)?;
             self.crash_point(CrashPoint::AfterPayloadRename);
-            let manifest = Manifest {
+            let mut manifest = Manifest {
                 id: id.clone(),
                 fingerprint: request.fingerprint(),
                 key_digest: request.key_digest(),
@@ -341,7 +392,9 @@ impl HandoffStore {
                 size: bytes.len() as u64,
                 sha256: hex::encode(Sha256::digest(bytes)),
                 created_at: now_seconds(),
+                mac: String::new(),
             };
+            manifest.mac = key.tag(&manifest);
             let manifest_bytes = manifest.to_bytes();
             if self.crash_at == Some(CrashPoint::DuringManifest) {
                 let half = &manifest_bytes[..manifest_bytes.len() / 2];
@@ -526,11 +579,24 @@ impl HandoffStore {
             Some(bytes) => bytes,
             None => return Ok(None),
         };
-        let manifest = Manifest::parse(&bytes)
-            .map_err(|_| HandoffError::Corrupt("the manifest does not have the version-1 shape"))?;
+        let manifest = Manifest::parse(&bytes).map_err(|e| {
+            HandoffError::Corrupt(match e {
+                ManifestError::Version => {
+                    "the manifest is of another version (a bundle from before sealed manifests \
+                     is not served; remove it)"
+                }
+                _ => "the manifest does not have the version-2 shape",
+            })
+        })?;
         if manifest.id != *id {
             return Err(HandoffError::Corrupt(
                 "the manifest names another handoff id",
+            ));
+        }
+        // After the shape checks, before anything trusts a field: size, sha256, alias, expiry.
+        if !self.key()?.verifies(&manifest) {
+            return Err(HandoffError::Corrupt(
+                "the manifest's MAC does not match the store key (edited or forged)",
             ));
         }
         Ok(Some(manifest))
@@ -674,7 +740,7 @@ fn now_seconds() -> DateTime<Utc> {
 }
 
 /// Creates `name` exclusively (0600, never following a symlink), writes and fsyncs it.
-fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+pub(super) fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
     let mut opts = OpenOptions::new();
     opts.write(true)
         .create_new(true)

@@ -3,20 +3,53 @@
 //! library's job.
 //!
 //! Invariant: every header value is checked by [`check_header_value`] before it reaches the
-//! builder: CR, LF and NUL are refused outright, never escaped or stripped, so no caller-supplied
-//! text can start a new header line.
+//! builder: a value holding any control character (C0 including CR, LF, NUL, HT, VT, FF, ESC and
+//! BEL; DEL; C1) or a Unicode line or paragraph separator is refused outright, never escaped or
+//! stripped, so no caller-supplied text can start a new header line or put a raw control byte
+//! on the wire (issue 8, finding 12: lettre passes printable-ASCII-plus-controls through
+//! unencoded). The only bytes below 0x20 in a rendered header section are lettre's own CRLF line
+//! ends and folding whitespace.
+
+use std::fmt;
 
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
 
 use crate::policy::address::EmailAddress;
 
+/// Which header a refused value was meant for, so the refusal can name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderField {
+    Subject,
+    InReplyTo,
+    References,
+    Recipient,
+    AttachmentName,
+    AttachmentContentType,
+}
+
+impl fmt::Display for HeaderField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HeaderField::Subject => "subject",
+            HeaderField::InReplyTo => "In-Reply-To thread id",
+            HeaderField::References => "References thread id",
+            HeaderField::Recipient => "recipient address",
+            HeaderField::AttachmentName => "attachment name",
+            HeaderField::AttachmentContentType => "attachment content type",
+        })
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub(crate) enum ComposeError {
-    /// A header value holds CR, LF or NUL.
-    #[error("a header value contains a line break or NUL")]
-    HeaderInjection,
+    /// A header value holds a control character (see the module invariant).
+    #[error(
+        "the {field} contains a control character (line break, NUL, tab, escape or another \
+         control); header values are refused, not escaped"
+    )]
+    HeaderInjection { field: HeaderField },
     #[error("an address could not be used")]
     Address,
     #[error("an attachment content type is not valid")]
@@ -25,10 +58,18 @@ pub(crate) enum ComposeError {
     Build,
 }
 
-/// Refuses CR, LF and NUL in a value that will become (part of) a header.
-pub(crate) fn check_header_value(value: &str) -> Result<(), ComposeError> {
-    if value.chars().any(|c| matches!(c, '\r' | '\n' | '\0')) {
-        Err(ComposeError::HeaderInjection)
+/// Whether `c` may not appear in a header value: every Unicode control character (`Cc`: C0,
+/// DEL, C1) and the Unicode line and paragraph separators, which a client may render as a line
+/// break once it has decoded an RFC 2047 word.
+pub(crate) fn is_forbidden_in_header(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Refuses a value that will become (part of) header `field` when it holds a character of
+/// [`is_forbidden_in_header`].
+pub(crate) fn check_header_value(field: HeaderField, value: &str) -> Result<(), ComposeError> {
+    if value.chars().any(is_forbidden_in_header) {
+        Err(ComposeError::HeaderInjection { field })
     } else {
         Ok(())
     }
@@ -66,13 +107,16 @@ fn mailbox(a: &EmailAddress) -> Result<Mailbox, ComposeError> {
 /// Renders the message. `with_bcc_header` keeps a `Bcc:` header (drafts, which stay in the
 /// mailbox); a message on the wire never carries one — its blind recipients are in the envelope.
 pub(crate) fn render(msg: &Outgoing, with_bcc_header: bool) -> Result<Vec<u8>, ComposeError> {
-    check_header_value(&msg.subject)?;
-    for v in msg.in_reply_to.iter().chain(&msg.references) {
-        check_header_value(v)?;
+    check_header_value(HeaderField::Subject, &msg.subject)?;
+    if let Some(v) = &msg.in_reply_to {
+        check_header_value(HeaderField::InReplyTo, v)?;
+    }
+    for v in &msg.references {
+        check_header_value(HeaderField::References, v)?;
     }
     for a in &msg.attachments {
-        check_header_value(&a.filename)?;
-        check_header_value(&a.content_type)?;
+        check_header_value(HeaderField::AttachmentName, &a.filename)?;
+        check_header_value(HeaderField::AttachmentContentType, &a.content_type)?;
     }
     let mut b = lettre::Message::builder()
         .from(mailbox(&msg.from)?)
@@ -175,18 +219,136 @@ mod tests {
         for bad in ["a\r\nBcc: x@evil.example.net", "a\nb", "a\0b", "a\rb"] {
             let mut m = sample();
             m.subject = bad.into();
-            assert_eq!(render(&m, false), Err(ComposeError::HeaderInjection));
+            assert_eq!(
+                render(&m, false),
+                Err(ComposeError::HeaderInjection {
+                    field: HeaderField::Subject
+                })
+            );
             let mut m = sample();
             m.attachments[0].filename = bad.into();
-            assert_eq!(render(&m, false), Err(ComposeError::HeaderInjection));
+            assert_eq!(
+                render(&m, false),
+                Err(ComposeError::HeaderInjection {
+                    field: HeaderField::AttachmentName
+                })
+            );
         }
+    }
+
+    /// The header section of `raw`: everything before the first empty line.
+    fn header_section(raw: &[u8]) -> &[u8] {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(raw.len(), |at| at + 2);
+        &raw[..end]
+    }
+
+    /// Bytes below 0x20 only as CRLF line ends and as the leading whitespace of a folded
+    /// continuation line; no DEL; no bare CR or LF.
+    fn header_bytes_are_clean(headers: &[u8]) -> Result<(), String> {
+        for (n, line) in headers.split(|b| *b == b'\n').enumerate() {
+            let Some(line) = line.strip_suffix(b"\r") else {
+                if line.is_empty() {
+                    continue; // after the final CRLF
+                }
+                return Err(format!("line {n} does not end in CRLF: {line:?}"));
+            };
+            for (i, b) in line.iter().enumerate() {
+                let folding = i == 0 && n > 0 && *b == b'\t';
+                if (*b < 0x20 && !folding) || *b == 0x7f {
+                    return Err(format!("line {n} holds byte {b:#04x}: {line:?}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // See: issue 8, finding 12 (raw VT/FF/ESC/BEL bytes went out in `Subject:`).
+    #[test]
+    fn issue_8_control_characters_never_reach_a_header() {
+        for control in [
+            '\u{b}', '\u{c}', '\u{1b}', '\u{7}', '\t', '\u{7f}', '\u{9b}', '\u{2028}',
+        ] {
+            let value = format!("Invoice{control}[31m due");
+            let mut m = sample();
+            m.subject = value.clone();
+            assert_eq!(
+                render(&m, true),
+                Err(ComposeError::HeaderInjection {
+                    field: HeaderField::Subject
+                }),
+                "{control:?}"
+            );
+            let mut m = sample();
+            m.references = vec![format!("<a{control}@example.com>")];
+            assert_eq!(
+                render(&m, true),
+                Err(ComposeError::HeaderInjection {
+                    field: HeaderField::References
+                }),
+                "{control:?}"
+            );
+        }
+        let raw = render(&sample(), true).unwrap();
+        header_bytes_are_clean(header_section(&raw)).unwrap();
+    }
+
+    #[test]
+    fn the_header_law_checker_finds_raw_controls() {
+        assert!(header_bytes_are_clean(b"Subject: a\x0bb\r\n").is_err());
+        assert!(header_bytes_are_clean(b"Subject: a\x1b[31m\r\n").is_err());
+        assert!(header_bytes_are_clean(b"Subject: a\nX: b\r\n").is_err());
+        assert!(header_bytes_are_clean(b"Subject: a\x7f\r\n").is_err());
+        assert!(header_bytes_are_clean(b"Subject: a\r\n\tb\r\n b\r\n").is_ok());
     }
 
     proptest::proptest! {
         #[test]
         fn any_value_with_a_line_break_is_refused(a in ".{0,20}", b in ".{0,20}", sep in proptest::sample::select(vec!["\r", "\n", "\0"])) {
             let v = format!("{a}{sep}{b}");
-            proptest::prop_assert_eq!(check_header_value(&v), Err(ComposeError::HeaderInjection));
+            proptest::prop_assert_eq!(
+                check_header_value(HeaderField::Subject, &v),
+                Err(ComposeError::HeaderInjection { field: HeaderField::Subject })
+            );
+        }
+
+        /// For any subject, attachment name and thread id: either the value holds a forbidden
+        /// character and the message is refused naming that field, or the rendered header
+        /// section has no byte below 0x20 but CRLF and folding whitespace, and no DEL.
+        #[test]
+        fn issue_8_any_header_value_renders_clean_or_is_refused(
+            subject in "(\\PC|[\\x00-\\x1f\\x7f-\\x9f\\u{2028}\\u{2029}]){0,120}",
+            filename in "(\\PC|[\\x00-\\x1f\\x7f]){0,40}",
+            reference in "[!-~\\x00-\\x1f\\x7f]{0,30}",
+            drafted in proptest::bool::ANY,
+        ) {
+            let mut m = sample();
+            m.subject = subject.clone();
+            m.attachments[0].filename = filename.clone();
+            m.references = vec![reference.clone()];
+            let bad = |s: &str| s.chars().any(is_forbidden_in_header);
+            match render(&m, drafted) {
+                Ok(raw) => {
+                    proptest::prop_assert!(!bad(&subject) && !bad(&filename) && !bad(&reference));
+                    if let Err(why) = header_bytes_are_clean(header_section(&raw)) {
+                        proptest::prop_assert!(false, "{}", why);
+                    }
+                }
+                Err(ComposeError::HeaderInjection { field }) => {
+                    let expected = if bad(&subject) {
+                        HeaderField::Subject
+                    } else if bad(&reference) {
+                        HeaderField::References
+                    } else {
+                        HeaderField::AttachmentName
+                    };
+                    proptest::prop_assert_eq!(field, expected);
+                    proptest::prop_assert!(bad(&subject) || bad(&filename) || bad(&reference));
+                }
+                Err(other) => proptest::prop_assert!(false, "unexpected {:?}", other),
+            }
         }
     }
 }

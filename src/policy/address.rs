@@ -7,6 +7,15 @@
 //!   of the URL metacharacters `/ ? # %`, and no IP literal. Its domain is a valid [`Domain`].
 //!   Addresses end up in Graph URL path segments and SMTP envelopes, so anything that could
 //!   change the meaning of a URL or a header line is refused rather than escaped.
+//! - Its local part is a dot-atom over an allowlist, [`is_local_part_byte`]: `a-z A-Z 0-9` and
+//!   `. + - _ '`. Every other `atext` character is refused because some deployed mail software
+//!   reads it as routing or delivery syntax (`!` UUCP bang paths, `%` the percent hack, `=` SRS,
+//!   BATV and VERP addresses that encode another address, `/` and `|` file and pipe delivery,
+//!   `&` qmail forwarding), so an address whose domain is allowed could still be relayed
+//!   elsewhere by the MTA. Quoted strings and backslash escapes, inside which `@ , : ! %` would
+//!   be legal, and source routes (`@a,@b:x@y`) never parse. An allowlist rather than a list of
+//!   known routing characters: a character nobody's mailbox needs is refused before anyone
+//!   finds a meaning for it.
 //! - [`Domain`] is a lower-case ASCII DNS name of at least two labels, each 1–63 characters of
 //!   `[a-z0-9-]` that neither starts nor ends with `-`, at most 253 characters in total, without
 //!   a trailing dot, and with a top-level label that is not all digits (so no IPv4 literal).
@@ -34,6 +43,11 @@ pub(crate) enum AddressError {
     NotAscii,
     #[error("address contains a forbidden character (whitespace, control, <>, quotes, / ? # %)")]
     ForbiddenCharacter,
+    #[error(
+        "the local part may hold only letters, digits and . + - _ ' (no routing syntax such as \
+         ! % = / |)"
+    )]
+    LocalPart,
     #[error("address is not a valid bare addr-spec (local@domain)")]
     Syntax,
     #[error("domain must not be empty")]
@@ -65,11 +79,16 @@ impl EmailAddress {
         }
         // With quotes refused above, a second '@' can only be a syntax error; checking it here
         // keeps `domain()` (after the last '@') and the parser's split in agreement.
-        let Some((_, domain)) = s.split_once('@') else {
+        let Some((local, domain)) = s.split_once('@') else {
             return Err(AddressError::Syntax);
         };
         if domain.contains('@') {
             return Err(AddressError::Syntax);
+        }
+        // The domain check alone would let the MTA route by the local part (issue 8, finding 11:
+        // `evil.example!x@corp.example` passed as `corp.example`).
+        if !local.bytes().all(is_local_part_byte) {
+            return Err(AddressError::LocalPart);
         }
         let options = email_address::Options::default()
             .without_display_text()
@@ -117,6 +136,12 @@ fn is_forbidden_in_address(c: char) -> bool {
             c,
             '<' | '>' | '"' | '\\' | '/' | '?' | '#' | '%' | '[' | ']' | '(' | ')'
         )
+}
+
+/// The bytes a local part may hold (see the module doc for why each other `atext` character is
+/// refused). The dots' placement (not first, not last, not doubled) is the parser's check.
+pub(crate) fn is_local_part_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-' | b'_' | b'\'')
 }
 
 /// A validated, lower-cased DNS domain name (see the module doc).
@@ -249,6 +274,58 @@ mod tests {
         assert_eq!(EmailAddress::parse(&long_local), Err(AddressError::Syntax));
     }
 
+    // See: issue 8, finding 11 (bang-path recipients passed the domain check).
+    #[test]
+    fn issue_8_routing_syntax_in_local_parts_is_refused() {
+        for routed in [
+            "evil.example!x@corp.example",
+            "x!evil.example@corp.example",
+            "evil.example!evil.example!x@corp.example",
+            "srs0=h1=tt=evil.example=x@corp.example",
+            "prvs=0123456789=x@corp.example",
+            "|sh@corp.example",
+            "&x@corp.example",
+            "x&y@corp.example",
+            "a$b@corp.example",
+            "a*b@corp.example",
+            "a^b@corp.example",
+            "a`b@corp.example",
+            "a{b}c@corp.example",
+            "a~b@corp.example",
+        ] {
+            assert_eq!(
+                EmailAddress::parse(routed),
+                Err(AddressError::LocalPart),
+                "{routed:?}"
+            );
+        }
+        // Already refused by the character and syntax rules; listed so the class stays closed.
+        for routed in [
+            "x%evil.example@corp.example",
+            "\"x@evil.example\"@corp.example",
+            "\"x!y\"@corp.example",
+            "\"x%y\"@corp.example",
+            "x\\@evil.example@corp.example",
+            "x\\!y@corp.example",
+            "@a.example,@b.example:x@corp.example",
+            "@evil.example:x@corp.example",
+            "x@evil.example@corp.example",
+            "x/evil@corp.example",
+            "x:y@corp.example",
+            "x,y@corp.example",
+            "x;y@corp.example",
+        ] {
+            assert!(EmailAddress::parse(routed).is_err(), "{routed:?}");
+        }
+        for plain in [
+            "ana.lima+invoices@corp.example",
+            "o'brien@corp.example",
+            "x_y-z@corp.example",
+        ] {
+            assert!(EmailAddress::parse(plain).is_ok(), "{plain:?}");
+        }
+    }
+
     #[test]
     fn error_messages_do_not_echo_input() {
         let secret = "victim.person@example.com/../x";
@@ -314,16 +391,37 @@ mod tests {
 
     proptest! {
         #[test]
-        fn accepted_addresses_satisfy_the_invariant(s in "[a-zA-Z0-9.+_'/?#%<> @-]{1,40}@[a-zA-Z0-9.\\[\\]-]{1,30}") {
+        fn accepted_addresses_satisfy_the_invariant(s in "[a-zA-Z0-9.+_'/?#%<> @!=|&*$^`{}~:,;\"\\\\-]{1,40}@[a-zA-Z0-9.\\[\\]-]{1,30}") {
             if let Ok(address) = EmailAddress::parse(&s) {
                 let text = address.as_str();
                 prop_assert_eq!(text, s.to_ascii_lowercase());
                 prop_assert_eq!(text.matches('@').count(), 1);
                 prop_assert!(!text.chars().any(is_forbidden_in_address));
+                let local = text.split_once('@').map_or("", |(local, _)| local);
+                prop_assert!(local.bytes().all(is_local_part_byte), "{}", local);
                 prop_assert!(Domain::parse(address.domain()).is_ok());
                 prop_assert_eq!(EmailAddress::parse(text), Ok(address.clone()));
                 prop_assert_eq!(EmailAddress::parse(&s.to_ascii_uppercase()), Ok(address));
             }
+        }
+
+        /// Any local part holding a character outside the allowlist (every routing, quoting
+        /// and escape character among them), anywhere, in any allowed domain, is refused.
+        #[test]
+        fn a_local_part_with_routing_syntax_is_never_accepted(
+            before in "[a-zA-Z0-9._+'-]{0,12}",
+            routing in prop::sample::select(vec![
+                "!", "%", "@", ":", ",", ";", "=", "/", "|", "&", "\"", "\\", "\\@", "\"@\"",
+                "<", ">", "(", ")", "[", "]", "#", "?", "$", "*", "^", "`", "{", "}", "~",
+                "evil.example!", "%evil.example", "@evil.example:", "@a.example,@b.example:",
+            ]),
+            after in "[a-zA-Z0-9._+'-]{0,12}",
+            domain in prop::sample::select(vec!["corp.example", "example.com", "b.example.org"]),
+        ) {
+            let raw = format!("{before}{routing}{after}@{domain}");
+            prop_assert!(EmailAddress::parse(&raw).is_err(), "{:?} was accepted", raw);
+            let quoted = format!("\"{before}{routing}{after}\"@{domain}");
+            prop_assert!(EmailAddress::parse(&quoted).is_err(), "{:?} was accepted", quoted);
         }
 
         #[test]

@@ -9,7 +9,8 @@
 //!   to/cc/bcc recipient parses as a bare address ([`EmailAddress::parse`], no pattern matching)
 //!   and its domain — the exact part after the last `@`, lower-cased — is listed (a subdomain
 //!   does not inherit, a look-alike suffix never matches); no header value (subject, thread ids)
-//!   holds CR, LF or NUL; no recipient is derived from the message being answered; and the
+//!   holds a control character (`compose::check_header_value`: CR, LF, NUL, but also VT, FF,
+//!   ESC, BEL, HT, DEL, C1 and the Unicode line separators); no recipient is derived from the message being answered; and the
 //!   per-process cap (messages per hour, sliding window on a monotonic clock) has room. Every
 //!   other outcome is a [`DenyReason`] with a stable code whose text names the rule, never an
 //!   address or a domain.
@@ -32,7 +33,7 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 
 use crate::gates::SendSettings;
-use crate::mime::compose::{self, ComposeError, Outgoing};
+use crate::mime::compose::{self, ComposeError, HeaderField, Outgoing};
 use crate::policy::address::EmailAddress;
 
 /// Most envelope recipients one message may have (to + cc + bcc, before deduplication): a larger
@@ -97,8 +98,11 @@ pub(crate) enum DenyReason {
     NoRecipients,
     #[error("the message has {count} recipients; at most {max} are allowed")]
     TooManyRecipients { count: usize, max: usize },
-    #[error("a header value (subject or thread id) contains a line break or NUL")]
-    HeaderInjection,
+    #[error(
+        "the {field} contains a control character (line break, NUL, tab, escape or another \
+         control); header values are refused, not escaped"
+    )]
+    HeaderInjection { field: HeaderField },
     #[error(
         "recipients derived from the original message are refused; name every recipient \
          explicitly"
@@ -121,7 +125,7 @@ impl DenyReason {
             DenyReason::AddressInvalid { .. } => "ADDRESS_INVALID",
             DenyReason::NoRecipients => "NO_RECIPIENTS",
             DenyReason::TooManyRecipients { .. } => "TOO_MANY_RECIPIENTS",
-            DenyReason::HeaderInjection => "HEADER_INJECTION",
+            DenyReason::HeaderInjection { .. } => "HEADER_INJECTION",
             DenyReason::ReplyRecipientsDerived => "REPLY_RECIPIENTS_DERIVED",
             DenyReason::ThreadIdInvalid => "THREAD_ID_INVALID",
             DenyReason::RateLimited { .. } => "RATE_LIMITED",
@@ -142,7 +146,7 @@ pub(crate) struct ApprovedMessage {
     message_id: String,
 }
 
-/// Proof that [`OutboundPolicy::decide`] approved one message. Built only in this module, not
+/// Proof that `OutboundPolicy::decide` approved one message. Built only in this module, not
 /// `Clone`, consumed by every send path (style rule 4). It is `pub` (in a private module) only
 /// so that the doctests below can name it through a hidden re-export and prove that outside
 /// code can neither build nor clone one — the failures are about the private fields and the
@@ -321,12 +325,17 @@ impl OutboundPolicy {
             recipients_from_original,
         } = proposal;
 
-        // 1. Header values first, so a line break is always reported as what it is.
-        let thread_ids = thread
-            .iter()
-            .flat_map(|t| std::iter::once(&t.in_reply_to).chain(&t.references));
-        for value in std::iter::once(&subject).chain(thread_ids) {
-            compose::check_header_value(value).map_err(|_| DenyReason::HeaderInjection)?;
+        // 1. Header values first, so a control character is always reported as what it is.
+        // The subject is the caller's own text (a reply's subject is never taken from the
+        // message answered); the thread ids come from that message, and a send that cannot
+        // thread cleanly is refused rather than sent with the ids altered.
+        let thread_ids = thread.iter().flat_map(|t| {
+            std::iter::once((HeaderField::InReplyTo, &t.in_reply_to))
+                .chain(t.references.iter().map(|r| (HeaderField::References, r)))
+        });
+        for (field, value) in std::iter::once((HeaderField::Subject, &subject)).chain(thread_ids) {
+            compose::check_header_value(field, value)
+                .map_err(|_| DenyReason::HeaderInjection { field })?;
         }
         // 2. Recipients from untrusted content are never taken, whatever the allowlist.
         if recipients_from_original {
@@ -415,7 +424,7 @@ impl OutboundPolicy {
         };
         // On the wire the blind recipients are in the envelope only, never in a header.
         let rendered = compose::render(&outgoing, false).map_err(|error| match error {
-            ComposeError::HeaderInjection => DenyReason::HeaderInjection,
+            ComposeError::HeaderInjection { field } => DenyReason::HeaderInjection { field },
             _ => DenyReason::MessageInvalid,
         })?;
         let (bytes, message_id) = with_message_id(rendered, &self.from);
@@ -529,7 +538,8 @@ impl SendCap {
 /// are asked for) and split on U+001F into: the domain allowlist (comma list), to, cc, bcc
 /// (comma lists), the subject, the thread's in-reply-to id. Oracle, computed independently of
 /// `decide`: no `Allow` for a recipient whose domain (after the last `@`, lower-cased) is not
-/// listed, for a header value with CR/LF/NUL, for an unlisted sender or for derived recipients;
+/// listed or whose local part holds routing syntax (`! % @ = / | & " \ : ,`), for a header value
+/// with a control character (C0, DEL, C1), for an unlisted sender or for derived recipients;
 /// an `Allow` carries exactly the listed recipients and no `Bcc:` header.
 #[cfg_attr(
     not(any(test, fuzzing)),
@@ -583,7 +593,11 @@ pub(crate) fn fuzz_outbound(data: &[u8]) {
         recipients_from_original: flags & 4 != 0,
     };
 
-    let injected = |v: &str| v.contains(['\r', '\n', '\0']);
+    // Restated, not `compose::is_forbidden_in_header`: C0, DEL and C1 controls.
+    let injected = |v: &str| {
+        v.chars()
+            .any(|c| c < ' ' || ('\u{7f}'..='\u{9f}').contains(&c))
+    };
     let all: Vec<&String> = to.iter().chain(&cc).chain(&bcc).collect();
     match policy.decide(proposal) {
         Decision::Allow(permit) => {
@@ -591,20 +605,25 @@ pub(crate) fn fuzz_outbound(data: &[u8]) {
             assert!(flags & 4 == 0, "oracle: allowed with derived recipients");
             assert!(
                 !injected(&subject),
-                "oracle: allowed a subject with CR/LF/NUL"
+                "oracle: allowed a subject with a control character"
             );
             assert!(
                 flags & 2 == 0 || !injected(&in_reply_to),
-                "oracle: allowed a thread id with CR/LF/NUL"
+                "oracle: allowed a thread id with a control character"
             );
             for raw in &all {
-                let domain = raw
+                let (local, domain) = raw
                     .rsplit_once('@')
-                    .map(|(_, d)| d.to_ascii_lowercase())
+                    .map(|(l, d)| (l, d.to_ascii_lowercase()))
                     .unwrap_or_default();
                 assert!(
                     domains.contains(&domain),
                     "oracle: allowed a recipient of an unlisted domain"
+                );
+                // Restated, not `address::is_local_part_byte`: the routing syntax the rule is for.
+                assert!(
+                    !local.contains(['!', '%', '@', '=', '/', '|', '&', '"', '\\', ':', ',']),
+                    "oracle: allowed a recipient whose local part has routing syntax"
                 );
             }
             for address in permit.envelope_recipients() {
@@ -621,9 +640,8 @@ pub(crate) fn fuzz_outbound(data: &[u8]) {
         }
         Decision::Deny(reason) => {
             if injected(&subject) || (flags & 2 != 0 && injected(&in_reply_to)) {
-                assert_eq!(
-                    reason,
-                    DenyReason::HeaderInjection,
+                assert!(
+                    matches!(reason, DenyReason::HeaderInjection { .. }),
                     "oracle: header injection reported as such"
                 );
             }
@@ -827,7 +845,9 @@ mod tests {
             DenyReason::AddressInvalid { count: 1 },
             DenyReason::NoRecipients,
             DenyReason::TooManyRecipients { count: 1, max: 1 },
-            DenyReason::HeaderInjection,
+            DenyReason::HeaderInjection {
+                field: HeaderField::Subject,
+            },
             DenyReason::ReplyRecipientsDerived,
             DenyReason::ThreadIdInvalid,
             DenyReason::RateLimited { max_per_hour: 1 },
@@ -837,6 +857,46 @@ mod tests {
         .map(DenyReason::code)
         .collect();
         assert_eq!(codes.len(), 10, "codes are distinct");
+    }
+
+    // See: issue 8, finding 12 (raw VT/FF/ESC/BEL bytes went out in `Subject:`).
+    #[test]
+    fn issue_8_a_subject_with_control_characters_is_refused_naming_the_field() {
+        let p = policy(&["example.com"]);
+        for control in [
+            "\u{b}",
+            "\u{c}",
+            "\u{1b}[31m",
+            "\u{7}",
+            "\t",
+            "\u{7f}",
+            "\u{9b}",
+        ] {
+            let mut bad = proposal(&["ana.lima@example.com"]);
+            bad.subject = format!("Invoice{control} overdue");
+            let reason = deny(p.decide(bad.clone()));
+            assert_eq!(
+                reason,
+                DenyReason::HeaderInjection {
+                    field: HeaderField::Subject
+                },
+                "{control:?}"
+            );
+            assert!(reason.to_string().starts_with("the subject contains"));
+            assert_eq!(reason.code(), "HEADER_INJECTION");
+            assert_eq!(p.preview(bad), Err(reason), "dry runs agree");
+        }
+        let mut reply = proposal(&["ana.lima@example.com"]);
+        reply.thread = Some(Thread {
+            in_reply_to: "<a@demo.example.com>".into(),
+            references: vec!["<b\u{1b}@demo.example.com>".into()],
+        });
+        assert_eq!(
+            deny(p.decide(reply)),
+            DenyReason::HeaderInjection {
+                field: HeaderField::References
+            }
+        );
     }
 
     #[test]
@@ -973,6 +1033,16 @@ mod tests {
                 3,
                 format!("Example.COM{sep}A@EXAMPLE.com{sep}{sep}b@example.com{sep}Hi{sep}a\0@b"),
             ),
+            // Issue 8, finding 12: a subject with an escape sequence trips the oracle if allowed.
+            (
+                1,
+                format!("example.com{sep}a@example.com{sep}{sep}{sep}Hi\u{1b}[2J\u{7}{sep}"),
+            ),
+            // Issue 8, finding 11: a bang path in a listed domain trips the oracle if allowed.
+            (
+                1,
+                format!("example.com{sep}evil.example.net!x@example.com{sep}{sep}{sep}Hi{sep}"),
+            ),
         ] {
             let mut data = vec![flags];
             data.extend_from_slice(text.as_bytes());
@@ -1000,7 +1070,66 @@ mod tests {
             1 => prop::sample::select(vec![
                 "not an address", "a@", "@example.com", "a@@example.com", "<a@example.com>",
             ]).prop_map(str::to_owned),
+            1 => routed_recipient(),
         ]
+    }
+
+    /// An address in a listed domain whose local part carries routing, quoting or escape syntax
+    /// (issue 8, finding 11): the domain check alone would pass it.
+    fn routed_recipient() -> impl Strategy<Value = String> {
+        (
+            "[a-z0-9.]{0,6}",
+            prop::sample::select(vec![
+                "!",
+                "%",
+                "=",
+                "/",
+                "|",
+                "&",
+                ":",
+                ",",
+                "\\",
+                "\"",
+                "evil.example.net!",
+                "%evil.example.net",
+                "@evil.example.net:",
+                "srs0=x=y=evil.example.net=",
+            ]),
+            "[a-z0-9.]{0,6}",
+            prop::sample::select(POOL.to_vec()),
+            any::<bool>(),
+        )
+            .prop_map(|(before, routing, after, domain, quoted)| {
+                if quoted {
+                    format!("\"{before}{routing}{after}\"@{domain}")
+                } else {
+                    format!("{before}{routing}{after}@{domain}")
+                }
+            })
+    }
+
+    /// No byte below 0x20 in the header section but CRLF line ends and the leading SP/HT of a
+    /// folded line, and no DEL.
+    fn clean_header_section(raw: &[u8]) -> bool {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or(raw.len());
+        raw[..end].split(|b| *b == b'\n').all(|line| {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            line.iter()
+                .enumerate()
+                .all(|(i, b)| (*b >= 0x20 && *b != 0x7f) || (i == 0 && *b == b'\t'))
+        })
+    }
+
+    /// True when the local part (before the last `@`) is all allowlisted bytes.
+    fn plain_local_part(raw: &str) -> bool {
+        raw.rsplit_once('@').is_some_and(|(local, _)| {
+            local
+                .bytes()
+                .all(crate::policy::address::is_local_part_byte)
+        })
     }
 
     fn recipients() -> impl Strategy<Value = Vec<String>> {
@@ -1123,17 +1252,42 @@ mod tests {
                 for address in permit.envelope_recipients() {
                     let domain = address.as_str().rsplit_once('@').map(|(_, d)| d).unwrap_or("");
                     prop_assert!(domains.iter().any(|d| d == domain), "{} not listed", domain);
+                    prop_assert!(plain_local_part(address.as_str()), "routed local part allowed");
                 }
                 prop_assert!(header_value(permit.bytes(), "bcc").is_none());
+                prop_assert!(clean_header_section(permit.bytes()), "a raw control in a header");
             }
         }
 
+        /// See: issue 8, finding 11. One routed recipient anywhere (to, cc or bcc) refuses the
+        /// whole message, with every domain listed.
         #[test]
-        fn every_header_value_with_cr_lf_or_nul_is_denied(
+        fn issue_8_a_recipient_with_routing_syntax_is_never_allowed(
+            p in arb_proposal(),
+            routed in routed_recipient(),
+            list in 0_usize..3,
+        ) {
+            let mut p = p;
+            match list {
+                0 => p.to.push(routed),
+                1 => p.cc.push(routed),
+                _ => p.bcc.push(routed),
+            }
+            let all = POOL.iter().map(|d| (*d).to_owned()).collect::<Vec<_>>();
+            let verdict = verdict(policy_with(true, &all).decide(p));
+            prop_assert!(verdict.is_err(), "allowed {:?}", verdict);
+        }
+
+        /// See: issue 8, finding 12 for the controls beyond CR, LF and NUL.
+        #[test]
+        fn every_header_value_with_a_control_character_is_denied(
             p in arb_proposal(),
             before in "[ -~]{0,10}",
             after in "[ -~]{0,10}",
-            sep in prop::sample::select(vec!["\r", "\n", "\0", "\r\n"]),
+            sep in prop::sample::select(vec![
+                "\r", "\n", "\0", "\r\n", "\u{b}", "\u{c}", "\u{1b}[2J", "\u{7}", "\t", "\u{7f}",
+                "\u{85}", "\u{9b}", "\u{2028}", "\u{2029}",
+            ]),
             place in 0_usize..3,
         ) {
             let bad = format!("{before}{sep}{after}");

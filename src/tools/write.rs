@@ -31,7 +31,7 @@ use crate::alias::Alias;
 use crate::backends::BackendError;
 use crate::downloads::{self, PlanError, SafeFileName};
 use crate::handoff::HandoffId;
-use crate::mime::compose::{self, ComposeError, Outgoing, OutgoingAttachment};
+use crate::mime::compose::{self, ComposeError, HeaderField, Outgoing, OutgoingAttachment};
 use crate::policy::address::EmailAddress;
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -472,18 +472,20 @@ const MAX_REFERENCES: usize = 20;
 
 async fn create_draft(app: Arc<App>, args: CreateDraftArgs) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve_for_change(&args.mailbox)?;
-    let injection = || {
+    // The composer's refusal names the field; every value it refuses is the caller's own
+    // (the subject and the addresses), since the values taken from mail (attachment names,
+    // content types, thread ids) are sanitised or dropped below before they reach it.
+    let injection = |error: ComposeError| {
         ToolError::new(
             ErrorCode::InvalidArgument,
-            "header values (subject, addresses, attachment names) may not contain CR, LF or NUL; \
-             nothing was written",
+            format!("{error}; nothing was written"),
         )
     };
-    compose::check_header_value(&args.subject).map_err(|_| injection())?;
+    compose::check_header_value(HeaderField::Subject, &args.subject).map_err(injection)?;
     let parse_all = |list: &[String]| -> Result<Vec<EmailAddress>, ToolError> {
         list.iter()
             .map(|a| {
-                compose::check_header_value(a).map_err(|_| injection())?;
+                compose::check_header_value(HeaderField::Recipient, a).map_err(injection)?;
                 EmailAddress::parse(a).map_err(|_| {
                     ToolError::new(
                         ErrorCode::InvalidArgument,
@@ -605,7 +607,7 @@ async fn create_draft(app: Arc<App>, args: CreateDraftArgs) -> Result<ToolOutput
     };
     let count = outgoing.attachments.len();
     let raw = compose::render(&outgoing, true).map_err(|e| match e {
-        ComposeError::HeaderInjection => injection(),
+        e @ ComposeError::HeaderInjection { .. } => injection(e),
         _ => ToolError::new(
             ErrorCode::InvalidArgument,
             "the draft could not be built from these values; nothing was written",
@@ -644,7 +646,7 @@ fn message_id(raw: &str) -> Option<String> {
 
 /// The attachment's content type when lettre accepts it, else `application/octet-stream`.
 fn safe_content_type(content_type: &str) -> String {
-    if compose::check_header_value(content_type).is_ok()
+    if compose::check_header_value(HeaderField::AttachmentContentType, content_type).is_ok()
         && lettre::message::header::ContentType::parse(content_type).is_ok()
     {
         content_type.to_owned()

@@ -152,6 +152,106 @@ async fn list_path_verify_and_remove_a_bundle() {
     );
 }
 
+// See: issue 8, finding 10. The program `handoff path` hands a folder to can write that folder
+// but not the root's `.key`: a consistent forgery (new payload, sha256 and size rewritten) and a
+// store whose key went missing or was replaced are never served again.
+#[tokio::test]
+async fn issue_8_a_bundle_forged_in_its_folder_is_never_served_again() {
+    let world = handoff_world().await;
+    let message = finance_message(&world).await;
+    let created = create(&world, &message, "7e0a2a43-5b1c-4f6e-8f0a-9c3d2b1a0e9f").await;
+    let id = created["handoffId"].as_str().unwrap().to_owned();
+    let other = create(&world, &message, "5d1e0c2b-9a8f-4e7d-8c6b-5a4f3e2d1c0b").await;
+    let other = other["handoffId"].as_str().unwrap().to_owned();
+    let world = operator(world);
+    let path = handoff(&world, &["path", &id]).await;
+    assert_eq!(path.status.code(), Some(0), "{}", stderr(&path));
+    let dir = PathBuf::from(stdout(&path).trim_end_matches('\n'));
+
+    // The local program, working only inside `dir`.
+    let forged: &[u8] = b"%PDF-1.7 forged: pay to another account";
+    let manifest = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let rewritten = text
+        .replace(
+            created["sha256"].as_str().unwrap(),
+            &hex::encode(sha2::Sha256::digest(forged)),
+        )
+        .replace(
+            &format!("\"size\": {},", created["size"]),
+            &format!("\"size\": {},", forged.len()),
+        );
+    assert_ne!(rewritten, text);
+    std::fs::write(&manifest, rewritten).unwrap();
+    std::fs::write(dir.join("payload.bin"), forged).unwrap();
+
+    let refused = handoff(&world, &["path", &id]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", stdout(&refused));
+    assert!(refused.stdout.is_empty(), "no path for a forged bundle");
+    assert!(stderr(&refused).contains("MAC"), "{}", stderr(&refused));
+    let verified = handoff(&world, &["verify"]).await;
+    assert_eq!(verified.status.code(), Some(1));
+    assert!(
+        stdout(&verified)
+            .lines()
+            .any(|l| l.starts_with(&format!("{id}\tcorrupt: "))),
+        "{}",
+        stdout(&verified)
+    );
+    let listed = handoff(&world, &["list"]).await;
+    let states: Vec<[String; 2]> = lines(&listed)
+        .into_iter()
+        .map(|l| [l[0].clone(), l[1].clone()])
+        .collect();
+    assert!(
+        states.contains(&[id.clone(), "corrupt".to_owned()]),
+        "{states:?}"
+    );
+    assert!(
+        states.contains(&[other.clone(), "ready".to_owned()]),
+        "{states:?}"
+    );
+
+    // The key file is part of the guarantee: replaced or removed, nothing is served, and the
+    // CLI never makes a new one.
+    assert_eq!(
+        handoff(&world, &["path", &other]).await.status.code(),
+        Some(0)
+    );
+    let key = root(&world).join(".key");
+    let mut secret = std::fs::read(&key).unwrap();
+    secret[31] ^= 0x80;
+    std::fs::write(&key, &secret).unwrap();
+    let replaced = handoff(&world, &["path", &other]).await;
+    assert_eq!(replaced.status.code(), Some(1));
+    assert!(replaced.stdout.is_empty());
+    std::fs::remove_file(&key).unwrap();
+    let missing = handoff(&world, &["path", &other]).await;
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stderr(&missing).contains("no key"), "{}", stderr(&missing));
+    assert!(!key.exists(), "the CLI creates no key");
+}
+
+/// Re-seals an edited manifest with the store key, as only a holder of `<root>/.key` can: the
+/// operator's own uid, not a program confined to a bundle folder (handoff::key). Without this
+/// the edit is refused as corrupt (see the issue-8 tests).
+fn reseal(root: &std::path::Path, manifest: &str) -> String {
+    use hmac::{KeyInit as _, Mac as _};
+    let key = std::fs::read(root.join(".key")).unwrap();
+    let at = manifest.find(",\n  \"mac\": \"").unwrap();
+    let hex_start = at + ",\n  \"mac\": \"".len();
+    let sealed = format!("{}\n}}\n", &manifest[..at]);
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    mac.update(b"mailgate handoff manifest v2\n");
+    mac.update(sealed.as_bytes());
+    let tag = hex::encode(mac.finalize().into_bytes());
+    format!(
+        "{}{tag}{}",
+        &manifest[..hex_start],
+        &manifest[hex_start + 64..]
+    )
+}
+
 #[tokio::test]
 async fn prune_removes_expired_and_uncommitted_bundles_and_leaves_foreign_entries() {
     let world = handoff_world().await;
@@ -170,7 +270,7 @@ async fn prune_removes_expired_and_uncommitted_bundles_and_leaves_foreign_entrie
     let start = text.find("\"createdAt\": \"").unwrap() + "\"createdAt\": \"".len();
     let end = start + text[start..].find('"').unwrap();
     let backdated = format!("{}2001-01-01T00:00:00Z{}", &text[..start], &text[end..]);
-    std::fs::write(&manifest, backdated).unwrap();
+    std::fs::write(&manifest, reseal(&root, &backdated)).unwrap();
     // A crash leftover: a bundle directory with a payload and no manifest.
     let planted = root.join(PLANTED);
     std::fs::create_dir(&planted).unwrap();

@@ -50,7 +50,7 @@ fn root(world: &World) -> PathBuf {
 fn bundles(world: &World) -> Vec<String> {
     sorted_names(&root(world))
         .into_iter()
-        .filter(|n| n != ".lock")
+        .filter(|n| n != ".lock" && n != ".key")
         .collect()
 }
 
@@ -259,7 +259,7 @@ async fn handoff_tools_exist_only_behind_their_gate() {
     c.close().await;
     assert_eq!(
         sorted_names(&root(&open)),
-        [".lock"],
+        [".key", ".lock"],
         "created empty at startup"
     );
 }
@@ -297,7 +297,7 @@ async fn create_get_and_replay_end_to_end_with_every_refusal() {
     // On disk: exactly one private bundle whose payload is what the answer describes.
     assert_eq!(
         sorted_names(&root(&world)),
-        [".lock".to_owned(), id.clone()]
+        [".key".to_owned(), ".lock".to_owned(), id.clone()]
     );
     let dir = bundle(&world, &id);
     assert_eq!(sorted_names(&dir), ["manifest.json", "payload.bin"]);
@@ -310,6 +310,8 @@ async fn create_get_and_replay_end_to_end_with_every_refusal() {
     );
     assert_eq!(mode(&root(&world)), 0o700);
     assert_eq!(mode(&root(&world).join(".lock")), 0o600);
+    assert_eq!(mode(&root(&world).join(".key")), 0o600);
+    assert_eq!(std::fs::read(root(&world).join(".key")).unwrap().len(), 32);
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&dir.join("payload.bin")), 0o600);
     assert_eq!(mode(&dir.join("manifest.json")), 0o600);
@@ -375,7 +377,7 @@ async fn create_get_and_replay_end_to_end_with_every_refusal() {
     assert_eq!(error_of(&raw).0, "ATTACHMENT_NOT_FOUND");
     assert_eq!(
         sorted_names(&root(&world)),
-        [".lock".to_owned(), id.clone()]
+        [".key".to_owned(), ".lock".to_owned(), id.clone()]
     );
 
     // A read-narrowed alias is refused before any fetch.
@@ -435,10 +437,13 @@ enum Tamper {
     ManifestExtraField,
     ManifestTruncated,
     ExtraFile,
+    /// See: issue 8, finding 10. A new payload with the manifest's `sha256` and `size` rewritten
+    /// to match (canonical, 0600): only the seal (the manifest MAC) gives it away.
+    PayloadReplacedWithDigest,
 }
 
 impl Tamper {
-    const ALL: [Tamper; 9] = [
+    const ALL: [Tamper; 10] = [
         Tamper::PayloadByte,
         Tamper::PayloadMode,
         Tamper::ManifestMode,
@@ -448,6 +453,7 @@ impl Tamper {
         Tamper::ManifestExtraField,
         Tamper::ManifestTruncated,
         Tamper::ExtraFile,
+        Tamper::PayloadReplacedWithDigest,
     ];
 
     /// Whether the manifest still reads, so the bundle still holds its idempotency key. When it
@@ -460,6 +466,7 @@ impl Tamper {
                 | Tamper::BundleMode
                 | Tamper::ManifestExtraField
                 | Tamper::ManifestTruncated
+                | Tamper::PayloadReplacedWithDigest
         )
     }
 
@@ -510,6 +517,25 @@ impl Tamper {
                 let extra = dir.join("notes.txt");
                 std::fs::write(&extra, b"x").unwrap();
                 set_mode(&extra, 0o600);
+            }
+            Tamper::PayloadReplacedWithDigest => {
+                let forged: &[u8] = b"%PDF-1.7 forged invoice, pay to another account";
+                let text = std::fs::read_to_string(&manifest).unwrap();
+                let old: Value = serde_json::from_str(&text).unwrap();
+                let edited = text
+                    .replace(
+                        old["sha256"].as_str().unwrap(),
+                        &hex::encode(sha2::Sha256::digest(forged)),
+                    )
+                    .replace(
+                        &format!("\"size\": {},", old["size"]),
+                        &format!("\"size\": {},", forged.len()),
+                    );
+                assert_ne!(edited, text);
+                std::fs::write(&manifest, edited).unwrap();
+                std::fs::write(&payload, forged).unwrap();
+                assert_eq!(mode(&payload), 0o600, "only the contents changed");
+                assert_eq!(mode(&manifest), 0o600, "only the contents changed");
             }
         }
     }
@@ -653,7 +679,7 @@ async fn a_crash_at_any_step_leaves_nothing_visible_and_is_swept() {
         )
         .await;
         assert_eq!(code, "HANDOFF_NOT_FOUND", "{point}");
-        assert_eq!(sorted_names(&root(&world)), [".lock"], "{point}");
+        assert_eq!(sorted_names(&root(&world)), [".key", ".lock"], "{point}");
 
         // The key was never bound: a retry creates a fresh bundle.
         let v = call_ok(
@@ -731,7 +757,11 @@ async fn byte_quotas_refuse_before_anything_is_written() {
     )
     .await;
     assert_eq!(code, "ATTACHMENT_TOO_LARGE");
-    assert_eq!(sorted_names(&root(&world)), [".lock"], "nothing written");
+    assert_eq!(
+        sorted_names(&root(&world)),
+        [".key", ".lock"],
+        "nothing written"
+    );
     // A smaller attachment fits.
     call_ok(
         &world,

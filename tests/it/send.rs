@@ -180,6 +180,71 @@ async fn the_prompt_injection_forward_is_refused_and_nothing_leaves() {
     client.close().await;
 }
 
+// See: issue 8, finding 11 (a bang path in a listed domain was sent as
+// `RCPT TO:<evil.example.net!x@example.com>`).
+#[tokio::test]
+async fn issue_8_routing_syntax_in_a_local_part_is_refused_and_nothing_leaves() {
+    let world = send_world();
+    let client = world.demo_client().await;
+    for field in ["to", "cc", "bcc"] {
+        for routed in [
+            "evil.example.net!x@example.com",
+            "x%evil.example.net@example.com",
+            "srs0=h=tt=evil.example.net=x@example.com",
+            "\"x@evil.example.net\"@example.com",
+            "@evil.example.net:x@example.com",
+        ] {
+            let mut args = json!({"to": ["ana.lima@example.com"], "subject": "s", "body": "b"});
+            args[field] = json!([routed]);
+            // Refused by the argument check (invalid params) before the policy runs; the policy
+            // refuses it too (its unit tests), in case a path skips the argument check.
+            let text = match client.call("send_email", args).await {
+                Err(error) => error.to_string(),
+                Ok(result) => {
+                    assert_eq!(result.is_error, Some(true), "{field} {routed} was accepted");
+                    text_of(&result)
+                }
+            };
+            assert_no_address_or_domain(&text, &["evil"]);
+        }
+    }
+    assert!(outbox(&world).is_empty(), "nothing left");
+    client.close().await;
+}
+
+// See: issue 8, finding 12 (raw VT/FF/ESC/BEL bytes went out unencoded in `Subject:`).
+#[tokio::test]
+async fn issue_8_a_subject_with_control_characters_is_refused_and_nothing_leaves() {
+    let world = send_world();
+    let client = world.demo_client().await;
+    for subject in [
+        "Hi\u{b}",
+        "Hi\u{c}",
+        "Hi\u{1b}[2J",
+        "Hi\u{7}",
+        "Hi\u{7f}",
+        "Hi\u{9b}",
+    ] {
+        for dry_run in [false, true] {
+            let args = json!({"to": ["ana.lima@example.com"], "subject": subject, "body": "b",
+                              "dryRun": dry_run});
+            if dry_run {
+                let out = client.ok("send_email", args).await;
+                assert_eq!(out["verdict"], "HEADER_INJECTION", "{subject:?}");
+            } else {
+                let (code, text) = refusal(&client, args).await;
+                assert_eq!(code, "POLICY_DENIED", "{subject:?}");
+                assert!(
+                    text.contains("HEADER_INJECTION: the subject contains a control character"),
+                    "{text}"
+                );
+            }
+        }
+    }
+    assert!(outbox(&world).is_empty(), "nothing left");
+    client.close().await;
+}
+
 #[tokio::test]
 async fn subdomains_and_look_alikes_are_refused() {
     let world = send_world();

@@ -517,6 +517,44 @@ async fn drafts_land_in_drafts_with_attachments_by_reference() {
     c.close().await;
 }
 
+// See: issue 8, finding 12 (raw VT/FF/ESC/BEL bytes went out unencoded in `Subject:`).
+#[tokio::test]
+async fn issue_8_a_draft_subject_with_control_characters_is_refused_naming_the_field() {
+    let world = writes_world();
+    let c = world.demo_client().await;
+    let before = ids(&c, "finance", "drafts").await;
+    for subject in [
+        "Invoice\u{b}due",
+        "Invoice\u{c}due",
+        "Invoice\u{1b}[2Jdue",
+        "Invoice\u{7}due",
+        "Invoice\tdue",
+        "Invoice\u{7f}due",
+        "Invoice\u{9b}31mdue",
+    ] {
+        let args = json!({"mailbox": "finance", "to": ["ana.lima@example.com"], "body": "x",
+                          "subject": subject});
+        let result = c.call("create_draft", args).await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{subject:?} was drafted");
+        let meta = result.meta.as_ref().unwrap();
+        assert_eq!(
+            meta.0["mailgate/errorCode"], "INVALID_ARGUMENT",
+            "{subject:?}"
+        );
+        let text = text_of(&result);
+        assert!(
+            text.contains("the subject contains a control character"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        ids(&c, "finance", "drafts").await,
+        before,
+        "nothing was written"
+    );
+    c.close().await;
+}
+
 #[tokio::test]
 async fn refused_drafts_write_nothing() {
     let world = writes_world();

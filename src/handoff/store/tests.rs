@@ -74,7 +74,7 @@ impl Fixture {
         let mut names: Vec<String> = std::fs::read_dir(self.root())
             .expect("read root")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .filter(|n| n != LOCK)
+            .filter(|n| n != LOCK && n != KEY_FILE)
             .collect();
         names.sort();
         names
@@ -227,6 +227,251 @@ fn every_tampering_is_detected() {
             other => panic!("{what}: served by key: {other:?}"),
         }
     }
+}
+
+/// What a program given a bundle folder can do without the key: swap the payload and rewrite
+/// the manifest's `sha256` and `size` so that it stays canonical and self-consistent.
+fn replace_payload_consistently(bundle: &Path, bytes: &[u8]) {
+    let manifest = bundle.join(MANIFEST);
+    let text = std::fs::read_to_string(&manifest).expect("read");
+    let old: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let edited = text
+        .replace(
+            old["sha256"].as_str().expect("sha256"),
+            &hex::encode(Sha256::digest(bytes)),
+        )
+        .replace(
+            &format!("\"size\": {},", old["size"]),
+            &format!("\"size\": {},", bytes.len()),
+        );
+    assert_ne!(edited, text);
+    std::fs::remove_file(&manifest).expect("rm manifest");
+    std::fs::write(&manifest, edited).expect("write manifest");
+    std::fs::set_permissions(&manifest, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let payload = bundle.join(PAYLOAD);
+    std::fs::remove_file(&payload).expect("rm payload");
+    std::fs::write(&payload, bytes).expect("write payload");
+    std::fs::set_permissions(&payload, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+}
+
+// See: issue 8, finding 10 (a replaced payload with a rewritten sha256/size stayed `ready`).
+#[test]
+fn issue_8_a_consistently_replaced_payload_is_corrupt() {
+    let f = fixture();
+    let created = f
+        .create(&request("att-1", KEY), b"the real invoice")
+        .expect("create");
+    let id = created.manifest.id;
+    replace_payload_consistently(&f.bundle(&id), b"#!/bin/sh\necho forged\n");
+    // The edited manifest is still well-formed and canonical: only the seal gives it away.
+    let bytes = std::fs::read(f.bundle(&id).join(MANIFEST)).expect("read");
+    let parsed = Manifest::parse(&bytes).expect("still a well-formed manifest");
+    assert_eq!(parsed.size, 22);
+    assert_eq!(
+        f.store.get(&id),
+        Err(HandoffError::Corrupt(
+            "the manifest's MAC does not match the store key (edited or forged)"
+        ))
+    );
+    assert!(matches!(
+        f.store.read_payload(&id),
+        Err(HandoffError::Corrupt(_))
+    ));
+    assert!(matches!(
+        f.store.find_by_key(&request("att-1", KEY)),
+        Ok(None)
+    ));
+    let scan = f.store.scan().expect("scan");
+    assert!(
+        matches!(scan.as_slice(), [(_, Entry::Corrupt(_))]),
+        "{scan:?}"
+    );
+    // Every sealed field is bound, so moving the expiry or the mailbox fails the same way.
+    for (from, to) in [
+        ("2026", "2099"),
+        (
+            "\"sourceAlias\": \"finance\"",
+            "\"sourceAlias\": \"personal\"",
+        ),
+    ] {
+        let f = fixture();
+        let created = f.create(&request("att-1", KEY), b"x").expect("create");
+        let manifest = f.bundle(&created.manifest.id).join(MANIFEST);
+        let text = std::fs::read_to_string(&manifest).expect("read");
+        let text = if from == "2026" {
+            let year = created.manifest.created_at.format("%Y").to_string();
+            text.replacen(
+                &format!("\"createdAt\": \"{year}"),
+                "\"createdAt\": \"2099",
+                1,
+            )
+        } else {
+            text.replacen(from, to, 1)
+        };
+        std::fs::write(&manifest, text).expect("write");
+        assert!(
+            matches!(
+                f.store.get(&created.manifest.id),
+                Err(HandoffError::Corrupt(_))
+            ),
+            "{to}"
+        );
+    }
+}
+
+/// A bundle written before manifests were sealed (version 1, no `mac`) is not served and not
+/// re-sealed: nothing proves it was not edited before the upgrade.
+#[test]
+fn a_version_1_bundle_reads_as_corrupt() {
+    let f = fixture();
+    let created = f.create(&request("att-1", KEY), b"old").expect("create");
+    let manifest = f.bundle(&created.manifest.id).join(MANIFEST);
+    let text = std::fs::read_to_string(&manifest).expect("read");
+    let at = text.find(",\n  \"mac\": ").expect("mac line");
+    let v1 = format!("{}\n}}\n", &text[..at]).replace("\"version\": 2", "\"version\": 1");
+    std::fs::write(&manifest, v1).expect("write");
+    let refused = f.store.get(&created.manifest.id);
+    assert!(
+        matches!(refused, Err(HandoffError::Corrupt(why)) if why.contains("another version")),
+        "{refused:?}"
+    );
+}
+
+// See: issue 8, finding 10. The seal is only as good as the key's privacy: a key that is gone,
+// replaced or not private is never worked around.
+#[test]
+fn issue_8_a_bundle_is_not_served_when_the_key_is_missing_or_replaced() {
+    let f = fixture();
+    let created = f
+        .create(&request("att-1", KEY), b"payload")
+        .expect("create");
+    let id = created.manifest.id.clone();
+    let key_path = f.root().join(KEY_FILE);
+    let secret = std::fs::read(&key_path).expect("key");
+    assert_eq!(secret.len(), key::KEY_LEN);
+    assert_eq!(mode(&key_path), 0o600);
+    assert!(
+        !f.bundle(&id).join(KEY_FILE).exists(),
+        "never inside a bundle"
+    );
+    let reopen = || HandoffStore::new(open_root(f.tmp.path()), limits(), None);
+    let existing = || HandoffStore::open_existing(open_root(f.tmp.path()), limits());
+    assert_eq!(
+        reopen().expect("store").get(&id),
+        Ok(created.manifest.clone())
+    );
+    assert_eq!(
+        existing().expect("store").get(&id),
+        Ok(created.manifest.clone())
+    );
+
+    // Replaced by another private key: nothing verifies.
+    let mut other = secret.clone();
+    other[0] ^= 1;
+    std::fs::write(&key_path, &other).expect("replace key");
+    for store in [reopen().expect("store"), existing().expect("store")] {
+        assert!(matches!(store.get(&id), Err(HandoffError::Corrupt(_))));
+        assert!(matches!(
+            store.read_payload(&id),
+            Err(HandoffError::Corrupt(_))
+        ));
+    }
+
+    // Missing: the CLI creates nothing and serves nothing; the server makes a new key, under
+    // which the old bundle does not verify either.
+    std::fs::remove_file(&key_path).expect("rm key");
+    let cli = existing().expect("store");
+    assert_eq!(
+        cli.get(&id),
+        Err(HandoffError::Corrupt(
+            "the handoff store has no key (.key), so no bundle can be verified"
+        ))
+    );
+    assert!(matches!(
+        cli.create(
+            &request("att-2", &key(1)),
+            SafeFileName::from_untrusted("x.pdf"),
+            "application/pdf",
+            b"x"
+        ),
+        Err(HandoffError::Corrupt(_))
+    ));
+    assert!(!key_path.exists(), "the CLI never creates the key");
+    let server = reopen().expect("store");
+    assert!(key_path.exists());
+    assert_ne!(std::fs::read(&key_path).expect("key"), secret);
+    assert!(matches!(server.get(&id), Err(HandoffError::Corrupt(_))));
+
+    // Not private, not a regular file, the wrong size: the store is refused outright.
+    type Spoil = fn(&Path);
+    let spoils: [(&str, Spoil); 5] = [
+        ("0644", |k| {
+            std::fs::set_permissions(k, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        }),
+        ("short", |k| {
+            std::fs::write(k, b"short").expect("write");
+        }),
+        ("symlink", |k| {
+            let real = k.with_file_name("real-key");
+            std::fs::rename(k, &real).expect("mv");
+            std::os::unix::fs::symlink(&real, k).expect("symlink");
+        }),
+        ("hard link", |k| {
+            std::fs::hard_link(k, k.with_file_name("second-name")).expect("link");
+        }),
+        ("directory", |k| {
+            std::fs::remove_file(k).expect("rm");
+            private_dir(k);
+        }),
+    ];
+    for (what, spoil) in spoils {
+        let f = fixture();
+        let key_path = f.root().join(KEY_FILE);
+        spoil(&key_path);
+        for refused in [
+            HandoffStore::new(open_root(f.tmp.path()), limits(), None).err(),
+            HandoffStore::open_existing(open_root(f.tmp.path()), limits()).err(),
+        ] {
+            assert!(
+                matches!(refused, Some(OpenError::Key(KeyError::NotPrivate))),
+                "{what}: {refused:?}"
+            );
+        }
+    }
+}
+
+/// Processes opening a fresh root at once agree on one key (created under the store lock).
+#[test]
+fn concurrent_opens_create_one_key() {
+    let tmp = private_tempdir();
+    let _ = open_root(tmp.path());
+    let path = tmp.path().to_path_buf();
+    let stores: Vec<HandoffStore> = (0..8)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                HandoffStore::new(open_root(&path), limits(), None).expect("store")
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().expect("thread"))
+        .collect();
+    let created = stores[0]
+        .create(
+            &request("att-1", KEY),
+            SafeFileName::from_untrusted("a.pdf"),
+            "application/pdf",
+            b"shared",
+        )
+        .expect("create");
+    for store in &stores {
+        assert_eq!(
+            store.get(&created.manifest.id),
+            Ok(created.manifest.clone())
+        );
+    }
+    assert!(!tmp.path().join("handoffs").join(KEY_TMP).exists());
 }
 
 #[test]
