@@ -169,7 +169,7 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
 async fn serve_stdio(app: Arc<App>) -> Result<(), StartupError> {
     tracing::info!(tools = app.tools.len(), "serving MCP over stdio");
     let service = MailServer::new(app)
-        .serve(rmcp::transport::stdio())
+        .serve(crate::transport::stdio::stdio())
         .await
         .map_err(|e| StartupError::Transport(e.to_string()))?;
     service

@@ -21,22 +21,35 @@ use crate::alias::Alias;
 use crate::tools::{CallError, ToolDef, ToolOutput};
 
 /// Installs the stderr subscriber. `level` is `MAILGATE_LOG` (error|warn|info|debug|trace,
-/// default warn) and applies to mailgate's own events only: dependencies stay at `warn`, because
-/// a protocol library logging at debug would write request contents (arguments, message text).
-/// An unknown level falls back to the default rather than widening anything.
+/// default warn) and applies to mailgate's own events only; an unknown level falls back to the
+/// default rather than widening anything. `RUST_LOG` is not read.
+///
+/// Every other target (rmcp, lettre, html5ever, …) is held at `error`, whatever the level:
+/// their warnings and debug events carry what they handle, which is the caller's text — rmcp
+/// warns `response error` with the JSON-RPC id and error message, and logs whole request lines
+/// at debug; lettre warns with upstream SMTP replies. Their `error` events are I/O failures.
+/// (Issue 8, finding 6: mistyped argument values reached stderr at the default level.)
 pub(crate) fn init_tracing(level: Option<&str>) {
+    // A second init (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(log_filter(level))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// The filter directive for `MAILGATE_LOG`: dependencies at `error`, mailgate at the level.
+fn log_directive(level: Option<&str>) -> String {
     let level = match level.map(str::to_ascii_lowercase).as_deref() {
         Some(l @ ("error" | "warn" | "info" | "debug" | "trace")) => l.to_owned(),
         _ => "warn".to_owned(),
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(format!("warn,mailgate={level}"))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // A second init (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    format!("error,mailgate={level}")
+}
+
+fn log_filter(level: Option<&str>) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::try_new(log_directive(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"))
 }
 
 /// JSON type label of a value.
@@ -165,5 +178,35 @@ impl Journal {
         {
             tracing::warn!(error_kind = ?err.kind(), "journal write failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_directive;
+
+    #[test]
+    fn dependencies_stay_at_error_at_every_level() {
+        for level in [
+            None,
+            Some("error"),
+            Some("warn"),
+            Some("INFO"),
+            Some("debug"),
+            Some("trace"),
+            Some("rmcp=trace"),
+            Some("trace,rmcp=trace"),
+            Some(""),
+        ] {
+            let directive = log_directive(level);
+            let (deps, ours) = directive.split_once(',').expect("two directives");
+            assert_eq!(deps, "error", "{level:?}");
+            assert!(
+                ours.starts_with("mailgate=") && !ours.contains(','),
+                "{level:?}"
+            );
+        }
+        assert_eq!(log_directive(Some("DEBUG")), "error,mailgate=debug");
+        assert_eq!(log_directive(Some("rmcp=trace")), "error,mailgate=warn");
     }
 }

@@ -16,6 +16,7 @@ mod handoffs;
 mod invalid_inputs;
 mod limits;
 mod policy_drift;
+mod protocol_hygiene;
 mod read_tools;
 mod send;
 mod telemetry;
