@@ -237,3 +237,40 @@ async fn issue_8_an_oversized_line_is_answered_and_the_server_keeps_serving() {
     let status = s.child.wait().await.unwrap();
     assert!(status.success(), "{status}");
 }
+
+// See: issue 8, finding 6 (same class): a first message that is no request made the startup
+// error print that whole message, values included, to stderr.
+#[tokio::test]
+async fn issue_8_a_first_message_other_than_initialize_is_not_echoed_to_stderr() {
+    let world = World::new().with("MAILGATE_LOG", "trace");
+    let mut child = tokio::process::Command::new(EXE)
+        .args(["demo", "--serve"])
+        .env_clear()
+        .envs(&world.env)
+        .current_dir(world.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A response (rmcp answers an early request in-band, but stops at anything else).
+    let first = json!({"jsonrpc": "2.0", "id": 1, "result": {"password": CANARY_STR}});
+    stdin
+        .write_all(format!("{first}\n").as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the handshake failed: {stderr}");
+    assert!(
+        stderr.contains("initialize"),
+        "the failure is named: {stderr}"
+    );
+    assert!(
+        !stderr.contains("CANARY"),
+        "stderr leaked the call: {stderr}"
+    );
+}
