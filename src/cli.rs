@@ -96,6 +96,7 @@ pub fn run() -> i32 {
         Err(err) => return fail(&StartupError::Config(err)),
     };
     crate::telemetry::init_tracing(env.get("MAILGATE_LOG"));
+    crate::telemetry::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -38,6 +38,36 @@ pub(crate) fn init_tracing(level: Option<&str>) {
         .try_init();
 }
 
+/// Replaces the default panic hook, which prints the panic message to stderr: a message may
+/// quote what was being handled (std's own string-slicing panics quote the string, so a panic
+/// contained by `catch_unwind` around a mail parser would print mail text; one in a handler
+/// could print an argument). Only where it happened is logged. Called once, by `cli::run`.
+pub(crate) fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map_or_else(|| "unknown".to_owned(), panic_location);
+        tracing::error!(
+            location = location.as_str(),
+            "a panic occurred; its message is withheld (it may quote mail or arguments)"
+        );
+    }));
+}
+
+/// `file:line` with the file cut to its last two components (no build-host paths).
+fn panic_location(location: &std::panic::Location<'_>) -> String {
+    let file = location.file();
+    let short = file
+        .rsplitn(3, '/')
+        .take(2)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("/");
+    format!("{short}:{}", location.line())
+}
+
 /// The filter directive for `MAILGATE_LOG`: dependencies at `error`, mailgate at the level.
 fn log_directive(level: Option<&str>) -> String {
     let level = match level.map(str::to_ascii_lowercase).as_deref() {
@@ -208,5 +238,12 @@ mod tests {
         }
         assert_eq!(log_directive(Some("DEBUG")), "error,mailgate=debug");
         assert_eq!(log_directive(Some("rmcp=trace")), "error,mailgate=warn");
+    }
+
+    #[test]
+    fn panic_locations_are_short() {
+        let here = super::panic_location(std::panic::Location::caller());
+        assert!(here.starts_with("src/telemetry.rs:"), "{here}");
+        assert!(!here.contains("/work/"), "{here}");
     }
 }
