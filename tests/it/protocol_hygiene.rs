@@ -140,6 +140,11 @@ struct RawSession {
 
 impl RawSession {
     async fn start(world: &World) -> Self {
+        Self::start_with(world, Stdio::null(), "t").await
+    }
+
+    /// With the server's stderr going to `stderr`, introducing itself as `client_name`.
+    async fn start_with(world: &World, stderr: Stdio, client_name: &str) -> Self {
         let mut child = tokio::process::Command::new(EXE)
             .args(["demo", "--serve"])
             .env_clear()
@@ -147,7 +152,7 @@ impl RawSession {
             .current_dir(world.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .unwrap();
@@ -158,9 +163,10 @@ impl RawSession {
             stdin,
             stdout,
         };
-        session
-            .send(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#)
-            .await;
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": client_name, "version": "1"}}});
+        session.send(init.to_string().as_bytes()).await;
         let init = session.reply().await;
         assert_eq!(init["id"], 0, "{init}");
         session
@@ -272,5 +278,29 @@ async fn issue_8_a_first_message_other_than_initialize_is_not_echoed_to_stderr()
     assert!(
         !stderr.contains("CANARY"),
         "stderr leaked the call: {stderr}"
+    );
+}
+
+// See: issue 8, finding 6: rmcp quotes client text in its own events (`response error id=…`,
+// `peer_info` at info, whole requests at debug); at the most verbose level none of it is logged.
+#[tokio::test]
+async fn issue_8_dependencies_log_no_client_text_at_trace() {
+    let world = World::new().with("MAILGATE_LOG", "trace");
+    let stderr_path = world.path().join("stderr.log");
+    let stderr = std::fs::File::create(&stderr_path).unwrap();
+    let mut s = RawSession::start_with(&world, stderr.into(), "CANARY-client-6a1e").await;
+    let call = json!({"jsonrpc": "2.0", "id": "CANARY-id-42aa", "method": "tools/call",
+        "params": {"name": "list_folders", "arguments": {"mailbox": 5}}});
+    s.send(call.to_string().as_bytes()).await;
+    let reply = s.reply().await;
+    assert_eq!(reply["id"], "CANARY-id-42aa", "{reply}");
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    drop(s.stdin);
+    assert!(s.child.wait().await.unwrap().success());
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    assert!(stderr.contains("INFO mailgate"), "trace is on: {stderr}");
+    assert!(
+        !stderr.contains("CANARY"),
+        "stderr quotes client text: {stderr}"
     );
 }
