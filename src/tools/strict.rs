@@ -1,7 +1,7 @@
 //! Strict decoding of tool arguments whose errors cannot carry an argument value.
 //!
 //! Purpose: `serde_json`'s errors quote what they reject (`invalid type: string "hunter2",
-//! expected a boolean`, `unknown field `<name>``), and such a message travels on as the
+//! expected a boolean`, or the name of an unknown field), and such a message travels on as the
 //! `invalid_params` text, which the MCP library logs and the CLI prints. Here the arguments are
 //! deserialised from the already-parsed JSON through our own [`serde::Deserializer`] whose error
 //! type, [`ArgError`], keeps only the *shape* of a failure: where (field names the tool's schema
