@@ -10,9 +10,10 @@
 //! * `<script>`, `<style>`, `<head>`, embedded objects, elements carrying `hidden` or
 //!   `aria-hidden="true"`, elements hidden by an inline `style` (`display:none`,
 //!   `visibility:hidden`, zero font size or opacity, `mso-hide:all`, zero height/width with
-//!   `overflow:hidden`, transparent text or text in (nearly) its own `background` colour), and
-//!   elements whose class, id or name a `<style>` rule hides that way ([`css::HiddenRules`]) are
-//!   dropped with their content;
+//!   `overflow:hidden`, transparent text or text in (nearly) its own `background` colour),
+//!   elements whose class, id or name a `<style>` rule hides that way ([`css::HiddenRules`]), and
+//!   elements whose text colour is (nearly) the background colour they inherit, as declared by
+//!   inline styles and `bgcolor`/`<font color>` ([`css::Paint`]), are dropped with their content;
 //! * no link target and no image URL reaches the output: links keep their text only, images keep
 //!   their `alt` text only (and not even that when it looks like a URL);
 //! * invisible characters (zero-width, bidi controls, Unicode tag characters) are removed,
@@ -27,8 +28,9 @@
 //!   `max_chars` of text or [`MAX_START_TAGS`] tags have been seen, which is reported as a cut.
 //!
 //! Known limits: stylesheet rules are read for what they hide, not evaluated (html2text's `css`
-//! feature is off; see [`css`] for what counts), and colours are compared within one element's
-//! inline style only, so white text inside a white `bgcolor` table cell stays visible.
+//! feature is off; see [`css`] for what counts); a colour a stylesheet rule may set counts as
+//! unknown, and the page background is unknown unless the HTML declares one, so white text on
+//! an undeclared (default white) page stays visible.
 //!
 //! Callers: `crate::mime` (HTML-only bodies) and `crate::extract` (HTML attachments).
 
@@ -38,7 +40,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use html2text::render::TextDecorator;
-use html2text::{Comment, Element, Handle, RcDom, config};
+use html2text::{Comment, Document, Element, Handle, RcDom, config};
 use html5ever::tendril::StrTendril;
 use html5ever::tokenizer::{
     BufferQueue, TagKind, TagToken, Token, TokenSink, TokenSinkResult, Tokenizer, TokenizerOpts,
@@ -46,7 +48,7 @@ use html5ever::tokenizer::{
 use html5ever::tree_builder::{TreeBuilder, TreeBuilderOpts};
 use html5ever::{LocalName, TokenizerResult};
 
-use css::HiddenRules;
+use css::{HiddenRules, Paint};
 
 /// HTML beyond this many bytes is not parsed: it bounds parse and render time. Mail HTML is
 /// markup-heavy, so the cap is generous compared to any `max_chars` we are asked for.
@@ -198,6 +200,8 @@ enum Fate {
 struct OpenElements {
     /// Name, fate, and whether the element is a scope boundary.
     stack: Vec<(LocalName, Fate, bool)>,
+    /// The colours in effect inside each element of `stack`.
+    paints: Vec<Paint>,
     forwarded: usize,
     dropped: usize,
     suppressing: usize,
@@ -206,13 +210,20 @@ struct OpenElements {
 }
 
 impl OpenElements {
-    fn push(&mut self, name: &LocalName, fate: Fate) {
+    fn push(&mut self, name: &LocalName, fate: Fate, paint: Paint) {
         *self.count(fate) += 1;
         let boundary = SCOPE_BOUNDARIES.contains(&&**name);
         self.stack.push((name.clone(), fate, boundary));
+        self.paints.push(paint);
+    }
+
+    /// The colours in effect at the insertion point.
+    fn paint(&self) -> Paint {
+        self.paints.last().copied().unwrap_or_default()
     }
 
     fn truncate(&mut self, at: usize) {
+        self.paints.truncate(at);
         let removed: Vec<Fate> = self.stack.drain(at..).map(|(_, fate, _)| fate).collect();
         for fate in removed {
             *self.count(fate) -= 1;
@@ -380,26 +391,29 @@ impl<S> NestingLimiter<'_, S> {
                             let top = open.stack.len() - 1;
                             open.truncate(top);
                         }
-                        if open.suppressing > 0 {
-                            open.push(&tag.name, Fate::Dropped);
-                            return Verdict::Drop;
-                        }
-                        if open.forwarded < MAX_TAG_NESTING {
-                            open.push(&tag.name, Fate::Forwarded);
-                            return Verdict::Forward;
-                        }
                         let attr = |key: &str| {
                             tag.attrs
                                 .iter()
                                 .find(|a| (*a.name.local).eq_ignore_ascii_case(key))
                                 .map(|a| &*a.value)
                         };
-                        let fate = if element_hides(name, attr, self.rules) {
+                        if open.suppressing > 0 {
+                            open.push(&tag.name, Fate::Dropped, Paint::default());
+                            return Verdict::Drop;
+                        }
+                        // Colours are tracked for every element (the DOM pass judges forwarded
+                        // ones; a dropped one is judged here, by what it inherits).
+                        let (paint, unreadable) = open.paint().enter(name, attr, self.rules);
+                        if open.forwarded < MAX_TAG_NESTING {
+                            open.push(&tag.name, Fate::Forwarded, paint);
+                            return Verdict::Forward;
+                        }
+                        let fate = if unreadable || element_hides(name, attr, self.rules) {
                             Fate::Suppressing
                         } else {
                             Fate::Dropped
                         };
-                        open.push(&tag.name, fate);
+                        open.push(&tag.name, fate, paint);
                         Verdict::Drop
                     }
                     TagKind::EndTag => match open.find_in_scope(&tag.name) {
@@ -459,40 +473,78 @@ fn is_table_structure(node: &Handle) -> bool {
 /// Removes dropped and hidden elements and comments, and flattens nesting below
 /// [`MAX_DOM_DEPTH`]. Iterative, so deep input cannot overflow the stack here.
 fn prune(dom: &RcDom, rules: &HiddenRules) {
-    let mut stack: Vec<(Handle, usize)> = vec![(dom.document.clone(), 0)];
-    while let Some((node, depth)) = stack.pop() {
+    let mut stack: Vec<(Handle, usize, Paint)> = vec![(dom.document.clone(), 0, Paint::default())];
+    while let Some((node, depth, paint)) = stack.pop() {
         // Text directly inside table structure is not rendered, so flatten into a cell (at
         // most three levels further down) rather than into a `<tr>`.
         if depth >= MAX_DOM_DEPTH && !is_table_structure(&node) {
-            flatten_into(&node, rules);
+            flatten_into(&node, rules, paint);
             continue;
         }
         let mut children = node.children.borrow_mut();
-        children.retain(|child| !is_dropped(child, rules));
-        stack.extend(children.iter().map(|child| (child.clone(), depth + 1)));
+        let mut kept = Vec::with_capacity(children.len());
+        for child in children.drain(..) {
+            if is_dropped(&child, rules) || unreadable_text(&child, paint) {
+                continue;
+            }
+            let (inner, _) = paint_of(&child, paint, rules);
+            stack.push((child.clone(), depth + 1, inner));
+            kept.push(child);
+        }
+        *children = kept;
     }
 }
 
 /// Replaces the subtree below `node` by its surviving leaves (text nodes and empty elements), in
 /// document order. Structure is lost, text is kept; only pathological input gets here.
-fn flatten_into(node: &Handle, rules: &HiddenRules) {
+fn flatten_into(node: &Handle, rules: &HiddenRules, paint: Paint) {
     let mut leaves: Vec<Handle> = Vec::new();
-    let mut pending: Vec<Handle> = std::mem::take(&mut *node.children.borrow_mut());
+    let mut pending: Vec<(Handle, Paint)> = std::mem::take(&mut *node.children.borrow_mut())
+        .into_iter()
+        .map(|child| (child, paint))
+        .collect();
     pending.reverse();
-    while let Some(child) = pending.pop() {
-        if is_dropped(&child, rules) {
+    while let Some((child, outer)) = pending.pop() {
+        if is_dropped(&child, rules) || unreadable_text(&child, outer) {
             continue;
         }
-        let mut grandchildren = std::mem::take(&mut *child.children.borrow_mut());
+        let (inner, _) = paint_of(&child, outer, rules);
+        let grandchildren = std::mem::take(&mut *child.children.borrow_mut());
         if grandchildren.is_empty() {
             child.parent.set(Some(Rc::downgrade(node)));
             leaves.push(child);
         } else {
-            grandchildren.reverse();
-            pending.extend(grandchildren);
+            pending.extend(grandchildren.into_iter().rev().map(|g| (g, inner)));
         }
     }
     *node.children.borrow_mut() = leaves;
+}
+
+/// Whether `node` is text (or another non-element leaf) that cannot be read in `paint`. Text,
+/// not elements, is judged, so a child that sets a readable colour of its own stays visible.
+fn unreadable_text(node: &Handle, paint: Paint) -> bool {
+    !matches!(node.data, Element { .. } | Document) && paint.unreadable()
+}
+
+/// The colours in effect inside `node` when its parent has `parent`, and whether text there
+/// cannot be read (see [`Paint::enter`]); other nodes inherit.
+fn paint_of(node: &Handle, parent: Paint, rules: &HiddenRules) -> (Paint, bool) {
+    match &node.data {
+        Element { name, attrs, .. } => {
+            let attrs = attrs.borrow();
+            parent.enter(
+                &name.local,
+                |key| {
+                    attrs
+                        .iter()
+                        .find(|a| (*a.name.local).eq_ignore_ascii_case(key))
+                        .map(|a| &*a.value)
+                },
+                rules,
+            )
+        }
+        _ => (parent, false),
+    }
 }
 
 /// True for comments and for elements a reader would not see ([`element_hides`]).
@@ -880,6 +932,50 @@ mod tests {
         }
     }
 
+    // See: issue 8, finding 12d (same-colour text split across elements).
+    #[test]
+    fn issue_8_drops_text_in_its_inherited_background_colour() {
+        let html = "<style>.btn{background:#1a73e8}</style>\
+            <table bgcolor=\"#ffffff\"><tr><td><font color=\"#fefefe\">font-gone</font>\
+            cell-shown</td></tr></table>\
+            <div style=\"background:#000\"><p style=\"color:#0c0c0c\">dark-gone</p>\
+            <p style=\"color:#fff\">dark-shown</p></div>\
+            <font color=white><span style=\"background-color:white\">inherit-gone\
+            <b style=\"color:black\">bold-shown</b></span></font>\
+            <div style=\"background:#fff\"><a class=\"btn\" style=\"color:#fff\">button-shown</a>\
+            </div>\
+            <div style=\"background:url(x.png) #fff\"><span style=\"color:#fff\">image-shown</span>\
+            </div>\
+            <div bgcolor=\"#fff\" background=\"x.png\"><font color=\"#fff\">attr-image-shown\
+            </font></div>\
+            <p style=\"color:#fff\">page-shown</p>";
+        let text = to_text(html, MAX);
+        for shown in [
+            "cell-shown",
+            "dark-shown",
+            "bold-shown",
+            "button-shown",
+            "image-shown",
+            "attr-image-shown",
+            // The page background is not declared: known limit, see the module doc.
+            "page-shown",
+        ] {
+            assert!(text.contains(shown), "{shown} missing from {text}");
+        }
+        for gone in ["font-gone", "dark-gone", "inherit-gone"] {
+            assert!(!text.contains(gone), "{gone} in {text}");
+        }
+        // The same beyond the nesting limit, where the token filter judges.
+        let deep = format!(
+            "{}<div style=\"background:#fff\"><span style=\"color:#fff\">deep-gone</span>\
+             </div><b>deep-shown</b>",
+            "<div>".repeat(MAX_TAG_NESTING + 5)
+        );
+        let text = to_text(&deep, MAX);
+        assert!(text.contains("deep-shown"), "{text}");
+        assert!(!text.contains("deep-gone"), "{text}");
+    }
+
     /// Beyond [`MAX_TAG_NESTING`] the token filter decides, before the tree exists: a class
     /// hidden by a rule later in the document must still suppress its content there.
     #[test]
@@ -1114,6 +1210,8 @@ mod tests {
             Just("<div style=\"width:0;height:0;overflow:hidden\">"),
             Just("<div style=\"color:#abc;background:#aabbcc\">"),
             Just("<div style=\"color:transparent\">"),
+            Just("<div style=\"background:#fff\"><span style=\"color:#fffffe\">"),
+            Just("<div bgcolor=\"#000000\"><font color=\"#0a0a0a\">"),
             Just("<div class=\"a hide-c\">"),
             Just("<div id=\"hide-i\">"),
         ];

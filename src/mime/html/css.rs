@@ -18,8 +18,11 @@ use std::collections::HashSet;
 /// Stylesheet text read per message; the rest is ignored (real mail has a few KiB).
 pub(super) const MAX_CSS_BYTES: usize = 256 * 1024;
 
-/// Hidden names kept per message.
+/// Hidden names kept per message (and, separately, painted names).
 pub(super) const MAX_HIDDEN_NAMES: usize = 4096;
+
+/// Group rules (`@media` …) nested deeper than this are skipped whole.
+const MAX_GROUP_NESTING: usize = 32;
 
 /// Pseudo-classes that apply only while the reader interacts (or never, in a mail client).
 const INTERACTION_PSEUDO: &[&str] = &[
@@ -33,13 +36,66 @@ const INTERACTION_PSEUDO: &[&str] = &[
     "checked",
 ];
 
-/// What the message's `<style>` blocks hide. Names are ASCII-lowercased.
+/// What the message's `<style>` blocks hide, and which names they paint.
 #[derive(Debug, Default)]
 pub(super) struct HiddenRules {
+    /// Hidden classes, ids, and element names (`p`, `span`, or `*`) hidden by a selector of
+    /// that element alone.
+    hidden: Names,
+    /// Names any rule (media queries included) gives a colour or background: their paint is
+    /// unknown here, so inherited colours are not trusted on them.
+    painted: Names,
+}
+
+/// Class, id and element names, ASCII-lowercased.
+#[derive(Debug, Default)]
+struct Names {
     classes: HashSet<String>,
     ids: HashSet<String>,
-    /// Element names (`p`, `span`, or `*`) hidden by a selector of that element alone.
     elements: HashSet<String>,
+    /// More names than [`MAX_HIDDEN_NAMES`] were offered to a set that then matches everything
+    /// (`painted`: unknown paint is the safe answer). `hidden` just stops growing.
+    overflow: bool,
+}
+
+impl Names {
+    fn len(&self) -> usize {
+        self.classes.len() + self.ids.len() + self.elements.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0 && !self.overflow
+    }
+
+    fn matches(&self, local: &str, class: Option<&str>, id: Option<&str>) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let lower = |s: &str| s.to_ascii_lowercase();
+        self.overflow
+            || self.elements.contains("*")
+            || self.elements.contains(&lower(local))
+            || id.is_some_and(|id| self.ids.contains(&lower(id.trim())))
+            || class.is_some_and(|c| {
+                c.split_ascii_whitespace()
+                    .any(|name| self.classes.contains(&lower(name)))
+            })
+    }
+
+    fn add(&mut self, compound: Compound, element_too: bool, full_matches_all: bool) {
+        let offered = compound.classes.len()
+            + compound.ids.len()
+            + usize::from(element_too && compound.element.is_some());
+        if self.len() + offered > MAX_HIDDEN_NAMES {
+            self.overflow |= full_matches_all;
+            return;
+        }
+        self.classes.extend(compound.classes);
+        self.ids.extend(compound.ids);
+        if element_too && let Some(element) = compound.element {
+            self.elements.insert(element);
+        }
+    }
 }
 
 impl HiddenRules {
@@ -74,37 +130,30 @@ impl HiddenRules {
         rules
     }
 
-    pub(super) fn is_empty(&self) -> bool {
-        self.classes.is_empty() && self.ids.is_empty() && self.elements.is_empty()
-    }
-
     /// Whether an element named `local` with these `class` and `id` attributes is hidden.
     pub(super) fn hides(&self, local: &str, class: Option<&str>, id: Option<&str>) -> bool {
-        if self.is_empty() {
-            return false;
-        }
-        let lower = |s: &str| s.to_ascii_lowercase();
-        self.elements.contains("*")
-            || self.elements.contains(&lower(local))
-            || id.is_some_and(|id| self.ids.contains(&lower(id.trim())))
-            || class.is_some_and(|c| {
-                c.split_ascii_whitespace()
-                    .any(|name| self.classes.contains(&lower(name)))
-            })
+        self.hidden.matches(local, class, id)
     }
 
+    /// Whether some rule may set the element's colour or background.
+    pub(super) fn repaints(&self, local: &str, class: Option<&str>, id: Option<&str>) -> bool {
+        self.painted.matches(local, class, id)
+    }
+
+    #[cfg(test)]
     fn len(&self) -> usize {
-        self.classes.len() + self.ids.len() + self.elements.len()
+        self.hidden.len()
     }
 
-    /// Reads rules and descends into `@media` (screen) and `@supports` blocks; every other
-    /// at-rule block is skipped. One pass, brace depth counted, no recursion.
+    /// Reads rules, descending into conditional group rules (`@media`, `@supports`, …): their
+    /// rules count for hiding only when the group applies on a desktop screen, and always for
+    /// painting. Other at-rule blocks are skipped. One pass, brace depth counted, no recursion.
     fn read_stylesheet(&mut self, css: &str) {
         let css = super::strip_css_comments(css);
         let bytes = css.as_bytes();
         let mut at = 0;
-        // Depths of the `@media`/`@supports` blocks we are inside.
-        let mut open_groups = 0usize;
+        // Whether each group rule we are inside applies.
+        let mut groups: Vec<bool> = Vec::new();
         while at < bytes.len() {
             let Some(rel) = css[at..].find(['{', '}', ';']) else {
                 break;
@@ -113,7 +162,7 @@ impl HiddenRules {
             let prelude = css[at..stop].trim();
             match bytes[stop] {
                 b'}' => {
-                    open_groups = open_groups.saturating_sub(1);
+                    groups.pop();
                     at = stop + 1;
                 }
                 // An at-rule statement (`@import …;`) or a stray declaration.
@@ -122,8 +171,8 @@ impl HiddenRules {
                     let block_start = stop + 1;
                     let lowered = prelude.to_ascii_lowercase();
                     if lowered.starts_with('@') {
-                        if is_group_that_applies(&lowered) {
-                            open_groups += 1;
+                        if is_group_rule(&lowered) && groups.len() < MAX_GROUP_NESTING {
+                            groups.push(is_group_that_applies(&lowered));
                             at = block_start;
                         } else {
                             at = skip_block(bytes, block_start);
@@ -139,9 +188,20 @@ impl HiddenRules {
                             end
                         };
                     let declarations = &css[block_start..body_end];
-                    if super::style_hides(declarations) {
+                    let applies = groups.iter().all(|g| *g);
+                    if applies && super::style_hides(declarations) {
                         for selector in prelude.split(',') {
                             self.add_selector(selector);
+                        }
+                    }
+                    let lowered_declarations = declarations.to_ascii_lowercase();
+                    if lowered_declarations.contains("color")
+                        || lowered_declarations.contains("background")
+                    {
+                        for compound in prelude.split(|c: char| {
+                            c == ',' || c.is_ascii_whitespace() || matches!(c, '>' | '+' | '~')
+                        }) {
+                            self.painted.add(Compound::parse(compound), true, true);
                         }
                     }
                     at = end;
@@ -153,7 +213,7 @@ impl HiddenRules {
     /// Records what `selector` hides: the names of its rightmost compound that has a class or
     /// id, or an element name when it is a single compound.
     fn add_selector(&mut self, selector: &str) {
-        if self.len() >= MAX_HIDDEN_NAMES {
+        if self.hidden.len() >= MAX_HIDDEN_NAMES {
             return;
         }
         let compounds: Vec<&str> = selector
@@ -176,14 +236,11 @@ impl HiddenRules {
         for compound in compounds.iter().rev() {
             let parsed = Compound::parse(compound);
             if !parsed.classes.is_empty() || !parsed.ids.is_empty() {
-                self.classes.extend(parsed.classes);
-                self.ids.extend(parsed.ids);
+                self.hidden.add(parsed, false, false);
                 return;
             }
             if single {
-                if let Some(element) = parsed.element {
-                    self.elements.insert(element);
-                }
+                self.hidden.add(parsed, true, false);
                 return;
             }
         }
@@ -199,9 +256,23 @@ fn is_interaction_pseudo(pseudo: &str) -> bool {
     INTERACTION_PSEUDO.contains(&name.as_str())
 }
 
-/// `@media` without a feature test and not for print or speech, and `@supports`.
+/// Conditional group rules, whose blocks hold ordinary rules.
+fn is_group_rule(prelude: &str) -> bool {
+    [
+        "@media",
+        "@supports",
+        "@document",
+        "@layer",
+        "@container",
+        "@scope",
+    ]
+    .iter()
+    .any(|g| prelude.starts_with(g))
+}
+
+/// `@media` without a feature test and not for print or speech, and `@supports` and `@layer`.
 fn is_group_that_applies(prelude: &str) -> bool {
-    if prelude.starts_with("@supports") {
+    if prelude.starts_with("@supports") || prelude.starts_with("@layer") {
         return true;
     }
     prelude.starts_with("@media")
@@ -264,6 +335,83 @@ impl Compound {
             rest = &tail[name.len()..];
         }
         out
+    }
+}
+
+/// Text and background colour in effect at an element, as far as the HTML itself declares them
+/// (inline styles and presentational attributes, inherited). `None` is unknown: undeclared,
+/// unparseable, an image, or possibly set by a stylesheet rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Paint {
+    fg: Option<Color>,
+    bg: Option<Color>,
+}
+
+impl Paint {
+    /// The paint inside an element whose parent has `self`, and whether text there cannot be
+    /// read. Precedence as in CSS: presentational attributes, then stylesheet rules (which make
+    /// the paint unknown), then the inline style.
+    pub(super) fn enter<'a>(
+        self,
+        local: &str,
+        attr: impl Fn(&str) -> Option<&'a str>,
+        rules: &HiddenRules,
+    ) -> (Paint, bool) {
+        let mut next = self;
+        if local.eq_ignore_ascii_case("font")
+            && let Some(color) = attr("color")
+        {
+            next.fg = parse_color(color);
+        }
+        if local.eq_ignore_ascii_case("body")
+            && let Some(color) = attr("text")
+        {
+            next.fg = parse_color(color);
+        }
+        if let Some(color) = attr("bgcolor") {
+            next.bg = parse_color(color);
+        }
+        if attr("background").is_some() {
+            // A background image: whatever is under the text is unknown.
+            next.bg = None;
+        }
+        if rules.repaints(local, attr("class"), attr("id")) {
+            next = Paint::default();
+        }
+        if let Some(style) = attr("style") {
+            next.apply_style(style);
+        }
+        (next, next.unreadable())
+    }
+
+    /// Whether text in this paint cannot be read.
+    pub(super) fn unreadable(self) -> bool {
+        self.fg.is_some_and(|fg| invisible_on(fg, self.bg))
+    }
+
+    fn apply_style(&mut self, style: &str) {
+        let style = super::strip_css_comments(&style.to_ascii_lowercase());
+        for declaration in style.split(';') {
+            let Some((property, value)) = declaration.split_once(':') else {
+                continue;
+            };
+            let value = value.trim();
+            let value = value.strip_suffix("!important").unwrap_or(value).trim();
+            match property.trim() {
+                "color" => self.fg = parse_color(value),
+                "background-color" => self.bg = parse_color(value),
+                "background" => {
+                    self.bg = if value.contains("url(") || value.contains("gradient(") {
+                        None
+                    } else {
+                        parse_color(value)
+                            .or_else(|| value.split_ascii_whitespace().find_map(parse_color))
+                    };
+                }
+                "background-image" if value != "none" => self.bg = None,
+                _ => {}
+            }
+        }
     }
 }
 
@@ -464,6 +612,37 @@ mod tests {
         ] {
             let _ = rules(garbage);
         }
+    }
+
+    #[test]
+    fn painted_names_make_colours_unknown() {
+        let r = rules(
+            ".btn{background:#1a73e8} @media (prefers-color-scheme: dark){.x td{color:#fff}}\
+             @font-face{color:red} .plain{margin:0}",
+        );
+        for (local, class) in [("a", "btn"), ("p", "x"), ("td", "")] {
+            assert!(r.repaints(local, Some(class), None), "{local}.{class}");
+        }
+        assert!(!r.repaints("p", Some("plain"), None));
+        let white_page = Paint {
+            fg: None,
+            bg: Some(Color::Rgb(255, 255, 255)),
+        };
+        let attrs = |style: &'static str| move |k: &str| (k == "style").then_some(style);
+        let (_, hidden) = white_page.enter("span", attrs("color:#fff"), &r);
+        assert!(hidden);
+        let (_, hidden) = white_page.enter(
+            "a",
+            |k: &str| match k {
+                "class" => Some("btn"),
+                "style" => Some("color:#fff"),
+                _ => None,
+            },
+            &r,
+        );
+        assert!(!hidden, "a stylesheet may paint .btn");
+        let (inner, hidden) = white_page.enter("div", attrs("background-image:url(x.png)"), &r);
+        assert!(!hidden && inner.bg.is_none());
     }
 
     #[test]
