@@ -96,6 +96,7 @@ pub fn run() -> i32 {
         Err(err) => return fail(&StartupError::Config(err)),
     };
     crate::telemetry::init_tracing(env.get("MAILGATE_LOG"));
+    crate::telemetry::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -169,14 +170,37 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
 async fn serve_stdio(app: Arc<App>) -> Result<(), StartupError> {
     tracing::info!(tools = app.tools.len(), "serving MCP over stdio");
     let service = MailServer::new(app)
-        .serve(rmcp::transport::stdio())
+        .serve(crate::transport::stdio::stdio())
         .await
-        .map_err(|e| StartupError::Transport(e.to_string()))?;
-    service
-        .waiting()
-        .await
-        .map_err(|e| StartupError::Transport(e.to_string()))?;
+        .map_err(|e| StartupError::Transport(handshake_failure(&e).to_owned()))?;
+    // A panic's message may quote what was being handled; only the kind is printed.
+    service.waiting().await.map_err(|e| {
+        StartupError::Transport(
+            if e.is_panic() {
+                "the MCP service panicked"
+            } else {
+                "the MCP service was cancelled"
+            }
+            .to_owned(),
+        )
+    })?;
     Ok(())
+}
+
+/// What went wrong in the MCP handshake, in our words: rmcp's own text quotes the message the
+/// client sent instead of `initialize` (arguments and all), and this line goes to stderr.
+fn handshake_failure(err: &rmcp::service::ServerInitializeError) -> &'static str {
+    use rmcp::service::ServerInitializeError as E;
+    match err {
+        E::ExpectedInitializeRequest(None) | E::ConnectionClosed(_) => {
+            "the client closed the connection before the MCP handshake completed"
+        }
+        E::ExpectedInitializeRequest(Some(_)) => {
+            "the client's first message was not an initialize request"
+        }
+        E::TransportError { .. } => "stdio failed during the MCP handshake",
+        _ => "the MCP handshake failed",
+    }
 }
 
 /// Runs one call; exit 0 on success, 1 on a tool error, 2 on invalid input or an unknown tool.

@@ -24,6 +24,7 @@ pub(crate) mod server;
 pub(crate) mod startup;
 pub(crate) mod telemetry;
 pub(crate) mod tools;
+pub(crate) mod transport;
 
 #[cfg(fuzzing)]
 pub mod fuzz_write;

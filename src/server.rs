@@ -63,8 +63,9 @@ impl ServerHandler for MailServer {
             Ok(out) => Ok(out.render().into()),
             Err(CallError::Tool(err)) => Ok(render_error(&err).into()),
             Err(CallError::InvalidParams(msg)) => Err(ErrorData::invalid_params(msg, None)),
+            // The name is the caller's own text: not echoed, since rmcp logs this error.
             Err(CallError::UnknownTool) => Err(ErrorData::invalid_params(
-                format!("tool not found: {}", request.name),
+                "tool not found in this catalog",
                 None,
             )),
         }

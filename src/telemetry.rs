@@ -20,22 +20,65 @@ use crate::alias::Alias;
 use crate::tools::{CallError, ToolDef, ToolOutput};
 
 /// Installs the stderr subscriber. `level` is `MAILGATE_LOG` (error|warn|info|debug|trace,
-/// default warn) and applies to mailgate's own events only: dependencies stay at `warn`, because
-/// a protocol library logging at debug would write request contents (arguments, message text).
-/// An unknown level falls back to the default rather than widening anything.
+/// default warn) and applies to mailgate's own events only; an unknown level falls back to the
+/// default rather than widening anything. `RUST_LOG` is not read.
+///
+/// Every other target (rmcp, lettre, html5ever, …) is held at `error`, whatever the level:
+/// their warnings and debug events carry what they handle, which is the caller's text — rmcp
+/// warns `response error` with the JSON-RPC id and error message, and logs whole request lines
+/// at debug; lettre warns with upstream SMTP replies. Their `error` events are I/O failures.
+/// (Issue 8, finding 6: mistyped argument values reached stderr at the default level.)
 pub(crate) fn init_tracing(level: Option<&str>) {
+    // A second init (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(log_filter(level))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Replaces the default panic hook, which prints the panic message to stderr: a message may
+/// quote what was being handled (std's own string-slicing panics quote the string, so a panic
+/// contained by `catch_unwind` around a mail parser would print mail text; one in a handler
+/// could print an argument). Only where it happened is logged. Called once, by `cli::run`.
+pub(crate) fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map_or_else(|| "unknown".to_owned(), panic_location);
+        tracing::error!(
+            location = location.as_str(),
+            "a panic occurred; its message is withheld (it may quote mail or arguments)"
+        );
+    }));
+}
+
+/// `file:line` with the file cut to its last two components (no build-host paths).
+fn panic_location(location: &std::panic::Location<'_>) -> String {
+    let file = location.file();
+    let short = file
+        .rsplitn(3, '/')
+        .take(2)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("/");
+    format!("{short}:{}", location.line())
+}
+
+/// The filter directive for `MAILGATE_LOG`: dependencies at `error`, mailgate at the level.
+fn log_directive(level: Option<&str>) -> String {
     let level = match level.map(str::to_ascii_lowercase).as_deref() {
         Some(l @ ("error" | "warn" | "info" | "debug" | "trace")) => l.to_owned(),
         _ => "warn".to_owned(),
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(format!("warn,mailgate={level}"))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    // A second init (tests) keeps the first subscriber.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    format!("error,mailgate={level}")
+}
+
+fn log_filter(level: Option<&str>) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::try_new(log_directive(level))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"))
 }
 
 /// JSON type label of a value.
@@ -165,5 +208,42 @@ impl Journal {
         {
             tracing::warn!(error_kind = ?err.kind(), "journal write failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_directive;
+
+    #[test]
+    fn dependencies_stay_at_error_at_every_level() {
+        for level in [
+            None,
+            Some("error"),
+            Some("warn"),
+            Some("INFO"),
+            Some("debug"),
+            Some("trace"),
+            Some("rmcp=trace"),
+            Some("trace,rmcp=trace"),
+            Some(""),
+        ] {
+            let directive = log_directive(level);
+            let (deps, ours) = directive.split_once(',').expect("two directives");
+            assert_eq!(deps, "error", "{level:?}");
+            assert!(
+                ours.starts_with("mailgate=") && !ours.contains(','),
+                "{level:?}"
+            );
+        }
+        assert_eq!(log_directive(Some("DEBUG")), "error,mailgate=debug");
+        assert_eq!(log_directive(Some("rmcp=trace")), "error,mailgate=warn");
+    }
+
+    #[test]
+    fn panic_locations_are_short() {
+        let here = super::panic_location(std::panic::Location::caller());
+        assert!(here.starts_with("src/telemetry.rs:"), "{here}");
+        assert!(!here.contains("/work/"), "{here}");
     }
 }

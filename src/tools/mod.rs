@@ -15,6 +15,7 @@ mod handoff;
 pub(crate) mod output;
 mod read;
 pub(crate) mod send;
+mod strict;
 mod write;
 
 use std::borrow::Cow;
@@ -126,15 +127,43 @@ pub(crate) async fn dispatch<A, F, Fut>(
     f: F,
 ) -> Result<ToolOutput, CallError>
 where
-    A: DeserializeOwned + Validate<Context = ()>,
+    A: DeserializeOwned + Validate<Context = ()> + schemars::JsonSchema + 'static,
     F: FnOnce(Arc<App>, A) -> Fut,
     Fut: Future<Output = Result<ToolOutput, ToolError>>,
 {
-    let args: A = serde_json::from_value(Value::Object(raw))
-        .map_err(|e| CallError::InvalidParams(format!("invalid arguments: {e}")))?;
+    // Not serde_json: its errors quote the rejected value or unknown name, and this message is
+    // logged by the MCP library and printed by the CLI (issue 8, finding 6). garde's report is
+    // value-free by construction: static field paths, our own messages and the schema's bounds.
+    let args: A = strict::from_value(Value::Object(raw)).map_err(|e| {
+        let schema = input_schema::<A>();
+        let declared = declared_names(&schema);
+        CallError::InvalidParams(format!(
+            "invalid arguments: {}",
+            e.describe(|k| declared.contains(k))
+        ))
+    })?;
     args.validate()
         .map_err(|report| CallError::InvalidParams(format!("invalid arguments: {report}")))?;
     f(app, args).await.map_err(CallError::Tool)
+}
+
+/// Every property name an input schema declares, at any depth (its `$defs` included).
+fn declared_names(schema: &JsonObject) -> std::collections::HashSet<String> {
+    let mut names = std::collections::HashSet::new();
+    let mut pending: Vec<&Value> = schema.values().collect();
+    while let Some(v) = pending.pop() {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::Object(props)) = map.get("properties") {
+                    names.extend(props.keys().cloned());
+                }
+                pending.extend(map.values());
+            }
+            Value::Array(items) => pending.extend(items),
+            _ => {}
+        }
+    }
+    names
 }
 
 /// Builds a `ToolDef::call` from a typed async handler.

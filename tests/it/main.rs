@@ -18,6 +18,7 @@ mod invalid_inputs;
 mod limits;
 mod output_bounds;
 mod policy_drift;
+mod protocol_hygiene;
 mod read_tools;
 mod send;
 mod state_folder;

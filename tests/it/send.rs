@@ -877,7 +877,11 @@ fn chokepoint_violations(files: &[(String, String)]) -> Vec<String> {
                         .nth(1)
                         .is_some_and(|t| t.trim() == "SendPermit")
                 });
-                if !by_value {
+                // The stdio transport's `Transport::send` writes a JSON-RPC frame to stdout
+                // (rmcp's trait names it): no mail path, and it cannot reach a mail sender.
+                let json_rpc_frame =
+                    path.starts_with("transport/") && params.contains("TxJsonRpcMessage");
+                if !by_value && !json_rpc_frame {
                     violations.push(format!(
                         "{path}: fn {name} does not take a SendPermit by value"
                     ));
