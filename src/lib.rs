@@ -15,6 +15,7 @@ pub(crate) mod extract;
 pub(crate) mod gates;
 pub(crate) mod handoff;
 pub(crate) mod handoff_cli;
+pub(crate) mod json_tree;
 pub(crate) mod mime;
 pub(crate) mod path_guard;
 pub(crate) mod policy;

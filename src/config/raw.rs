@@ -16,10 +16,11 @@
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::ConfigError;
+use crate::json_tree::{self, Nulls, TreeError};
 
 /// The whole file.
 #[derive(Debug, Deserialize)]
@@ -130,9 +131,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<RawConfig, ConfigError> {
             _ => ConfigError::Json { line, column },
         }
     })?;
-    RawConfig::deserialize(TreeDeserializer { value: &tree }).map_err(|error| ConfigError::Schema {
-        path: error.render_path(),
-        rule: error.rule,
+    json_tree::deserialize::<RawConfig, SchemaError>(&tree, Nulls::Refused).map_err(|error| {
+        ConfigError::Schema {
+            path: error.render_path(),
+            rule: error.rule,
+        }
     })
 }
 
@@ -351,158 +354,17 @@ impl de::Error for SchemaError {
     }
 }
 
-fn unexpected(value: &Value) -> de::Unexpected<'_> {
-    match value {
-        Value::Null => de::Unexpected::Unit,
-        Value::Bool(b) => de::Unexpected::Bool(*b),
-        Value::Number(_) => de::Unexpected::Float(0.0),
-        Value::String(_) => de::Unexpected::Str(""),
-        Value::Array(_) => de::Unexpected::Seq,
-        Value::Object(_) => de::Unexpected::Map,
-    }
-}
-
-/// Deserializes from a borrowed JSON tree, adding the path to every error on the way out.
-/// Stricter than `serde_json::Value`'s own deserializer: `null` is never accepted for an
-/// optional key (leave the key out instead), structs must be objects (not positional arrays),
-/// and enums must be plain strings.
-struct TreeDeserializer<'a> {
-    value: &'a Value,
-}
-
-impl<'de> de::Deserializer<'de> for TreeDeserializer<'de> {
-    type Error = SchemaError;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SchemaError> {
-        match self.value {
-            Value::Null => visitor.visit_unit(),
-            Value::Bool(b) => visitor.visit_bool(*b),
-            Value::Number(n) => {
-                if let Some(u) = n.as_u64() {
-                    visitor.visit_u64(u)
-                } else if let Some(i) = n.as_i64() {
-                    visitor.visit_i64(i)
-                } else {
-                    visitor.visit_f64(n.as_f64().unwrap_or(f64::NAN))
-                }
-            }
-            Value::String(s) => visitor.visit_borrowed_str(s),
-            Value::Array(items) => visitor.visit_seq(TreeSeq {
-                items: items.iter().enumerate(),
-            }),
-            Value::Object(map) => visitor.visit_map(TreeMap {
-                entries: map.iter(),
-                pending: None,
-            }),
-        }
+impl TreeError for SchemaError {
+    fn at_key(self, key: &str) -> Self {
+        self.within(Segment::Key(key.to_owned()))
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, SchemaError> {
-        match self.value {
-            Value::Null => Err(SchemaError::new(
-                "must not be null (leave the key out instead)".to_owned(),
-            )),
-            _ => visitor.visit_some(self),
-        }
+    fn at_index(self, index: usize) -> Self {
+        self.within(Segment::Index(index))
     }
 
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, SchemaError> {
-        match self.value {
-            Value::Object(_) => self.deserialize_any(visitor),
-            other => Err(de::Error::invalid_type(unexpected(other), &visitor)),
-        }
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, SchemaError> {
-        match self.value {
-            Value::String(s) => {
-                let variant =
-                    de::value::BorrowedStrDeserializer::<'de, SchemaError>::new(s.as_str());
-                visitor.visit_enum(variant)
-            }
-            other => Err(de::Error::invalid_type(unexpected(other), &visitor)),
-        }
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct newtype_struct seq tuple tuple_struct map identifier ignored_any
-    }
-}
-
-struct TreeSeq<'a> {
-    items: std::iter::Enumerate<std::slice::Iter<'a, Value>>,
-}
-
-impl<'de> SeqAccess<'de> for TreeSeq<'de> {
-    type Error = SchemaError;
-
-    fn next_element_seed<T: DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, SchemaError> {
-        match self.items.next() {
-            None => Ok(None),
-            Some((index, value)) => seed
-                .deserialize(TreeDeserializer { value })
-                .map(Some)
-                .map_err(|error| error.within(Segment::Index(index))),
-        }
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.items.len())
-    }
-}
-
-struct TreeMap<'a> {
-    entries: serde_json::map::Iter<'a>,
-    pending: Option<(&'a str, &'a Value)>,
-}
-
-impl<'de> MapAccess<'de> for TreeMap<'de> {
-    type Error = SchemaError;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, SchemaError> {
-        match self.entries.next() {
-            None => Ok(None),
-            Some((key, value)) => {
-                self.pending = Some((key.as_str(), value));
-                let key_de =
-                    de::value::BorrowedStrDeserializer::<'de, SchemaError>::new(key.as_str());
-                seed.deserialize(key_de)
-                    .map(Some)
-                    .map_err(|error| error.within(Segment::Key(key.clone())))
-            }
-        }
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(
-        &mut self,
-        seed: V,
-    ) -> Result<V::Value, SchemaError> {
-        let Some((key, value)) = self.pending.take() else {
-            return Err(SchemaError::new("is invalid".to_owned()));
-        };
-        seed.deserialize(TreeDeserializer { value })
-            .map_err(|error| error.within(Segment::Key(key.to_owned())))
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.entries.len())
+    fn null_refused() -> Self {
+        SchemaError::new("must not be null (leave the key out instead)".to_owned())
     }
 }
 

@@ -12,19 +12,17 @@
 
 use std::fmt;
 
-use serde::de::value::{MapAccessDeserializer, StringDeserializer};
-use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, Expected, IntoDeserializer, MapAccess, SeqAccess,
-    Unexpected, Visitor,
-};
-use serde_json::{Map, Value};
+use serde::de::{self, DeserializeOwned, Expected, Unexpected};
+use serde_json::Value;
+
+use crate::json_tree::{self, Nulls, TreeError};
 
 /// Longest `expected` text kept: it is schema text, but a generous cap keeps messages short.
 const MAX_EXPECTED_CHARS: usize = 200;
 
 /// Deserialises `value` into `T`; on failure, an error that names no value.
 pub(crate) fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ArgError> {
-    T::deserialize(ValueDe(value))
+    json_tree::deserialize(&value, Nulls::AreNone)
 }
 
 /// Why arguments did not deserialise, without any argument value or unknown name.
@@ -214,168 +212,23 @@ impl de::Error for ArgError {
     }
 }
 
-/// A `serde_json::Value` as a deserializer with [`ArgError`] errors. Numbers are offered as
-/// `u64`, `i64` or `f64` in that order, as `serde_json` does.
-struct ValueDe(Value);
-
-impl<'de> de::Deserializer<'de> for ValueDe {
-    type Error = ArgError;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ArgError> {
-        match self.0 {
-            Value::Null => visitor.visit_unit(),
-            Value::Bool(b) => visitor.visit_bool(b),
-            Value::Number(n) => {
-                if let Some(u) = n.as_u64() {
-                    visitor.visit_u64(u)
-                } else if let Some(i) = n.as_i64() {
-                    visitor.visit_i64(i)
-                } else {
-                    visitor.visit_f64(n.as_f64().unwrap_or(f64::NAN))
-                }
-            }
-            Value::String(s) => visitor.visit_string(s),
-            Value::Array(items) => {
-                let mut seq = Seq {
-                    items: items.into_iter().enumerate(),
-                };
-                let value = visitor.visit_seq(&mut seq)?;
-                if seq.items.len() == 0 {
-                    Ok(value)
-                } else {
-                    Err(de::Error::invalid_length(0, &"fewer elements"))
-                }
-            }
-            Value::Object(map) => visitor.visit_map(Entries::new(map)),
-        }
+impl TreeError for ArgError {
+    fn at_key(self, key: &str) -> Self {
+        self.within(Segment::Key(key.to_owned()))
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ArgError> {
-        match self.0 {
-            Value::Null => visitor.visit_none(),
-            other => visitor.visit_some(ValueDe(other)),
-        }
+    fn at_index(self, index: usize) -> Self {
+        self.within(Segment::Index(index))
     }
 
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        _variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, ArgError> {
-        match self.0 {
-            Value::String(s) => {
-                let de: StringDeserializer<ArgError> = s.into_deserializer();
-                visitor.visit_enum(de)
-            }
-            Value::Object(map) if map.len() == 1 => {
-                visitor.visit_enum(MapAccessDeserializer::new(Entries::new(map)))
-            }
-            other => Err(de::Error::invalid_type(
-                unexpected(&other),
-                &"a string naming a variant",
-            )),
-        }
+    /// An unknown key is sender-chosen: the error stays at the enclosing object.
+    fn at_unknown_key(self, _key: &str) -> Self {
+        self
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, ArgError> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ArgError> {
-        visitor.visit_unit()
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map struct identifier
-    }
-}
-
-/// The value-free [`Unexpected`] of a value (for errors raised here rather than by a visitor).
-fn unexpected(value: &Value) -> Unexpected<'static> {
-    match value {
-        Value::Null => Unexpected::Unit,
-        Value::Bool(_) => Unexpected::Bool(false),
-        Value::Number(_) => Unexpected::Unsigned(0),
-        Value::String(_) => Unexpected::Str(""),
-        Value::Array(_) => Unexpected::Seq,
-        Value::Object(_) => Unexpected::Map,
-    }
-}
-
-struct Seq {
-    items: std::iter::Enumerate<std::vec::IntoIter<Value>>,
-}
-
-impl<'de> SeqAccess<'de> for Seq {
-    type Error = ArgError;
-
-    fn next_element_seed<T: DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, ArgError> {
-        match self.items.next() {
-            Some((i, v)) => seed
-                .deserialize(ValueDe(v))
-                .map(Some)
-                .map_err(|e| e.within(Segment::Index(i))),
-            None => Ok(None),
-        }
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.items.len())
-    }
-}
-
-struct Entries {
-    entries: serde_json::map::IntoIter,
-    /// The key just handed out and its value, for `next_value_seed`.
-    pending: Option<(String, Value)>,
-}
-
-impl Entries {
-    fn new(map: Map<String, Value>) -> Self {
-        Self {
-            entries: map.into_iter(),
-            pending: None,
-        }
-    }
-}
-
-impl<'de> MapAccess<'de> for Entries {
-    type Error = ArgError;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, ArgError> {
-        match self.entries.next() {
-            Some((k, v)) => {
-                let de: StringDeserializer<ArgError> = k.clone().into_deserializer();
-                let key = seed.deserialize(de)?;
-                self.pending = Some((k, v));
-                Ok(Some(key))
-            }
-            None => Ok(None),
-        }
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, ArgError> {
-        let Some((k, v)) = self.pending.take() else {
-            return Err(de::Error::custom("value requested before its key"));
-        };
-        seed.deserialize(ValueDe(v))
-            .map_err(|e| e.within(Segment::Key(k)))
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.entries.len())
+    fn null_refused() -> Self {
+        // Not reached: tool arguments read `null` as absent.
+        Self::new(Kind::Other)
     }
 }
 
