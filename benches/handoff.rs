@@ -10,10 +10,18 @@
 use std::os::unix::fs::PermissionsExt as _;
 
 fn main() {
-    let entries = std::env::args()
-        .skip(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo test --all-targets` runs this binary too, without `--bench`: there it is a smoke run
+    // (a small store), so the test suite proves the bench works without paying minutes for it.
+    let default_entries = if args.iter().any(|a| a == "--bench") {
+        1000
+    } else {
+        20
+    };
+    let entries = args
+        .iter()
         .find_map(|a| a.parse::<usize>().ok())
-        .unwrap_or(1000);
+        .unwrap_or(default_entries);
     let scratch = tempfile::tempdir().expect("a scratch directory");
     // The store's parent must be private (tempdirs are created 0755 under umask 022).
     std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o700))
