@@ -203,14 +203,26 @@ fn handshake_failure(err: &rmcp::service::ServerInitializeError) -> &'static str
     }
 }
 
-/// Runs one call; exit 0 on success, 1 on a tool error, 2 on invalid input or an unknown tool.
+/// Runs one call; exit 0 on success, 1 on a tool error, 2 on invalid arguments (not a JSON
+/// object, or refused by the tool's schema: `INVALID_ARGUMENT`) or a tool outside the catalog.
 async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, StartupError> {
+    let print_error = |err: &crate::tools::ToolError| {
+        let value = serde_json::json!({
+            "isError": true,
+            "error": { "code": err.code.as_str(), "message": err.message },
+        });
+        write_out(&serde_json::to_string_pretty(&value).unwrap_or_default())
+    };
     let raw: JsonObject = match serde_json::from_str(json) {
         Ok(serde_json::Value::Object(map)) => map,
+        // What a client's SDK would refuse before sending: the same exit code as a schema
+        // refusal, and serde_json's text (which quotes the input) is not printed.
         _ => {
-            return Err(StartupError::Usage(
-                "the arguments must be a JSON object".into(),
-            ));
+            print_error(&crate::tools::ToolError::new(
+                crate::tools::ErrorCode::InvalidArgument,
+                "the arguments must be a JSON object",
+            ))?;
+            return Ok(2);
         }
     };
     match app.call(tool, raw).await {
@@ -222,30 +234,28 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
             write_out(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
             Ok(0)
         }
-        Err(CallError::Tool(err)) => {
-            let value = serde_json::json!({
-                "isError": true,
-                "error": { "code": err.code.as_str(), "message": err.message },
-            });
-            write_out(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
-            Ok(1)
-        }
-        Err(CallError::InvalidParams(msg)) => {
+        Err(CallError::UnknownTool) => {
+            // The operator's own argument, so it is named here (unlike over MCP).
+            let message = match CallError::unknown_tool_message(tool) {
+                std::borrow::Cow::Borrowed(plain) => format!("{plain}: {tool}"),
+                std::borrow::Cow::Owned(hint) => hint,
+            };
             write_out(
-                &serde_json::json!({ "protocolError": "invalid_params", "message": msg })
+                &serde_json::json!({ "protocolError": "invalid_params", "message": message })
                     .to_string(),
             )?;
             Ok(2)
         }
-        Err(CallError::UnknownTool) => {
-            write_out(
-                &serde_json::json!({
-                    "protocolError": "invalid_params",
-                    "message": format!("tool not found in this catalog: {tool}"),
-                })
-                .to_string(),
-            )?;
-            Ok(2)
+        Err(err) => {
+            let code = if matches!(err, CallError::InvalidParams(_)) {
+                2
+            } else {
+                1
+            };
+            if let Some(err) = err.into_tool_error() {
+                print_error(&err)?;
+            }
+            Ok(code)
         }
     }
 }

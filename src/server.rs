@@ -2,7 +2,8 @@
 //! startup. Transport-agnostic; `cli` connects it to stdio.
 //!
 //! Invariant: `tools/list` is exactly the catalog, and `tools/call` can reach only a tool in it
-//! (through [`App::call`], the same path `mailgate call` uses).
+//! (through [`App::call`], the same path `mailgate call` uses). A name outside the catalog is the
+//! only protocol error of `tools/call`; invalid arguments are `INVALID_ARGUMENT` tool results.
 
 use std::sync::Arc;
 
@@ -61,13 +62,13 @@ impl ServerHandler for MailServer {
         let raw = request.arguments.unwrap_or_default();
         match self.app.call(&request.name, raw).await {
             Ok(out) => Ok(out.render().into()),
-            Err(CallError::Tool(err)) => Ok(render_error(&err).into()),
-            Err(CallError::InvalidParams(msg)) => Err(ErrorData::invalid_params(msg, None)),
-            // The name is the caller's own text: not echoed, since rmcp logs this error.
-            Err(CallError::UnknownTool) => Err(ErrorData::invalid_params(
-                "tool not found in this catalog",
-                None,
-            )),
+            Err(err) => match err.into_tool_error() {
+                Some(err) => Ok(render_error(&err).into()),
+                None => Err(ErrorData::invalid_params(
+                    CallError::unknown_tool_message(&request.name),
+                    None,
+                )),
+            },
         }
     }
 }

@@ -2,9 +2,10 @@
 //! from library errors to the two MCP error channels.
 //!
 //! Invariant: a handler only ever receives an input that deserialised strictly (unknown fields
-//! rejected) *and* passed its garde rules; malformed input is a protocol error (`invalid_params`),
-//! while everything the model can act on (unknown alias, policy refusal, backend failure, limit) is
-//! a tool result with `isError: true` and a stable code. Both stdio and `mailgate call` go through
+//! rejected) *and* passed its garde rules. Everything the model can act on (malformed arguments
+//! as `INVALID_ARGUMENT` naming the field, unknown alias, policy refusal, backend failure, limit)
+//! is a tool result with `isError: true` and a stable code; only a name outside the catalog is a
+//! protocol error. Both stdio and `mailgate call` go through
 //! [`App::call`], so the CLI cannot take a path the server does not.
 
 pub(crate) mod args;
@@ -134,33 +135,35 @@ where
     // Not serde_json: its errors quote the rejected value or unknown name, and this message is
     // logged by the MCP library and printed by the CLI (issue 8, finding 6). garde's report is
     // value-free by construction: static field paths, our own messages and the schema's bounds.
+    // Either message names fields as the schema does (camelCase), so the model can fix the call.
+    let declared = || declared_names(&input_schema::<A>());
     let args: A = strict::from_value(Value::Object(raw)).map_err(|e| {
-        let schema = input_schema::<A>();
-        let declared = declared_names(&schema);
-        CallError::InvalidParams(format!(
-            "invalid arguments: {}",
-            e.describe(|k| declared.contains(k))
-        ))
+        let declared = declared();
+        CallError::InvalidParams(e.describe(|k| declared.contains(k)))
     })?;
-    args.validate()
-        .map_err(|report| CallError::InvalidParams(format!("invalid arguments: {report}")))?;
+    args.validate().map_err(|report| {
+        let declared = declared();
+        CallError::InvalidParams(strict::describe_report(&report, |k| declared.contains(k)))
+    })?;
     f(app, args).await.map_err(CallError::Tool)
 }
 
 /// Every property name an input schema declares, at any depth (its `$defs` included).
 fn declared_names(schema: &JsonObject) -> std::collections::HashSet<String> {
     let mut names = std::collections::HashSet::new();
-    let mut pending: Vec<&Value> = schema.values().collect();
-    while let Some(v) = pending.pop() {
-        match v {
-            Value::Object(map) => {
-                if let Some(Value::Object(props)) = map.get("properties") {
-                    names.extend(props.keys().cloned());
-                }
-                pending.extend(map.values());
+    // The schema object itself first: its own `properties` are the top-level argument names.
+    let mut pending: Vec<&JsonObject> = vec![schema];
+    while let Some(map) = pending.pop() {
+        if let Some(Value::Object(props)) = map.get("properties") {
+            names.extend(props.keys().cloned());
+        }
+        let mut values: Vec<&Value> = map.values().collect();
+        while let Some(v) = values.pop() {
+            match v {
+                Value::Object(inner) => pending.push(inner),
+                Value::Array(items) => values.extend(items),
+                _ => {}
             }
-            Value::Array(items) => pending.extend(items),
-            _ => {}
         }
     }
     names
@@ -294,15 +297,51 @@ impl From<BackendError> for ToolError {
     }
 }
 
-/// The two error channels.
+/// Why a call produced no answer. Only `UnknownTool` is a protocol error; the others are tool
+/// results with `isError: true` (see [`CallError::into_tool_error`]).
 #[derive(Debug)]
 pub(crate) enum CallError {
-    /// Malformed input: a protocol error naming the field and rule.
+    /// Arguments that do not deserialise strictly or break a garde rule: the message names the
+    /// field (as the schema spells it) and the rule, never the value. Rendered as an
+    /// `INVALID_ARGUMENT` tool result, as the MCP specification asks for input validation
+    /// failures, so the model sees it and can correct the call (a protocol error is raised as an
+    /// exception by SDK clients and never reaches the model).
     InvalidParams(String),
-    /// Unknown tool name: a protocol error.
+    /// A name not in this catalog: a protocol error, since a tool outside the catalog must not
+    /// look callable (see [`CallError::unknown_tool_message`]).
     UnknownTool,
     /// A tool result with `isError: true`.
     Tool(ToolError),
+}
+
+impl CallError {
+    /// The tool result for this error; `None` for `UnknownTool`, the one protocol error.
+    pub(crate) fn into_tool_error(self) -> Option<ToolError> {
+        match self {
+            CallError::InvalidParams(msg) => Some(ToolError::new(ErrorCode::InvalidArgument, msg)),
+            CallError::Tool(err) => Some(err),
+            CallError::UnknownTool => None,
+        }
+    }
+
+    /// The protocol error's text for a tool name outside the catalog. A mailgate tool whose gate
+    /// is closed says which variable opens it (its name is our own text); any other name gets a
+    /// fixed text, since the caller's string is not echoed (the MCP library logs this error).
+    pub(crate) fn unknown_tool_message(name: &str) -> Cow<'static, str> {
+        let gated = all_tools().find_map(|t| {
+            (t.name == name)
+                .then(|| t.family.gate())
+                .flatten()
+                .map(|gate| (t.name, gate))
+        });
+        match gated {
+            Some((tool, gate)) => Cow::Owned(format!(
+                "tool {tool} is not in this catalog: it needs {}=true",
+                gate.env_var()
+            )),
+            None => Cow::Borrowed("tool not found in this catalog"),
+        }
+    }
 }
 
 /// A successful tool answer before rendering.

@@ -2,13 +2,15 @@
 //!
 //! Purpose: `serde_json`'s errors quote what they reject (`invalid type: string "hunter2",
 //! expected a boolean`, or the name of an unknown field), and such a message travels on as the
-//! `invalid_params` text, which the MCP library logs and the CLI prints. Here the arguments are
+//! `INVALID_ARGUMENT` tool result the model reads, the journal's neighbour logs and the CLI
+//! prints. Here the arguments are
 //! deserialised from the already-parsed JSON through our own [`serde::Deserializer`] whose error
 //! type, [`ArgError`], keeps only the *shape* of a failure: where (field names the tool's schema
 //! declares, array indices), what kind, and what the schema expected. Every `serde::de::Error`
 //! constructor that receives input text (`invalid_type`'s unexpected value, `unknown_variant`,
 //! `unknown_field`, `custom`) drops it, so no code path can put a value or a sender-chosen name
-//! into the message. Callers: [`crate::tools::dispatch`] only.
+//! into the message. [`describe_report`] gives garde's reports the same treatment (schema names,
+//! no values). Callers: [`crate::tools::dispatch`] only.
 
 use std::fmt;
 
@@ -78,7 +80,7 @@ impl ArgError {
         self
     }
 
-    /// The message for the `invalid_params` channel. `declared` says whether a key is a property
+    /// The message of the `INVALID_ARGUMENT` result. `declared` says whether a key is a property
     /// name of the tool's input schema; any other key is shown as `?`, so a name the sender made
     /// up (a secret pasted as a key of a map-typed field, say) is never echoed.
     pub(crate) fn describe(&self, declared: impl Fn(&str) -> bool) -> String {
@@ -152,13 +154,109 @@ fn kind_of(unexp: &Unexpected<'_>) -> &'static str {
 }
 
 /// `expected` comes from a visitor's `expecting` (type descriptions such as "a boolean" or
-/// "struct Criteria"); it is capped all the same.
+/// "struct Criteria"); Rust type names become the JSON kind the tool's schema says, and the
+/// text is capped all the same.
 fn expected_text(exp: &dyn Expected) -> String {
     let text = exp.to_string();
+    let plain = match text.as_str() {
+        "u8" => "an integer from 0 to 255",
+        "u16" => "an integer from 0 to 65535",
+        "u32" => "an integer from 0 to 4294967295",
+        "u64" | "u128" | "usize" => "a non-negative integer",
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "an integer",
+        "f32" | "f64" => "a number",
+        "a sequence" => "an array",
+        "option" => "a value or null",
+        _ if text.starts_with("struct ") => "an object",
+        _ if text.starts_with("enum ") => "one of the allowed values",
+        _ => "",
+    };
+    if !plain.is_empty() {
+        return plain.to_owned();
+    }
     match text.char_indices().nth(MAX_EXPECTED_CHARS) {
         Some((cut, _)) => text[..cut].to_owned(),
         None => text,
     }
+}
+
+/// A garde report in the tool's own terms: each failed rule as `path: rule`, joined by `; `.
+/// garde's paths use Rust field names (`criteria.max_results`); each is shown as the property
+/// name the schema declares (`criteria.maxResults`, serde's camelCase rename), and a key that
+/// maps to no declared name (a map key the sender chose) is shown as `?`. garde's messages
+/// name the rule and the schema's bound (`greater than 100`), never the value.
+pub(crate) fn describe_report(report: &garde::Report, declared: impl Fn(&str) -> bool) -> String {
+    let mut parts = Vec::new();
+    for (path, error) in report.iter() {
+        let path = schema_path(path, &declared);
+        parts.push(if path.is_empty() {
+            error.message().to_owned()
+        } else {
+            format!("{path}: {}", error.message())
+        });
+    }
+    parts.join("; ")
+}
+
+/// A garde path (outermost first) in schema names.
+fn schema_path(path: &garde::error::Path, declared: &impl Fn(&str) -> bool) -> String {
+    // garde exposes a path's components only through its serde form: `[[kind, name], ...]`.
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Component {
+        None,
+        Key,
+        Index,
+    }
+    let components: Vec<(Component, String)> = serde_json::to_value(path)
+        .and_then(serde_json::from_value)
+        .unwrap_or_default();
+    let mut out = String::new();
+    for (kind, name) in components {
+        match kind {
+            Component::None => {}
+            Component::Index => {
+                out.push('[');
+                out.push_str(if name.bytes().all(|b| b.is_ascii_digit()) {
+                    &name
+                } else {
+                    "?"
+                });
+                out.push(']');
+            }
+            Component::Key => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                let camel = camel_case(&name);
+                out.push_str(if declared(&camel) {
+                    &camel
+                } else if declared(&name) {
+                    &name
+                } else {
+                    "?"
+                });
+            }
+        }
+    }
+    out
+}
+
+/// serde's `rename_all = "camelCase"` of a snake_case Rust field name.
+fn camel_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl fmt::Display for ArgError {
@@ -343,8 +441,52 @@ mod tests {
         // A map key is not a declared name: shown as `?`.
         assert_eq!(
             fails(json!({"mailbox": "m", "extra": {CANARY: 300}})),
-            "extra.?: invalid value (a number): expected u8"
+            "extra.?: invalid value (a number): expected an integer from 0 to 255"
         );
+    }
+
+    #[derive(Debug, Deserialize, garde::Validate)]
+    #[serde(rename_all = "camelCase")]
+    struct Rules {
+        #[garde(dive)]
+        criteria: Option<RuleInner>,
+        #[garde(length(max = 2), inner(length(chars, min = 1, max = 3)))]
+        message_ids: Vec<String>,
+    }
+
+    #[derive(Debug, Deserialize, garde::Validate)]
+    #[serde(rename_all = "camelCase")]
+    struct RuleInner {
+        #[garde(range(min = 1, max = 100))]
+        max_results: Option<u32>,
+    }
+
+    fn report(v: Value) -> String {
+        use garde::Validate as _;
+        let rules: Rules = from_value(v).expect("deserialises");
+        let report = rules.validate().expect_err("must break a rule");
+        let declared = |k: &str| ["criteria", "maxResults", "messageIds"].contains(&k);
+        describe_report(&report, declared)
+    }
+
+    #[test]
+    fn garde_reports_use_the_schema_names_and_no_values() {
+        assert_eq!(
+            report(json!({"criteria": {"maxResults": 101}, "messageIds": []})),
+            "criteria.maxResults: greater than 100"
+        );
+        let both = report(json!({"messageIds": ["a", CANARY, "b"]}));
+        assert!(both.contains("messageIds: "), "{both}");
+        assert!(both.contains("messageIds[1]: "), "{both}");
+        assert!(
+            !both.contains("CANARY") && !both.contains("message_ids"),
+            "{both}"
+        );
+        assert_eq!(
+            camel_case("max_messages_per_folder"),
+            "maxMessagesPerFolder"
+        );
+        assert_eq!(camel_case("mailbox"), "mailbox");
     }
 
     #[test]

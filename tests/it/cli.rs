@@ -35,7 +35,7 @@ async fn call_uses_the_same_validation_and_handlers() {
         ])
         .await;
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stdout).contains("invalid_params"));
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("INVALID_ARGUMENT"));
 
     let unknown = world
         .run(&[

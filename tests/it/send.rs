@@ -373,7 +373,12 @@ async fn send_email_is_absent_and_refused_with_the_gate_closed() {
             )
             .await
             .expect_err("not in the catalog: a protocol error");
-        assert!(error.to_string().contains("not found"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("it needs PLUGIN_ALLOW_SEND=true"),
+            "{error}"
+        );
         client.close().await;
         assert!(
             !world.state().join("outbox").exists(),
@@ -394,7 +399,7 @@ async fn send_email_is_absent_and_refused_with_the_gate_closed() {
         ])
         .await;
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("tool not found"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("it needs PLUGIN_ALLOW_SEND=true"));
 }
 
 #[tokio::test]
