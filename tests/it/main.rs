@@ -20,6 +20,7 @@ mod output_bounds;
 mod policy_drift;
 mod protocol_hygiene;
 mod read_tools;
+mod real_clients;
 mod send;
 mod state_folder;
 mod telemetry;

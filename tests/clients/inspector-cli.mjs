@@ -1,0 +1,306 @@
+#!/usr/bin/env node
+// MCP Inspector's CLI mode (the version npm installs on Node 20) calls every read tool of mailgate
+// on the demo mailboxes with every argument its schema declares, as a user would type them:
+//   mcp-inspector --cli mailgate serve --method tools/call --tool-name X --tool-arg key=value ...
+// The Inspector turns each `key=value` into JSON by the *top-level* property's `type` only
+// (integer, boolean, object, array); anything else arrives as a string. So a property without a
+// plain `type` (a bare `$ref`, `["integer","null"]`) cannot be passed, and this test fails.
+//
+// Usage: node inspector-cli.mjs /path/to/mailgate
+// The environment must let `mailgate serve` start on the demo (OUTLOOK_PLUGIN_CONFIG pointing at
+// the demo's plugin.json, MAILGATE_HOME); the Inspector passes it on to the server.
+// Prints one line per call; exits 1 when any call failed. Run by tests/it/real_clients.rs.
+
+import { execFile } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const inspector = join(here, 'node_modules', '@modelcontextprotocol', 'inspector', 'cli', 'build', 'cli.js');
+const mailgate = process.argv[2] && resolve(process.argv[2]);
+if (!mailgate) {
+  process.stderr.write('usage: node inspector-cli.mjs /path/to/mailgate\n');
+  process.exit(2);
+}
+
+/** Runs the Inspector CLI once; resolves to its parsed JSON answer or throws with its output. */
+async function inspect(method, toolName, args = {}) {
+  const argv = [inspector, '--cli', mailgate, 'serve', '--method', method];
+  if (toolName) {
+    argv.push('--tool-name', toolName);
+  }
+  for (const [key, value] of Object.entries(args)) {
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    argv.push('--tool-arg', `${key}=${text}`);
+  }
+  try {
+    const { stdout } = await run(process.execPath, argv, {
+      env: process.env,
+      timeout: 60_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return JSON.parse(stdout);
+  } catch (error) {
+    const output = `${error.stdout ?? ''}${error.stderr ?? ''}`
+      .split('\n')
+      .filter((line) => !line.includes('ignored in schema'))
+      .join('\n')
+      .trim();
+    throw new Error(output || String(error.message ?? error));
+  }
+}
+
+const CRITERIA = {
+  query: 'invoice',
+  sender: 'northwind',
+  subject: 'Invoice',
+  dateFrom: '2026-01-01',
+  dateTo: '2026-12-31',
+  hasAttachments: true,
+  isRead: true,
+  folder: 'inbox',
+  maxResults: 5,
+  maxPages: 2,
+  sortBy: 'receivedDateTime',
+  sortOrder: 'desc',
+  includeAttachmentNames: true,
+  expandTerms: false,
+  source: 'live',
+};
+// A filter listing (no query) that finds the CSV message.
+const FILTERS = {
+  sender: 'sofia',
+  subject: 'ledger',
+  dateFrom: '2026-01-01T00:00:00Z',
+  dateTo: '2026-12-31',
+  hasAttachments: true,
+  isRead: false,
+  folder: 'inbox',
+  maxResults: 5,
+  maxPages: 1,
+  sortBy: 'subject',
+  sortOrder: 'asc',
+  includeAttachmentNames: true,
+  expandTerms: false,
+  source: 'live',
+};
+const SIGNALS = {
+  keywords: ['ledger'],
+  clients: ['Orchard Bakery'],
+  insurers: ['Northwind'],
+  proposalIds: ['PROP-1001'],
+  attachmentNames: ['ledger-2026-06.csv'],
+};
+
+/** The calls: [tool, arguments, expected in-band error code or null]. */
+function calls(csv, zip) {
+  return [
+    ['list_allowed_mailboxes', {}, null],
+    ['search_mailbox', { mailbox: 'finance', criteria: CRITERIA }, null],
+    ['search_mailboxes', { mailboxes: ['finance', 'personal'], criteria: CRITERIA }, null],
+    [
+      'search_mailboxes_batch',
+      {
+        queries: [
+          { label: 'invoices', mailboxes: ['finance'], criteria: CRITERIA },
+          { label: 'ledger', mailboxes: ['finance', 'personal'], criteria: FILTERS },
+        ],
+      },
+      null,
+    ],
+    ['list_messages', { mailbox: 'finance', criteria: FILTERS }, null],
+    ['list_messages', { mailbox: 'finance', criteria: CRITERIA }, null],
+    [
+      'get_message',
+      {
+        mailbox: 'finance',
+        messageId: csv,
+        format: 'text',
+        offset: 0,
+        recipientOffset: 0,
+        maxBodyChars: 2000,
+      },
+      null,
+    ],
+    ['list_folders', { mailbox: 'finance' }, null],
+    ['get_folder_stats', { mailbox: 'finance', folderId: 'inbox' }, null],
+    ['list_attachments', { mailbox: 'finance', messageId: csv, limit: 10, offset: 0 }, null],
+    [
+      'get_attachment_content',
+      { mailbox: 'finance', messageId: csv, attachmentId: 'att-0', mode: 'text' },
+      null,
+    ],
+    [
+      'get_attachment_content',
+      { mailbox: 'finance', messageId: csv, attachmentId: 'att-0', mode: 'raw' },
+      null,
+    ],
+    // ZIP extraction is not built: the arguments must arrive and validate, and the answer is the
+    // in-band UNSUPPORTED (an argument the Inspector mangled would be INVALID_ARGUMENT).
+    [
+      'get_attachment_content',
+      {
+        mailbox: 'finance',
+        messageId: zip,
+        attachmentId: 'att-0',
+        mode: 'raw',
+        entry: 'secret.txt',
+        password: 'demo-zip-2026',
+      },
+      'UNSUPPORTED',
+    ],
+    [
+      'inspect_attachment_evidence',
+      { mailbox: 'finance', messageId: csv, attachmentId: 'att-0', ...SIGNALS },
+      null,
+    ],
+    [
+      'investigate_documents',
+      {
+        mailbox: 'finance',
+        criteria: {
+          ...SIGNALS,
+          folders: ['inbox', 'archive'],
+          maxMessagesPerFolder: 50,
+          maxPagesPerFolder: 2,
+          maxAttachmentsPerMessage: 5,
+          maxAttachmentPagesPerMessage: 2,
+          maxResults: 10,
+        },
+      },
+      null,
+    ],
+  ];
+}
+
+/** A schema's own properties, following one `$ref` into `$defs` (and `anyOf` with null). */
+function properties(schema, node) {
+  let current = node;
+  for (let depth = 0; current && depth < 4; depth += 1) {
+    if (current.properties) {
+      return current.properties;
+    }
+    const ref = current.$ref ?? (current.anyOf ?? []).find((s) => s.$ref)?.$ref;
+    if (!ref) {
+      return {};
+    }
+    current = schema.$defs?.[ref.split('/').pop()];
+  }
+  return {};
+}
+
+const failures = [];
+function fail(message) {
+  failures.push(message);
+  process.stdout.write(`FAILED ${message}\n`);
+}
+
+const { tools } = await inspect('tools/list');
+const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
+
+// The ids of the CSV message and the ZIP message. The demo's ids are fixed (its Maildir file names
+// are); the listing confirms the CSV one, and the ZIP message is older than the default page.
+const DEMO_CSV = 'SU5CT1gKMTc4Mjk4NTIwMC5NMTA3UDIuZGVtbw';
+const DEMO_ZIP = 'SU5CT1gKMTc3ODU5OTgwMC5NMTAwUDIuZGVtbw';
+const listing = await inspect('tools/call', 'list_messages', { mailbox: 'finance' });
+const listed = listing.structuredContent?.messages?.find((m) => m.subject === 'Bank ledger export June');
+if (listed?.id !== DEMO_CSV) {
+  fail(`list_messages without criteria did not list the ledger message as ${DEMO_CSV}: ${JSON.stringify(listed)}`);
+}
+const [csv, zip] = [DEMO_CSV, DEMO_ZIP];
+
+const planned = calls(csv, zip);
+// Every argument of every read tool: each declared property (and each criteria property) is used
+// by some call; a call passes only what the tool declares (so a renamed field fails here, not as
+// an unknown field).
+const used = {};
+for (const [tool, args] of planned) {
+  const declared = properties(byName[tool]?.inputSchema ?? {}, byName[tool]?.inputSchema ?? {});
+  for (const key of Object.keys(args)) {
+    if (!(key in declared)) {
+      delete args[key];
+    }
+  }
+  used[tool] ??= new Set();
+  for (const [key, value] of Object.entries(args)) {
+    used[tool].add(key);
+    if (key === 'criteria') {
+      for (const inner of Object.keys(value)) {
+        used[tool].add(`criteria.${inner}`);
+      }
+    }
+    if (key === 'queries') {
+      for (const query of value) {
+        for (const inner of Object.keys(query)) {
+          used[tool].add(`queries.${inner}`);
+        }
+      }
+    }
+  }
+}
+const READ = [
+  'list_allowed_mailboxes',
+  'search_mailbox',
+  'search_mailboxes',
+  'search_mailboxes_batch',
+  'get_message',
+  'list_messages',
+  'list_folders',
+  'get_folder_stats',
+  'list_attachments',
+  'get_attachment_content',
+  'inspect_attachment_evidence',
+  'investigate_documents',
+];
+for (const tool of READ) {
+  const schema = byName[tool]?.inputSchema;
+  if (!schema) {
+    fail(`${tool} is not listed`);
+    continue;
+  }
+  const top = properties(schema, schema);
+  const wanted = Object.keys(top);
+  if (top.criteria) {
+    wanted.push(...Object.keys(properties(schema, top.criteria)).map((k) => `criteria.${k}`));
+  }
+  if (top.queries?.items) {
+    wanted.push(...Object.keys(properties(schema, top.queries.items)).map((k) => `queries.${k}`));
+  }
+  const missing = wanted.filter((key) => !used[tool]?.has(key));
+  if (missing.length > 0) {
+    fail(`${tool}: no call passes ${missing.join(', ')}`);
+  }
+}
+
+// Two at a time: each call is two node processes and a mailgate.
+const queue = planned.map((call, index) => ({ call, index }));
+async function worker() {
+  for (let item = queue.shift(); item; item = queue.shift()) {
+    const [tool, args, expectedCode] = item.call;
+    const label = `${tool} ${Object.keys(args).join(',')}`;
+    try {
+      const result = await inspect('tools/call', tool, args);
+      const code = result._meta?.['mailgate/errorCode'] ?? null;
+      const text = (result.content ?? []).map((c) => c.text ?? '').join(' ').slice(0, 300);
+      if (expectedCode === null && result.isError === true) {
+        fail(`${label}: isError ${code}: ${text}`);
+      } else if (expectedCode !== null && code !== expectedCode) {
+        fail(`${label}: expected ${expectedCode}, got ${code}: ${text}`);
+      } else {
+        process.stdout.write(`ok ${label}${expectedCode ? ` (${expectedCode})` : ''}\n`);
+      }
+    } catch (error) {
+      fail(`${label}: the Inspector failed: ${error.message.slice(0, 400)}`);
+    }
+  }
+}
+await Promise.all([worker(), worker()]);
+
+if (failures.length > 0) {
+  process.stdout.write(`inspector cli: ${failures.length} failure(s)\n`);
+  process.exitCode = 1;
+} else {
+  process.stdout.write(`inspector cli: ${planned.length} calls passed\n`);
+}

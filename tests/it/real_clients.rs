@@ -1,0 +1,114 @@
+//! MCP clients nobody on this project wrote, run against the real binary: the official
+//! TypeScript SDK (`tests/clients/sdk-client.mjs`) through the eight gate settings and the four
+//! send-gate refusals with the reference plugin's minimal environment, and MCP Inspector's CLI
+//! (`tests/clients/inspector-cli.mjs`) calling every read tool with every argument on the demo.
+//! `scripts/test.sh` installs both from `tests/clients/package-lock.json` into
+//! `tests/clients/node_modules`; when that folder is absent the tests say so and pass.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Instant;
+
+use crate::util::{EXE, World, demo_config};
+
+/// `tests/clients/`, where the scripts and their node_modules live.
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+/// Whether `npm ci` ran; otherwise prints why the test did nothing.
+#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+fn installed(test: &str) -> bool {
+    let present = clients_dir()
+        .join("node_modules/@modelcontextprotocol/sdk")
+        .is_dir();
+    if !present {
+        eprintln!(
+            "skipping {test}: tests/clients/node_modules is absent; scripts/test.sh installs it \
+             (or run `npm ci` in tests/clients)"
+        );
+    }
+    present
+}
+
+/// The test's own PATH (where `npm ci` found node), handed on as the reference smoke test does.
+fn path() -> String {
+    std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".to_owned())
+}
+
+/// Runs `node SCRIPT EXE` in `cwd` with exactly `env`; prints its wall time.
+#[allow(
+    clippy::print_stderr,
+    reason = "the measured time is part of the test's report"
+)]
+async fn node(script: &str, cwd: &Path, env: &[(&str, String)]) -> Output {
+    let started = Instant::now();
+    let out = tokio::process::Command::new("node")
+        .arg(clients_dir().join(script))
+        .arg(EXE)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs (scripts/test.sh installs the clients with npm)");
+    eprintln!("{script}: {:.1} s", started.elapsed().as_secs_f64());
+    out
+}
+
+fn report(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The script sets every variable mailgate sees itself (the reference smoke test's minimal set,
+/// with no HOME); node gets only PATH, so the SDK's inherited defaults add no HOME either.
+#[tokio::test]
+async fn typescript_sdk_client_sees_the_eight_catalogs_and_no_schema_warning() {
+    if !installed("typescript_sdk_client_sees_the_eight_catalogs_and_no_schema_warning") {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let out = node("sdk-client.mjs", cwd.path(), &[("PATH", path())]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", report(&out));
+    assert!(
+        stdout.contains("sdk client: all checks passed"),
+        "{}",
+        report(&out)
+    );
+    // Zero lines: ajv's `unknown format "uint32" ignored in schema` warnings land here.
+    assert!(
+        out.stderr.is_empty(),
+        "the client printed warnings:\n{}",
+        report(&out)
+    );
+}
+
+#[tokio::test]
+async fn mcp_inspector_cli_calls_every_read_tool_with_every_argument() {
+    if !installed("mcp_inspector_cli_calls_every_read_tool_with_every_argument") {
+        return;
+    }
+    let world = World::new();
+    let config = demo_config(&world).await;
+    let env = [
+        ("PATH", path()),
+        ("HOME", world.path().display().to_string()),
+        ("MAILGATE_HOME", world.state().display().to_string()),
+        ("OUTLOOK_PLUGIN_CONFIG", config),
+    ];
+    let out = node("inspector-cli.mjs", world.path(), &env).await;
+    assert!(out.status.success(), "{}", report(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("calls passed"),
+        "{}",
+        report(&out)
+    );
+}
