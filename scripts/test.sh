@@ -25,15 +25,21 @@ step() {
   echo "== $name: ${took} s"
 }
 
-# aiosmtpd is the real SMTP server the send tests start on loopback (tests/it/send.rs). It goes
-# into a project-local venv (.venv, git-ignored), never into the system Python; the tests use
-# .venv/bin/python3 when it exists. Installing is a no-op when it is already there.
+# aiosmtpd is the real SMTP server the send tests start on loopback (tests/it/send.rs), and `mcp`
+# is the official Python MCP SDK, a real client of tests/it/real_clients.rs. Both go into a
+# project-local venv (.venv, git-ignored), never into the system Python; the tests use
+# .venv/bin/python3 when it exists. Installing is a no-op when they are already there.
+python_mcp_version=2.3.0
 test_dependencies() {
   if [ ! -x .venv/bin/python3 ]; then
     python3 -m venv .venv
   fi
   if ! .venv/bin/python3 -c "import aiosmtpd" 2>/dev/null; then
     .venv/bin/python3 -m pip install --quiet --disable-pip-version-check aiosmtpd
+  fi
+  if ! .venv/bin/python3 -c "import importlib.metadata as m, sys
+sys.exit(m.version('mcp') != '$python_mcp_version')" 2>/dev/null; then
+    .venv/bin/python3 -m pip install --quiet --disable-pip-version-check "mcp==$python_mcp_version"
   fi
 }
 

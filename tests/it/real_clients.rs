@@ -1,9 +1,10 @@
 //! MCP clients nobody on this project wrote, run against the real binary: the official
 //! TypeScript SDK (`tests/clients/sdk-client.mjs`) through the eight gate settings and the four
 //! send-gate refusals with the reference plugin's minimal environment, and MCP Inspector's CLI
-//! (`tests/clients/inspector-cli.mjs`) calling every read tool with every argument on the demo.
-//! `scripts/test.sh` installs both from `tests/clients/package-lock.json` into
-//! `tests/clients/node_modules`; when that folder is absent the tests say so and pass.
+//! (`tests/clients/inspector-cli.mjs`) calling every read tool with every argument on the demo,
+//! and the official Python SDK (`tests/clients/python_sdk_client.py`). `scripts/test.sh` installs
+//! the node clients from `tests/clients/package-lock.json` into `tests/clients/node_modules` and
+//! the Python SDK into the project venv `.venv`; when they are absent the tests say so and pass.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -108,6 +109,72 @@ async fn mcp_inspector_cli_calls_every_read_tool_with_every_argument() {
     assert!(out.status.success(), "{}", report(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("calls passed"),
+        "{}",
+        report(&out)
+    );
+}
+
+/// The project venv's interpreter when the Python SDK is installed in it; otherwise prints why
+/// the test does nothing.
+#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+async fn python_with_mcp(test: &str) -> Option<PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    let probe = tokio::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .await;
+    if probe.is_ok_and(|o| o.status.success()) {
+        Some(python)
+    } else {
+        eprintln!(
+            "skipping {test}: the Python MCP SDK is not in .venv; scripts/test.sh installs it"
+        );
+        None
+    }
+}
+
+#[tokio::test]
+async fn python_sdk_client_lists_and_calls_tools() {
+    let Some(python) = python_with_mcp("python_sdk_client_lists_and_calls_tools").await else {
+        return;
+    };
+    let world = World::new();
+    let config = demo_config(&world).await;
+    let started = Instant::now();
+    let out = tokio::process::Command::new(python)
+        .arg(clients_dir().join("python_sdk_client.py"))
+        .arg(EXE)
+        .env_clear()
+        .envs([
+            ("PATH", path()),
+            ("HOME", world.path().display().to_string()),
+            ("MAILGATE_HOME", world.state().display().to_string()),
+            ("OUTLOOK_PLUGIN_CONFIG", config),
+            ("PLUGIN_ALLOW_WRITES", "true".to_owned()),
+            ("PLUGIN_ALLOW_LOCAL_HANDOFFS", "true".to_owned()),
+            ("PLUGIN_ALLOW_SEND", "true".to_owned()),
+            ("OUTLOOK_SEND_FROM", "finance@example.com".to_owned()),
+            ("OUTLOOK_ALLOWED_SENDERS", "finance@example.com".to_owned()),
+        ])
+        .current_dir(world.path())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    #[allow(
+        clippy::print_stderr,
+        reason = "the measured time is part of the test's report"
+    )]
+    {
+        eprintln!(
+            "python_sdk_client.py: {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    assert!(out.status.success(), "{}", report(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("python sdk client: all checks passed"),
         "{}",
         report(&out)
     );
