@@ -5,8 +5,8 @@
 //! rejected) *and* passed its garde rules. Everything the model can act on (malformed arguments
 //! as `INVALID_ARGUMENT` naming the field, unknown alias, policy refusal, backend failure, limit)
 //! is a tool result with `isError: true` and a stable code; only a name outside the catalog is a
-//! protocol error. Both stdio and `mailgate call` go through
-//! [`App::call`], so the CLI cannot take a path the server does not.
+//! protocol error. Both stdio and `mailgate call` go through [`App::call`], so the CLI cannot
+//! take a path the server does not.
 
 pub(crate) mod args;
 pub(crate) mod dates;
@@ -132,8 +132,8 @@ where
     F: FnOnce(Arc<App>, A) -> Fut,
     Fut: Future<Output = Result<ToolOutput, ToolError>>,
 {
-    // Not serde_json: its errors quote the rejected value or unknown name, and this message is
-    // logged by the MCP library and printed by the CLI (issue 8, finding 6). garde's report is
+    // Not serde_json: its errors quote the rejected value or unknown name, and this message goes
+    // to the model, the client's logs and the CLI's output (issue 8, finding 6). garde's report is
     // value-free by construction: static field paths, our own messages and the schema's bounds.
     // Either message names fields as the schema does (camelCase), so the model can fix the call.
     let declared = || declared_names(&input_schema::<A>());
