@@ -26,7 +26,9 @@ pub(crate) const COMBINATIONS: [(bool, bool, bool); 8] = [
 
 /// The exact `tools/list` answer of one catalog, as pretty JSON.
 pub(crate) fn catalog_json(tools: &[&'static ToolDef]) -> String {
-    let list: Vec<rmcp::model::Tool> = tools.iter().map(|t| t.to_mcp()).collect();
+    // The full contract for reviewers: output schemas included, whether or not a client
+    // opted in to receive them (`MAILGATE_OUTPUT_SCHEMAS`).
+    let list: Vec<rmcp::model::Tool> = tools.iter().map(|t| t.to_mcp(true)).collect();
     let mut text =
         serde_json::to_string_pretty(&serde_json::json!({ "tools": list })).unwrap_or_default();
     text.push('\n');

@@ -81,6 +81,7 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         journal,
         send,
         tools,
+        output_schemas: settings.output_schemas,
         downloads,
         handoffs,
     }))

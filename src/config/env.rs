@@ -17,6 +17,10 @@ use std::path::Path;
 use super::ConfigError;
 use crate::path_guard;
 
+/// Strict boolean, default off: declare each tool's `outputSchema` in `tools/list` (for clients
+/// that validate structured results; it roughly triples the catalog's size).
+pub(crate) const OUTPUT_SCHEMAS_VAR: &str = "MAILGATE_OUTPUT_SCHEMAS";
+
 /// The `.env` file read by [`Env::capture`], relative to the current directory.
 const DOTENV_FILE: &str = ".env";
 /// Upper bound for `.env`: it holds a few variables, never data.

@@ -645,6 +645,8 @@ pub(crate) struct Settings {
     pub(crate) state_dir: PathBuf,
     pub(crate) download_dir: PathBuf,
     pub(crate) journal: bool,
+    /// Whether `tools/list` declares output schemas ([`env::OUTPUT_SCHEMAS_VAR`]).
+    pub(crate) output_schemas: bool,
     /// How long a handoff bundle is served ([`HANDOFF_TTL_VAR`]).
     pub(crate) handoff_ttl: std::time::Duration,
     /// Crash tests only; always `None` in release builds.
@@ -659,7 +661,8 @@ pub(crate) struct Settings {
 /// - `searchMemoryPath`: `PLUGIN_SEARCH_MEMORY_PATH` (trimmed, non-empty) wins over the file.
 /// - State dir: `MAILGATE_HOME` (absolute) > `$HOME/.mailgate`. Download dir:
 ///   `MAILGATE_DOWNLOAD_DIR` (absolute) > `<state dir>/downloads`. Nothing is created here.
-/// - Journal: `MAILGATE_JOURNAL`, strict boolean, default off.
+/// - Journal: `MAILGATE_JOURNAL`, strict boolean, default off. Output schemas in `tools/list`:
+///   `MAILGATE_OUTPUT_SCHEMAS`, strict boolean, default off.
 pub(crate) fn load_settings(
     env: &env::Env,
     config_override: Option<&Path>,
@@ -704,6 +707,8 @@ pub(crate) fn load_settings(
         None => state_dir.join(DOWNLOAD_DIR),
     };
     let journal = parse_bool(JOURNAL_VAR, env.raw(JOURNAL_VAR))?.unwrap_or(false);
+    let output_schemas =
+        parse_bool(env::OUTPUT_SCHEMAS_VAR, env.raw(env::OUTPUT_SCHEMAS_VAR))?.unwrap_or(false);
     let handoff_ttl = handoff_ttl(env)?;
     #[cfg(debug_assertions)]
     let handoff_crash_at = env
@@ -720,6 +725,7 @@ pub(crate) fn load_settings(
         state_dir,
         download_dir,
         journal,
+        output_schemas,
         handoff_ttl,
         handoff_crash_at,
     })

@@ -93,12 +93,11 @@ pub(crate) struct SendOut {
 pub(super) static TOOLS: &[ToolDef] = &[ToolDef {
     name: "send_email",
     title: "Send an email",
-    description: "Send a new message from the configured sending mailbox. Every recipient must \
-                  be in an allowed domain; a refusal is final, do not retry it. dryRun shows \
-                  the envelope and the policy verdict without sending. inReplyTo (a message id \
-                  in the sending mailbox) only threads the message: recipients are never taken \
-                  from it. idempotencyKey (a UUIDv4) makes a retried call return the first \
-                  call's receipt instead of sending again.",
+    description: "Send a new message from the configured sending mailbox. Every recipient \
+                  must be in an allowed domain; a refusal is final, do not retry. dryRun \
+                  shows the envelope and verdict without sending. inReplyTo only threads \
+                  (recipients are never taken from it). idempotencyKey (UUIDv4): a retry \
+                  returns the first receipt.",
     family: Family::Send,
     hints: Hints {
         read_only: false,
