@@ -23,4 +23,5 @@ mod read_tools;
 mod send;
 mod state_folder;
 mod telemetry;
+mod token_budget;
 mod writes;

@@ -347,3 +347,19 @@ pub(crate) fn write_mode(path: &Path, contents: &[u8], mode: u32) {
     std::fs::write(path, contents).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
+
+/// A world whose gates are set explicitly (handoffs, writes, send), as the eight catalogs of
+/// catalog.md; with send open, the demo's finance mailbox is the pinned sender.
+pub(crate) fn gated_world(handoffs: bool, writes: bool, send: bool) -> World {
+    let b = |v: bool| if v { "true" } else { "false" };
+    let mut w = World::new()
+        .with("PLUGIN_ALLOW_LOCAL_HANDOFFS", b(handoffs))
+        .with("PLUGIN_ALLOW_WRITES", b(writes))
+        .with("PLUGIN_ALLOW_SEND", b(send));
+    if send {
+        w = w
+            .with("OUTLOOK_SEND_FROM", "finance@example.com")
+            .with("OUTLOOK_ALLOWED_SENDERS", "finance@example.com");
+    }
+    w
+}
