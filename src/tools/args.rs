@@ -219,7 +219,7 @@ pub(crate) struct SearchMailboxArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SearchMailboxesArgs {
-    /// Default: all.
+    // Default: all (the tool's description says so).
     #[garde(custom(alias_list))]
     #[schemars(
         length(min = 1, max = 32),
@@ -326,7 +326,7 @@ pub(crate) struct AttachmentContentArgs {
     // so).
     #[garde(skip)]
     pub(crate) mode: Option<ContentMode>,
-    /// A path inside a zip attachment.
+    /// Path inside a zip.
     #[garde(length(chars, min = 1, max = 512), custom(valid_entry))]
     pub(crate) entry: Option<String>,
     // For an encrypted zip; never logged or stored.

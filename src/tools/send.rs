@@ -96,8 +96,8 @@ pub(super) static TOOLS: &[ToolDef] = &[ToolDef {
     description: "Send a new message from the configured sending mailbox. Every recipient \
                   must be in an allowed domain; a refusal is final, do not retry. dryRun \
                   shows the envelope and verdict without sending. inReplyTo only threads \
-                  (recipients are never taken from it). idempotencyKey (UUIDv4): a retry \
-                  returns the first receipt.",
+                  (recipients never come from it). idempotencyKey (UUIDv4): a retry returns \
+                  the first receipt.",
     family: Family::Send,
     hints: Hints {
         read_only: false,
