@@ -64,6 +64,17 @@ impl MatchedSignalsOut {
     }
 }
 
+/// How one requested attachment name matched one attachment (see `attachmentNames`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NameMatchOut {
+    /// The requested name, as given.
+    pub(crate) requested: String,
+    pub(crate) attachment_id: String,
+    /// `EXACT` (full name) or `STEM` (name without extension) may confirm; `WORDS` never does.
+    pub(crate) matched_by: signals::NameMatch,
+}
+
 /// Pushes `item` unless already present (reason lists are deduplicated, first occurrence kept).
 fn push_once<T: PartialEq>(list: &mut Vec<T>, item: T) {
     if !list.contains(&item) {
