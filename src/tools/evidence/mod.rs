@@ -13,6 +13,8 @@
 //!
 //! Callers: the read family's tool table (`tools/read.rs`).
 
+#[cfg(test)]
+mod honesty_tests;
 mod inspect;
 mod investigate;
 mod signals;
