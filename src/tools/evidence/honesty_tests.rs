@@ -211,6 +211,11 @@ fn write(dir: &Dir, path: &str, bytes: &[u8]) {
 
 /// A private temp HOME with one Maildir mailbox `gen` holding `messages`.
 fn mailbox(messages: &[(usize, Vec<u8>)]) -> Generated {
+    mailbox_with(messages, json!({}))
+}
+
+/// As [`mailbox`], with `limits` (top-level config keys) merged into the config.
+fn mailbox_with(messages: &[(usize, Vec<u8>)], limits: Value) -> Generated {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).expect("home");
     let mut private = DirBuilder::new();
@@ -243,11 +248,14 @@ fn mailbox(messages: &[(usize, Vec<u8>)]) -> Generated {
             bytes,
         );
     }
-    let config = json!({"mailboxes": [{
+    let mut config = json!({"mailboxes": [{
         "alias": "gen",
         "address": "gen@example.com",
         "backend": {"kind": "maildir", "path": dir.path().join("mail").to_string_lossy()},
     }]});
+    if let (Some(c), Value::Object(extra)) = (config.as_object_mut(), limits) {
+        c.extend(extra);
+    }
     write(&home, "plugin.json", config.to_string().as_bytes());
     let home_path = dir.path().to_string_lossy().into_owned();
     let env = crate::config::env::Env::from_pairs([
@@ -331,4 +339,102 @@ proptest! {
             );
         }
     }
+}
+
+/// One inbox message whose attachments are `parts` (name, content type, bytes).
+fn with_parts(parts: &[(&str, &str, Vec<u8>)]) -> Vec<u8> {
+    let mut out = String::from(
+        "From: Ana <ana@example.com>\r\nTo: team@example.org\r\nSubject: figures\r\n\
+         Date: Mon, 2 Mar 2026 10:00:00 +0000\r\nMessage-ID: <parts@example.com>\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b\"\r\n\r\n\
+         --b\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n",
+    );
+    for (name, content_type, bytes) in parts {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+        out.push_str(&format!(
+            "--b\r\nContent-Type: {content_type}; name=\"{name}\"\r\nContent-Disposition: \
+             attachment; filename=\"{name}\"\r\nContent-Transfer-Encoding: base64\r\n\r\n{b64}\r\n"
+        ));
+    }
+    out.push_str("--b--\r\n");
+    out.into_bytes()
+}
+
+fn not_read_reasons(out: &Value) -> Vec<(String, String)> {
+    out["coverage"]["attachmentContent"]["notReadByReason"]
+        .as_array()
+        .expect("notReadByReason")
+        .iter()
+        .map(|r| {
+            (
+                r["reason"].as_str().expect("reason").to_owned(),
+                r["lift"].as_str().expect("lift").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Each cap on reading attachment text makes coverage incomplete and says what lifts it:
+/// `maxExtractedChars` (text past it is not searched), `maxAttachmentInputBytes` (not read),
+/// and an attached message's own attachments (never extracted).
+#[test]
+fn caps_on_attachment_text_make_coverage_incomplete_and_name_the_lift() {
+    // 1,011 bytes: under the 1 KiB input cap, over the 1,000-char text cap, id at the end.
+    let long = format!("{} ZQX-4242\n", "filler words ".repeat(77));
+    let big = "x".repeat(2048);
+    let inner = with_parts(&[(
+        "inner.pdf",
+        "application/pdf",
+        b"%PDF-1.4 ZQX-4242".to_vec(),
+    )]);
+    let raw = with_parts(&[
+        ("long.csv", "text/csv", long.into_bytes()),
+        ("big.txt", "text/plain", big.into_bytes()),
+        ("forward.eml", "message/rfc822", inner),
+    ]);
+    let generated = mailbox_with(
+        &[(0, raw)],
+        json!({"maxExtractedChars": 1000, "maxAttachmentInputBytes": 1024}),
+    );
+    let out = investigate(&generated.app, json!({"proposalIds": ["ZQX-4242"]}));
+    assert_eq!(out["status"], "SEARCH_INCOMPLETE", "{out}");
+    assert_eq!(out["coverage"]["complete"], false);
+    let reasons = not_read_reasons(&out);
+    let codes: Vec<&str> = reasons.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(
+        codes,
+        [
+            "EXTRACTION_TRUNCATED",
+            "ATTACHMENT_TOO_LARGE",
+            "NESTED_PARTS_NOT_READ"
+        ],
+        "{out}"
+    );
+    assert!(reasons[0].1.contains("raise") && reasons[0].1.contains("maxExtractedChars"));
+    assert!(reasons[1].1.contains("maxAttachmentInputBytes"));
+    assert_eq!(
+        out["coverage"]["folders"][0]["attachmentContentsNotRead"],
+        3
+    );
+
+    // Lifted: the same mailbox with room enough reads everything, and the id is found in the
+    // CSV's tail (the attached message's own PDF is still not read).
+    let roomy = mailbox_with(
+        &[(
+            0,
+            with_parts(&[(
+                "long.csv",
+                "text/csv",
+                format!("{} ZQX-4242\n", "filler words ".repeat(200)).into_bytes(),
+            )]),
+        )],
+        json!({"maxExtractedChars": 10000}),
+    );
+    let out = investigate(&roomy.app, json!({"proposalIds": ["ZQX-4242"]}));
+    assert_eq!(out["status"], "CANDIDATE_REVIEW", "{out}");
+    assert_eq!(out["coverage"]["complete"], true);
+    assert_eq!(
+        out["matches"][0]["contentMatchAttachmentIds"],
+        json!(["att-0"])
+    );
 }
