@@ -153,10 +153,10 @@ pub(crate) struct EvidenceCoverageOut {
     /// The listing was complete and either the id is absent from it, or the attachment was
     /// downloaded, fully extracted and no reason was recorded.
     pub(crate) complete: bool,
-    /// The attachment's text was searched in full. A `CONFIRMED` without it rests on the name.
+    /// False: a `CONFIRMED` rests on the name; `contentNotRead` says why.
     pub(crate) content_read: bool,
-    /// Why the text was not (wholly) searched and what would lift it; absent when it was, or
-    /// when the attachment id is not in the message.
+    // Why the text was not (wholly) searched and what would lift it; absent when it was, or
+    // when the attachment id is not in the message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) content_not_read: Option<String>,
     pub(crate) listing: ListingCoverageOut,
@@ -179,7 +179,7 @@ pub(crate) struct EvidenceOut {
     pub(crate) confirmation_reasons: Vec<EvidenceConfirmation>,
     pub(crate) reasons: Vec<EvidenceReason>,
     pub(crate) coverage: EvidenceCoverageOut,
-    /// How requested attachment names matched (absent when none did).
+    // How requested attachment names matched; absent when none did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) name_matches: Vec<NameMatchOut>,
 }

@@ -129,7 +129,8 @@ pub(crate) enum FolderReason {
     AttachmentScanLimitReached,
     AttachmentNameInvalid,
     AttachmentNameTruncated,
-    /// An attachment's text could not be (wholly) searched: see `coverage.attachmentContent`.
+    // An attachment's text could not be (wholly) searched: see `coverage.attachmentContent`.
+    // (Variants carry `//` comments: a `///` turns the schema's plain enum into a larger oneOf.)
     AttachmentContentNotRead,
 }
 
@@ -183,10 +184,10 @@ pub(crate) struct InvestigationMatchOut {
     pub(crate) message: InvestigationMessageOut,
     pub(crate) matched_signals: MatchedSignalsOut,
     pub(crate) confirmation_reasons: Vec<InvestigationConfirmation>,
-    /// How requested attachment names matched (absent when none did).
+    // How requested attachment names matched; absent when none did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) name_matches: Vec<NameMatchOut>,
-    /// Attachments whose extracted text holds a signal (absent when none does).
+    // Attachments whose extracted text holds a signal; absent when none does.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) content_match_attachment_ids: Vec<String>,
 }
@@ -202,9 +203,9 @@ pub(crate) struct FolderCoverageOut {
     /// Listings that succeeded, were not capped and held only valid names.
     pub(crate) attachment_lists_completed: usize,
     pub(crate) attachment_pages_scanned: u32,
-    /// Attachments whose text was searched in full.
+    // Attachments whose text was searched in full, and those that could hold a signal but
+    // were not (wholly) searched.
     pub(crate) attachment_contents_read: usize,
-    /// Attachments whose text was not (wholly) searched while a signal could be in it.
     pub(crate) attachment_contents_not_read: usize,
     /// Deduplicated, in the order first met.
     pub(crate) reasons: Vec<FolderReason>,
@@ -220,9 +221,9 @@ pub(crate) enum ContentReason {
     ExtractionFailed,
     ExtractionTimeout,
     ExtractionTruncated,
-    /// An attached message's own attachments (their content is not extracted).
+    // An attached message's own attachments (their content is not extracted).
     NestedPartsNotRead,
-    /// The call's content-reading deadline passed.
+    // The call's content-reading deadline passed.
     DeadlineExceeded,
 }
 
@@ -261,9 +262,9 @@ pub(crate) struct NotReadAttachmentOut {
     pub(crate) folder: FolderName,
     pub(crate) message_id: String,
     pub(crate) attachment_id: String,
-    /// Sender-controlled, at most 100 characters (plus `...`).
+    // Sender-controlled, at most 100 characters (plus `...`).
     pub(crate) name: String,
-    /// The detected format (`pdf`, `xlsx`, `unknown`, …).
+    // The detected format (`pdf`, `xlsx`, `unknown`, …).
     pub(crate) format: &'static str,
     pub(crate) reason: ContentReason,
 }
@@ -275,7 +276,7 @@ pub(crate) struct NotReadReasonOut {
     pub(crate) reason: ContentReason,
     pub(crate) count: usize,
     pub(crate) formats: Vec<&'static str>,
-    /// What would lift it.
+    // What would lift it.
     pub(crate) lift: &'static str,
 }
 
@@ -283,14 +284,13 @@ pub(crate) struct NotReadReasonOut {
 #[derive(Debug, Default, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ContentCoverageOut {
-    /// Some signal can occur in text (all kinds but `attachmentNames`), so attachment text
-    /// was searched; when false no attachment needed reading.
+    // `searched`: some signal can occur in text (every kind but `attachmentNames`); when false
+    // no attachment needed reading. `notRead`: attachments that could hold a signal but were
+    // not (wholly) read, so absence is not shown; the first 10 are listed.
     pub(crate) searched: bool,
     pub(crate) read: usize,
-    /// Not (wholly) read while a signal could be in them: absence is not shown.
     pub(crate) not_read: usize,
     pub(crate) not_read_by_reason: Vec<NotReadReasonOut>,
-    /// The first 10 not read.
     pub(crate) not_read_attachments: Vec<NotReadAttachmentOut>,
 }
 
@@ -307,7 +307,7 @@ pub(crate) struct InvestigationLimitsOut {
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct InvestigationCoverageOut {
-    /// Every folder's status is COMPLETE (which includes every attachment's text read).
+    /// Every folder's status is COMPLETE.
     pub(crate) complete: bool,
     /// inbox, sentitems, archive — always all three, in this order.
     pub(crate) folders: Vec<FolderCoverageOut>,

@@ -70,10 +70,10 @@ impl MatchedSignalsOut {
 #[derive(Clone, Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct NameMatchOut {
-    /// The requested name, as given.
+    // The requested name as given; `EXACT` (full name) or `STEM` (name without extension)
+    // may confirm, `WORDS` never does.
     pub(crate) requested: String,
     pub(crate) attachment_id: String,
-    /// `EXACT` (full name) or `STEM` (name without extension) may confirm; `WORDS` never does.
     pub(crate) matched_by: signals::NameMatch,
 }
 

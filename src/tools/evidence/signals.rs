@@ -135,11 +135,11 @@ pub(crate) struct Signals {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub(crate) enum NameMatch {
-    /// Equal to the full name.
+    // Equal to the full name.
     Exact,
-    /// Equal to the name without its extension.
+    // Equal to the name without its extension.
     Stem,
-    /// Its words occur in order in the name, separators ignored: a candidate only.
+    // Its words occur in order in the name, separators ignored: a candidate only.
     Words,
 }
 
