@@ -7,7 +7,9 @@
 //! bounded text extraction → matching. When extraction cannot answer (unsupported format — PDF,
 //! DOCX, XLSX and ZIP in this version —, timeout, failure, busy, truncation, empty text) the
 //! status is `VALIDATION_INCOMPLETE`, never `NOT_CONFIRMED`; a requested proposal id in the
-//! attachment *name* still confirms, because that check needs no text.
+//! attachment *name* still confirms, because that check needs no text — but such an answer
+//! never claims coverage: `coverage.contentRead` is false, `contentNotRead` says why and what
+//! lifts it, and the text line says "by the attachment name only".
 //!
 //! Status: `CONFIRMED` when a confirmation reason holds; else `VALIDATION_INCOMPLETE` when any
 //! reason says part of the pipeline did not complete; else `CANDIDATE_REVIEW` when anything

@@ -5,22 +5,32 @@
 //! query, so its truncation evidence is reused); then, for *every* listed message (a `false`
 //! has-attachments flag is not trusted: inline documents carry it), a metadata-only attachment
 //! listing with the per-message caps; then signal matching on the message's metadata (subject,
-//! preview, sender address and name, each ≤ 65,536 chars) and on each attachment name
-//! (≤ 4,096 chars). Bodies, previews and attachment contents are never returned.
+//! body, sender address and name, each ≤ 65,536 chars), on each attachment name (≤ 4,096 chars)
+//! and — unless only `attachmentNames` were asked — on the text of each attachment
+//! ([`ContentReader`]). Bodies, previews and attachment contents are never returned.
+//!
+//! Honesty invariant (issue 9): a folder is `COMPLETE` only when every attachment that could
+//! hold a signal had its text searched in full. An attachment without an extractor (PDF, DOCX,
+//! XLSX, ZIP, images, binaries), over `maxAttachmentInputBytes`, cut at `maxExtractedChars`,
+//! failing, or beyond the call's deadline makes it `INCOMPLETE` (`ATTACHMENT_CONTENT_NOT_READ`),
+//! and `coverage.attachmentContent` names those attachments, the reasons and what lifts each.
+//! A message that already shows every content signal needs none of its attachments read.
 //!
 //! Classification: `CONFIRMED` when a requested proposal id occurs in an attachment name
-//! (`PROPOSAL_ID_IN_ATTACHMENT_NAME`) or when an attachment name equals a requested one *and* an
-//! identity signal (proposal id, client, insurer) occurs in the metadata
-//! (`REQUESTED_ATTACHMENT_NAME_MATCH`); any other match is a `CANDIDATE_REVIEW` (a keyword match
-//! alone never confirms). The answer's status is `CONFIRMED` if a returned match is confirmed,
-//! else `SEARCH_INCOMPLETE` if any folder's coverage is not complete, else `CANDIDATE_REVIEW`
-//! when there are matches, else `NOT_FOUND` — which therefore requires all three folders to have
-//! been fully scanned with every attachment listing complete.
+//! (`PROPOSAL_ID_IN_ATTACHMENT_NAME`) or when an attachment name equals a requested one (full
+//! name or name without extension) *and* an identity signal (proposal id, client, insurer)
+//! occurs in the metadata (`REQUESTED_ATTACHMENT_NAME_MATCH`); any other match — a keyword, a
+//! word match of a name, a signal in attachment text — is a `CANDIDATE_REVIEW`. The answer's
+//! status is `CONFIRMED` if a returned match is confirmed, else `SEARCH_INCOMPLETE` if any
+//! folder's coverage is not complete, else `CANDIDATE_REVIEW` when there are matches, else
+//! `NOT_FOUND` — which therefore requires all three folders fully scanned, every attachment
+//! listing complete and every attachment that could hold a signal read.
 //!
 //! Mailgate differences from the reference: attachment listings run a few at a time instead of
-//! strictly one after another (§13.11), results keep discovery order either way; the sender's
-//! display name is a metadata haystack besides the address; a backend answers one attachment
-//! listing in one page, so `maxAttachmentPagesPerMessage` can never be the cap that is hit.
+//! strictly one after another (§13.11), results keep discovery order either way; the body (not
+//! only its preview), the sender's display name and attachment text are haystacks; names match
+//! without extension or by words too; a backend answers one attachment listing in one page, so
+//! `maxAttachmentPagesPerMessage` can never be the cap that is hit.
 
 use std::sync::Arc;
 

@@ -8,8 +8,9 @@
 //!
 //! Invariants: the alias is resolved before anything else (an unknown alias is `UNKNOWN_MAILBOX`
 //! whatever else is wrong); a negative answer (`NOT_FOUND`, `NOT_CONFIRMED`) is only given after
-//! a complete scan or a complete validation pipeline; a keyword match alone is never a
-//! confirmation. Signal matching is in [`signals`].
+//! a complete scan or a complete validation pipeline, which includes reading the text of every
+//! attachment that could hold a signal; a confirmation that rests on a name alone says so; a
+//! keyword match alone is never a confirmation. Signal matching is in [`signals`].
 //!
 //! Callers: the read family's tool table (`tools/read.rs`).
 

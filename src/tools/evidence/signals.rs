@@ -1,8 +1,10 @@
 //! Signal matching for the evidence tools (reference §5.9 step 3, §5.10 step 7).
 //!
 //! Purpose: decide which of the caller's signals (proposal ids, clients, insurers, keywords)
-//! occur in a haystack (a subject, a sender, an attachment name, extracted text), and whether an
-//! attachment name equals a requested file name.
+//! occur in a haystack (a subject, a sender, an attachment name, extracted text), and how a
+//! requested file name matches an attachment name ([`Signals::match_names`]: the full name or
+//! the name without extension, compared after NFKC, case folding and whitespace collapsing, may
+//! confirm; the requested name's words in order within the name only make a candidate).
 //!
 //! Normalisation: NFKD, combining marks removed, lower-cased; tokens are the maximal runs of
 //! alphanumeric characters. A signal matches a haystack when its *compact* form (its tokens
