@@ -335,7 +335,7 @@ pub(crate) struct AttachmentContentArgs {
 }
 
 /// Signals to look for. The reference's names are kept for compatibility; they are generic lists:
-/// identifiers (`proposalIds`), parties (`clients`), organisations (`insurers`), exact attachment
+/// identifiers (`proposalIds`), parties (`clients`), organisations (`insurers`), attachment
 /// names (`attachmentNames`), plus free `keywords`. (serde cannot combine `flatten` with
 /// `deny_unknown_fields`, so the inputs carry the five lists themselves and hand out this view.)
 #[derive(Clone, Debug, Default)]
@@ -389,6 +389,7 @@ macro_rules! with_signals {
     #[serde(default)]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) insurers: Vec<String>,
+    /// Case-insensitive: full name or name without extension (confirms), or its words (candidate).
     #[serde(default)]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) attachment_names: Vec<String>,

@@ -366,10 +366,10 @@ fn unproven_note(outcome: &SearchOutcome) -> String {
              get_message or narrow the search)",
             limits.join(", ")
         ));
+    } else if let Some(limit) = outcome.limit_note() {
+        note.push_str(&format!(" ({limit})"));
     } else if outcome.truncated {
-        note.push_str(
-            " (a scan limit was reached: narrow the search or raise maxResults/maxPages)",
-        );
+        note.push_str(" (a scan limit was reached: narrow the search or raise maxResults)");
     }
     note.push('.');
     note
