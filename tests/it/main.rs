@@ -11,6 +11,7 @@ mod util;
 mod catalog;
 mod cli;
 mod config_refusals;
+mod dropin;
 mod handoff_cli;
 mod handoffs;
 mod hostile_mail;
