@@ -27,7 +27,10 @@ const DOTENV_MAX_BYTES: u64 = 1024 * 1024;
 pub(crate) enum DotEnvError {
     #[error("{0}")]
     File(path_guard::PrivateFileError),
-    #[error("entry {entry} could not be parsed")]
+    #[error(
+        "entry {entry} could not be parsed (KEY=VALUE lines only; mailgate refuses the file \
+         rather than skip a line)"
+    )]
     Parse { entry: usize },
     #[error("it could not be read")]
     Read,

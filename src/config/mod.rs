@@ -15,7 +15,9 @@
 //! `allowSend` is an unknown key.
 //!
 //! Error messages ([`ConfigError`]) name the variable, key or JSON path and the rule, never a
-//! value, a secret or a host path.
+//! value or a secret. The one path they show is the config file's, as the operator gave it
+//! (`--config` or `OUTLOOK_PLUGIN_CONFIG`) or as the default resolved, so the operator knows
+//! which file to fix.
 //!
 //! Who may call it: startup (`cli`, `policy explain/check`, `demo`). Everything else receives a
 //! finished [`Settings`] / [`Config`].
@@ -70,7 +72,8 @@ const MIB: u64 = 1024 * KIB;
 const GIB: u64 = 1024 * MIB;
 
 /// Why startup configuration failed. Display is one line naming the variable, key or JSON path
-/// and the rule; it never contains a value from the file or the environment.
+/// and the rule; it never contains a value from the file or the environment, except the config
+/// file's own path ([`ConfigError::InFile`]) and the name of an unknown variable.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum ConfigError {
@@ -97,7 +100,10 @@ pub(crate) enum ConfigError {
     UnknownVariable { name: String, closest: &'static str },
     #[error("the config file is not valid JSON (line {line}, column {column})")]
     Json { line: usize, column: usize },
-    #[error("the config file repeats an object key (line {line}, column {column})")]
+    #[error(
+        "the config file repeats an object key (line {line}, column {column}); each key may \
+         appear only once in an object (mailgate refuses rather than pick one)"
+    )]
     DuplicateKey { line: usize, column: usize },
     #[error("the config file is invalid: {path}: {rule}")]
     Schema { path: String, rule: String },
@@ -105,7 +111,10 @@ pub(crate) enum ConfigError {
     NotBoolean { var: &'static str },
     #[error("{var} is set but lists no entries")]
     EmptyList { var: &'static str },
-    #[error("{var} contains invalid entries (count: {count}; values not shown)")]
+    #[error(
+        "{var} contains invalid entries (count: {count}; values not shown): {rule}",
+        rule = list_rule(var)
+    )]
     InvalidEntries { var: &'static str, count: usize },
     #[error("{var} is not a valid email address")]
     InvalidAddress { var: &'static str },
@@ -132,6 +141,16 @@ pub(crate) enum ConfigError {
     #[cfg(debug_assertions)]
     #[error("MAILGATE_TEST_HANDOFF_CRASH_AT names no crash point")]
     BadCrashPoint,
+}
+
+/// What each entry of a comma-separated allowlist variable must be, for its refusal.
+fn list_rule(var: &str) -> &'static str {
+    if var == crate::gates::ALLOWED_RECIPIENT_DOMAINS_VAR {
+        "each entry must be a domain name such as example.com (no scheme, @ or path)"
+    } else {
+        "each entry must be one email address such as name@example.com (no display name, \
+         angle brackets, path or query)"
+    }
 }
 
 impl ConfigError {
@@ -723,9 +742,12 @@ pub(crate) fn load_settings(
     env: &env::Env,
     config_override: Option<&Path>,
 ) -> Result<Settings, ConfigError> {
-    let (config_path, bytes) = read_config_file(env, config_override)?;
+    let (config_path, shown_path, bytes) = read_config_file(env, config_override)?;
     let base_dir = config_path.parent().unwrap_or(Path::new("/"));
-    let mut config = Config::from_json(&bytes, base_dir).map_err(|e| in_file(&config_path, e))?;
+    let mut config = Config::from_json(&bytes, base_dir).map_err(|e| ConfigError::InFile {
+        path: shown_path,
+        source: Box::new(e),
+    })?;
 
     if let Some(path) = env.get(SEARCH_MEMORY_VAR) {
         reject_control_chars(path, SEARCH_MEMORY_VAR)?;
@@ -767,12 +789,13 @@ pub(crate) fn load_settings(
     })
 }
 
-/// Finds and reads the config file (see [`load_settings`]). Every failure names the file it
-/// tried, as given (a default is shown as resolved).
+/// Finds and reads the config file (see [`load_settings`]): its absolute path, the path as the
+/// operator gave it (for messages) and its bytes. Every failure names the file it tried, as
+/// given (a default is shown as resolved).
 fn read_config_file(
     env: &env::Env,
     config_override: Option<&Path>,
-) -> Result<(PathBuf, Vec<u8>), ConfigError> {
+) -> Result<(PathBuf, String, Vec<u8>), ConfigError> {
     let given = match (config_override, env.get(CONFIG_PATH_VAR)) {
         (Some(path), _) => Some(path.to_path_buf()),
         (None, Some(path)) => {
@@ -781,10 +804,10 @@ fn read_config_file(
         }
         (None, None) => None,
     };
-    let read = |path: &Path| -> Result<(PathBuf, Vec<u8>), ConfigError> {
+    let read = |path: &Path| -> Result<(PathBuf, String, Vec<u8>), ConfigError> {
         let absolute = std::path::absolute(path).map_err(|_| ConfigError::CurrentDir)?;
         path_guard::read_private_file(&absolute, MAX_CONFIG_BYTES)
-            .map(|bytes| (absolute, bytes))
+            .map(|bytes| (absolute, shown(path), bytes))
             .map_err(|e| in_file(path, ConfigError::File(e)))
     };
     if let Some(path) = given {

@@ -267,6 +267,20 @@ async fn a_config_error_names_the_file_it_tried() {
         stderr.starts_with("mailgate: missing/plugin.json: the config file is not usable"),
         "{stderr}"
     );
+    // A relative path stays relative in the message, also for an error inside the file.
+    write_mode(
+        &world.path().join("bad.json"),
+        br#"{"mailboxes": []}"#,
+        0o600,
+    );
+    let out = world
+        .run(&["--config", "bad.json", "policy", "check"])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("mailgate: bad.json: the config file is invalid: mailboxes"),
+        "{stderr}"
+    );
     // The default locations, mailgate's and the reference's, are both named when neither
     // exists; the reference's is used when only it exists.
     let out = world.run(&["policy", "check"]).await;
@@ -290,4 +304,72 @@ async fn a_config_error_names_the_file_it_tried() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(Path::new(&reference.join("plugin.json")).exists());
+}
+
+/// Where mailgate is deliberately stricter than the reference plugin, the startup message names
+/// the rule that was broken (not only the variable or file).
+#[tokio::test]
+async fn stricter_refusals_name_their_rule() {
+    let world = World::new().config(ONE_MAILBOX, 0o600);
+    let refusal = |out: std::process::Output| {
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    write_mode(
+        &world.path().join("dup.json"),
+        br#"{"mailboxes": [{"alias": "test", "address": "test@example.com"}], "maxBodyChars": 5, "maxBodyChars": 6}"#,
+        0o600,
+    );
+    let text = refusal(
+        world
+            .run(&["--config", "dup.json", "policy", "check"])
+            .await,
+    );
+    assert!(
+        text.contains("repeats an object key") && text.contains("only once"),
+        "{text}"
+    );
+
+    let dotenv = world.path().join(".env");
+    write_mode(&dotenv, b"A=1\n", 0o664);
+    let text = refusal(world.run(&["policy", "check"]).await);
+    assert!(
+        text.contains(".env") && text.contains("chmod go-w"),
+        "{text}"
+    );
+    write_mode(&dotenv, b"A=1\nB C D\n", 0o600);
+    let text = refusal(world.run(&["policy", "check"]).await);
+    assert!(
+        text.contains("entry 2 could not be parsed") && text.contains("KEY=VALUE"),
+        "{text}"
+    );
+    std::fs::remove_file(&dotenv).unwrap();
+
+    let text = refusal(
+        world
+            .run_with(
+                &[(
+                    "OUTLOOK_ALLOWED_SENDERS",
+                    "test@example.com,<a@example.com>",
+                )],
+                &["policy", "check"],
+            )
+            .await,
+    );
+    assert!(
+        text.contains("OUTLOOK_ALLOWED_SENDERS contains invalid entries (count: 1")
+            && text.contains("one email address"),
+        "{text}"
+    );
+    assert!(!text.contains("<a@example.com>"), "{text}");
+    let text = refusal(
+        world
+            .run_with(
+                &[("OUTLOOK_ALLOWED_RECIPIENT_DOMAINS", "https://example.com")],
+                &["policy", "check"],
+            )
+            .await,
+    );
+    assert!(text.contains("must be a domain name"), "{text}");
 }
