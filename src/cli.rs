@@ -28,7 +28,8 @@ use crate::tools::{App, CallError};
     about = "Policy-first MCP gateway to allowlisted mailboxes"
 )]
 struct Cli {
-    /// plugin.json to use (default: OUTLOOK_PLUGIN_CONFIG, else ~/.config/mailgate/plugin.json)
+    /// plugin.json to use (default: OUTLOOK_PLUGIN_CONFIG, else ~/.config/mailgate/plugin.json,
+    /// else the reference plugin's ~/.config/mcp-outlook/plugin.json)
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(subcommand)]
