@@ -27,11 +27,54 @@ fn reference_fixture(world: &World) -> (String, String) {
 
 const READS: usize = 12;
 
+/// The reference smoke test's minimal environment (no HOME) for one gate setting; the send
+/// variables are the ones its send scenarios add.
+fn smoke_env(
+    config: &str,
+    downloads: &str,
+    gates: [&'static str; 3],
+    send_env: &[(&'static str, &'static str)],
+) -> Vec<(String, String)> {
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let mut env: Vec<(String, String)> = [
+        ("PATH", path.as_str()),
+        ("NODE_ENV", "test"),
+        ("LOG_LEVEL", "error"),
+        (
+            "MICROSOFT_GRAPH_CLIENT_ID",
+            "11111111-1111-4111-8111-111111111111",
+        ),
+        ("MICROSOFT_GRAPH_CLIENT_SECRET", "plugin-smoke-secret"),
+        (
+            "MICROSOFT_GRAPH_TENANT_ID",
+            "22222222-2222-4222-8222-222222222222",
+        ),
+        ("TARGET_USER_EMAIL", "test@example.com"),
+        ("OUTLOOK_PLUGIN_CONFIG", config),
+        ("PLUGIN_ALLOW_WRITES", gates[0]),
+        ("PLUGIN_ALLOW_LOCAL_HANDOFFS", gates[1]),
+        ("PLUGIN_ALLOW_SEND", gates[2]),
+        ("DOWNLOAD_DIR", downloads),
+    ]
+    .iter()
+    .chain(send_env)
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    env.sort();
+    env
+}
+
+fn world_with(env: &[(String, String)]) -> World {
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    World::new().exactly(&pairs)
+}
+
 /// `mailgate serve` with exactly the reference smoke test's minimal environment: PATH,
 /// NODE_ENV, LOG_LEVEL, fake Graph credentials, TARGET_USER_EMAIL, OUTLOOK_PLUGIN_CONFIG,
 /// DOWNLOAD_DIR and the three gates as literal "true"/"false" (with the send scenarios'
 /// OUTLOOK_SEND_FROM and OUTLOOK_ALLOWED_SENDERS) — and no HOME. Every gate setting starts,
-/// initializes and lists the catalog the reference lists.
+/// initializes and lists the catalog the reference lists, with the smoke test's annotation
+/// checks.
 ///
 /// With the handoff gate open, the store is `~/.mailgate/handoffs` of the account running the
 /// test (no HOME: the account's home folder, as the reference's `os.homedir()`).
@@ -39,37 +82,27 @@ const READS: usize = 12;
 async fn the_reference_smoke_env_serves_every_gate_setting() {
     let base = World::new();
     let (config, downloads) = reference_fixture(&base);
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let flag = |on: bool| if on { "true" } else { "false" };
     for writes in [false, true] {
         for handoffs in [false, true] {
             for send in [false, true] {
-                let flag = |on: bool| if on { "true" } else { "false" };
-                let mut env = vec![
-                    ("PATH", path.as_str()),
-                    ("NODE_ENV", "test"),
-                    ("LOG_LEVEL", "error"),
-                    (
-                        "MICROSOFT_GRAPH_CLIENT_ID",
-                        "11111111-1111-4111-8111-111111111111",
-                    ),
-                    ("MICROSOFT_GRAPH_CLIENT_SECRET", "plugin-smoke-secret"),
-                    (
-                        "MICROSOFT_GRAPH_TENANT_ID",
-                        "22222222-2222-4222-8222-222222222222",
-                    ),
-                    ("TARGET_USER_EMAIL", "test@example.com"),
-                    ("OUTLOOK_PLUGIN_CONFIG", config.as_str()),
-                    ("PLUGIN_ALLOW_WRITES", flag(writes)),
-                    ("PLUGIN_ALLOW_LOCAL_HANDOFFS", flag(handoffs)),
-                    ("PLUGIN_ALLOW_SEND", flag(send)),
-                    ("DOWNLOAD_DIR", downloads.as_str()),
-                ];
-                if send {
-                    env.push(("OUTLOOK_SEND_FROM", "test@example.com"));
-                    env.push(("OUTLOOK_ALLOWED_SENDERS", "test@example.com"));
-                }
-                let world = World::new().exactly(&env);
+                let send_env: &[(&str, &str)] = if send {
+                    &[
+                        ("OUTLOOK_SEND_FROM", "test@example.com"),
+                        ("OUTLOOK_ALLOWED_SENDERS", "test@example.com"),
+                    ]
+                } else {
+                    &[]
+                };
+                let env = smoke_env(
+                    &config,
+                    &downloads,
+                    [flag(writes), flag(handoffs), flag(send)],
+                    send_env,
+                );
+                let world = world_with(&env);
                 let client = world.client(&["serve"]).await;
+                let tools = client.tools().await;
                 let names = client.tool_names().await;
                 let expected = READS
                     + if writes { 5 } else { 0 }
@@ -86,6 +119,27 @@ async fn the_reference_smoke_env_serves_every_gate_setting() {
                     names.contains(&"create_attachment_handoff".to_owned()),
                     handoffs
                 );
+                for tool in &tools {
+                    let name = tool.name.as_ref();
+                    let hints = tool.annotations.as_ref().expect("annotations");
+                    let read_only = !matches!(
+                        name,
+                        "move_messages"
+                            | "copy_messages"
+                            | "mark_messages"
+                            | "download_attachments"
+                            | "create_draft"
+                            | "create_attachment_handoff"
+                            | "send_email"
+                    );
+                    assert_eq!(hints.read_only_hint, Some(read_only), "{name}");
+                    let destructive =
+                        matches!(name, "move_messages" | "mark_messages" | "send_email");
+                    assert_eq!(hints.destructive_hint, Some(destructive), "{name}");
+                    if name == "create_attachment_handoff" {
+                        assert_eq!(hints.idempotent_hint, Some(true));
+                    }
+                }
                 let listed = client
                     .ok("list_allowed_mailboxes", serde_json::json!({}))
                     .await;
@@ -93,6 +147,32 @@ async fn the_reference_smoke_env_serves_every_gate_setting() {
                 client.close().await;
             }
         }
+    }
+}
+
+/// The reference smoke test's four startup refusals, in the same minimal environment.
+#[tokio::test]
+async fn the_reference_smoke_send_refusals_stop_startup() {
+    let base = World::new();
+    let (config, downloads) = reference_fixture(&base);
+    let cases: [&[(&str, &str)]; 4] = [
+        &[("OUTLOOK_ALLOWED_SENDERS", "test@example.com")],
+        &[("OUTLOOK_SEND_FROM", "test@example.com")],
+        &[
+            ("OUTLOOK_SEND_FROM", "stranger@example.com"),
+            ("OUTLOOK_ALLOWED_SENDERS", "stranger@example.com"),
+        ],
+        &[
+            ("OUTLOOK_SEND_FROM", "test@example.com"),
+            ("OUTLOOK_ALLOWED_SENDERS", "stranger@example.com"),
+        ],
+    ];
+    for send_env in cases {
+        let env = smoke_env(&config, &downloads, ["false", "false", "true"], send_env);
+        let out = world_with(&env).run(&["serve"]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{send_env:?}: {stderr}");
+        assert!(stderr.contains("the send gate cannot open"), "{stderr}");
     }
 }
 
