@@ -11,6 +11,7 @@ mod util;
 mod catalog;
 mod cli;
 mod config_refusals;
+mod dropin;
 mod evidence_honesty;
 mod handoff_cli;
 mod handoffs;

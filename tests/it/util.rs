@@ -38,6 +38,17 @@ impl World {
         self
     }
 
+    /// Replaces the child environment with exactly `pairs` (no HOME, no MAILGATE_HOME unless
+    /// given): for starting the binary as another client would, e.g. the reference plugin's
+    /// smoke test. The temp dir stays the child's working directory.
+    pub(crate) fn exactly(mut self, pairs: &[(&str, &str)]) -> Self {
+        self.env = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self
+    }
+
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
