@@ -28,7 +28,8 @@ use crate::tools::{App, CallError};
     about = "Policy-first MCP gateway to allowlisted mailboxes"
 )]
 struct Cli {
-    /// plugin.json to use (default: OUTLOOK_PLUGIN_CONFIG, else ~/.config/mailgate/plugin.json)
+    /// plugin.json to use (default: OUTLOOK_PLUGIN_CONFIG, else ~/.config/mailgate/plugin.json,
+    /// else the reference plugin's ~/.config/mcp-outlook/plugin.json)
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(subcommand)]
@@ -95,7 +96,16 @@ pub fn run() -> i32 {
         Ok(env) => env,
         Err(err) => return fail(&StartupError::Config(err)),
     };
-    crate::telemetry::init_tracing(env.get("MAILGATE_LOG"));
+    let (level, bad_log_level) = crate::telemetry::log_level(
+        env.get(crate::config::MAILGATE_LOG_VAR),
+        env.get(crate::config::LOG_LEVEL_VAR),
+    );
+    crate::telemetry::init_tracing(level);
+    if bad_log_level {
+        tracing::warn!(
+            "LOG_LEVEL is not one of error, warn, info, debug; the default level applies"
+        );
+    }
     crate::telemetry::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -144,7 +154,7 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
         Command::Serve { http: None } => {
             let s = settings(env, config)?;
             let app = build_app(&s, s.gates.clone())?;
-            serve_stdio(app).await.map(|()| 0)
+            serve_stdio(app).await.map(|_| 0)
         }
         Command::Tools => {
             let s = settings(env, config)?;
@@ -167,12 +177,26 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
     }
 }
 
-async fn serve_stdio(app: Arc<App>) -> Result<(), StartupError> {
+/// How a stdio session ended without an error.
+#[derive(Debug, PartialEq, Eq)]
+enum Session {
+    /// The client initialized and the session ran to its end.
+    Served,
+    /// stdin ended before any `initialize`: a client that connected and left (or no client at
+    /// all, e.g. `</dev/null`). Not an error, so exit 0, as the reference plugin does.
+    LeftBeforeInitialize,
+}
+
+async fn serve_stdio(app: Arc<App>) -> Result<Session, StartupError> {
     tracing::info!(tools = app.tools.len(), "serving MCP over stdio");
-    let service = MailServer::new(app)
+    let service = match MailServer::new(app)
         .serve(crate::transport::stdio::stdio())
         .await
-        .map_err(|e| StartupError::Transport(handshake_failure(&e).to_owned()))?;
+    {
+        Ok(service) => service,
+        Err(e) if left_before_initialize(&e) => return Ok(Session::LeftBeforeInitialize),
+        Err(e) => return Err(StartupError::Transport(handshake_failure(&e).to_owned())),
+    };
     // A panic's message may quote what was being handled; only the kind is printed.
     service.waiting().await.map_err(|e| {
         StartupError::Transport(
@@ -184,7 +208,17 @@ async fn serve_stdio(app: Arc<App>) -> Result<(), StartupError> {
             .to_owned(),
         )
     })?;
-    Ok(())
+    Ok(Session::Served)
+}
+
+/// stdin ended before the client sent anything (rmcp reports the end of input during the
+/// handshake as one of these two).
+fn left_before_initialize(err: &rmcp::service::ServerInitializeError) -> bool {
+    use rmcp::service::ServerInitializeError as E;
+    matches!(
+        err,
+        E::ExpectedInitializeRequest(None) | E::ConnectionClosed(_)
+    )
 }
 
 /// What went wrong in the MCP handshake, in our words: rmcp's own text quotes the message the
@@ -297,7 +331,17 @@ async fn demo(env: &Env, reset: bool, serve: bool) -> Result<i32, StartupError> 
     let s = settings(env, Some(&config_path))?;
     let app = build_app(&s, s.gates.clone())?;
     if serve || !std::io::stdin().is_terminal() {
-        serve_stdio(app).await.map(|()| 0)
+        if serve_stdio(app).await? == Session::LeftBeforeInitialize {
+            // Someone ran `demo --serve` by hand with stdin that is not a client.
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(
+                stderr,
+                "mailgate: no MCP client on stdin (it ended before `initialize`); run `{exe} demo` \
+                 on a terminal for the tour, or let an MCP client start `{exe} demo --serve`",
+                exe = crate::demo::this_exe()
+            );
+        }
+        Ok(0)
     } else {
         write_out(&crate::demo::tour(&app, &config_path).await)?;
         Ok(0)

@@ -34,10 +34,11 @@ use crate::startup::HANDOFF_DIR;
 
 #[derive(Subcommand)]
 pub(crate) enum HandoffCommand {
-    /// List every entry of the store (reads manifests only)
+    /// List every entry of the store (each bundle revalidated as the server would serve it)
     ///
     /// One line per entry, tab-separated, no header: name, state (ready, expired, uncommitted,
     /// corrupt, foreign), size, sha256, createdAt, source alias, file name; `-` when unknown.
+    /// `ready` means the server would serve it: manifest MAC, file set, size and SHA-256 checked.
     List,
     /// Fully revalidate every bundle; exit 1 when one is corrupt or foreign
     ///
@@ -116,7 +117,15 @@ fn list(store: Option<&HandoffStore>) -> Result<i32, StartupError> {
     for (name, entry) in entries {
         let (state, manifest) = match &entry {
             Entry::Committed(m) if store.is_expired(m, now) => ("expired", Some(m)),
-            Entry::Committed(m) => ("ready", Some(m)),
+            // `ready` is a promise that the server would serve the bundle, so it gets the
+            // server's full check (payload size and SHA-256 too), not only the manifest's MAC.
+            Entry::Committed(m) => match store.get(&m.id) {
+                Ok(_) => ("ready", Some(m)),
+                Err(HandoffError::Expired) => ("expired", Some(m)),
+                // Removed since the scan: no longer an entry.
+                Err(HandoffError::NotFound) => continue,
+                Err(_) => ("corrupt", None),
+            },
             Entry::Uncommitted => ("uncommitted", None),
             Entry::Corrupt(_) => ("corrupt", None),
             Entry::Foreign => ("foreign", None),

@@ -26,7 +26,9 @@ pub(crate) const COMBINATIONS: [(bool, bool, bool); 8] = [
 
 /// The exact `tools/list` answer of one catalog, as pretty JSON.
 pub(crate) fn catalog_json(tools: &[&'static ToolDef]) -> String {
-    let list: Vec<rmcp::model::Tool> = tools.iter().map(|t| t.to_mcp()).collect();
+    // The full contract for reviewers: output schemas included, whether or not a client
+    // opted in to receive them (`MAILGATE_OUTPUT_SCHEMAS`).
+    let list: Vec<rmcp::model::Tool> = tools.iter().map(|t| t.to_mcp(true)).collect();
     let mut text =
         serde_json::to_string_pretty(&serde_json::json!({ "tools": list })).unwrap_or_default();
     text.push('\n');
@@ -181,15 +183,28 @@ pub(crate) fn explain(settings: &Settings) -> String {
         }
     }
     let _ = writeln!(out, "disk roots:");
-    let _ = writeln!(out, "  state folder: {}", settings.state_dir.display());
-    let _ = writeln!(out, "  download root: {}", settings.download_dir.display());
+    let unknown = "unknown (no HOME and no account home folder; set MAILGATE_HOME)";
+    let state = settings.state_dir().ok();
+    let _ = writeln!(
+        out,
+        "  state folder: {}",
+        state.map_or_else(|| unknown.to_owned(), |s| s.display().to_string())
+    );
+    let _ = writeln!(
+        out,
+        "  download root: {}",
+        settings.download_dir().ok().map_or_else(
+            || "unknown (set MAILGATE_DOWNLOAD_DIR or DOWNLOAD_DIR)".to_owned(),
+            |d| d.display().to_string()
+        )
+    );
     let _ = writeln!(
         out,
         "  handoff root: {}",
-        settings
-            .state_dir
-            .join(crate::startup::HANDOFF_DIR)
-            .display()
+        state.map_or_else(
+            || unknown.to_owned(),
+            |s| s.join(crate::startup::HANDOFF_DIR).display().to_string()
+        )
     );
     let _ = writeln!(
         out,
@@ -203,10 +218,19 @@ pub(crate) fn explain(settings: &Settings) -> String {
             let _ = writeln!(out, "  {k}: {v}");
         }
     }
-    let _ = writeln!(
-        out,
-        "minimum Microsoft Graph application permissions: {}",
-        graph_permissions(&tools).join(", ")
-    );
+    // Graph permissions mean something only to an operator with a Graph mailbox; for Maildir
+    // and IMAP they would read as a requirement that does not exist.
+    if settings
+        .config
+        .mailboxes
+        .iter()
+        .any(|m| matches!(m.backend, BackendSpec::Graph))
+    {
+        let _ = writeln!(
+            out,
+            "minimum Microsoft Graph application permissions: {}",
+            graph_permissions(&tools).join(", ")
+        );
+    }
     out
 }

@@ -46,12 +46,20 @@ impl ServerHandler for MailServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools: Vec<Tool> = self.app.tools.iter().map(|t| t.to_mcp()).collect();
+        let with_output = self.app.output_schemas;
+        let tools: Vec<Tool> = self
+            .app
+            .tools
+            .iter()
+            .map(|t| t.to_mcp(with_output))
+            .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.app.tool(name).map(|t| t.to_mcp())
+        self.app
+            .tool(name)
+            .map(|t| t.to_mcp(self.app.output_schemas))
     }
 
     async fn call_tool(

@@ -81,6 +81,7 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         journal,
         send,
         tools,
+        output_schemas: settings.output_schemas,
         downloads,
         handoffs,
     }))
@@ -88,22 +89,24 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
 
 /// Opens the state folder (created 0700 when missing) after `path_guard`'s private-folder
 /// check: a real directory owned by this user with no group or other bits.
+/// Without a known home folder this is the startup error naming `MAILGATE_HOME`; it is only
+/// reached when something open needs the folder.
 pub(crate) fn open_state(settings: &Settings) -> Result<cap_std::fs::Dir, StartupError> {
-    path_guard::open_state_dir(&settings.state_dir, true).map_err(StartupError::StateDir)
+    path_guard::open_state_dir(settings.state_dir()?, true).map_err(StartupError::StateDir)
 }
 
 /// The download root: `<state>/downloads` is a state entry and gets the private-folder check;
 /// a folder the operator named elsewhere (`MAILGATE_DOWNLOAD_DIR`) must be ours and not writable
 /// by others, but may be readable by them (the files in it are 0600 anyway).
 fn open_download_root(settings: &Settings) -> Result<DownloadRoot, StartupError> {
-    let dir = if settings.download_dir == settings.state_dir.join(DOWNLOAD_DIR) {
+    let download_dir = settings.download_dir()?;
+    let in_state = settings
+        .state_dir()
+        .is_ok_and(|state| download_dir == state.join(DOWNLOAD_DIR));
+    let dir = if in_state {
         path_guard::open_private_child(&open_state(settings)?, DOWNLOAD_DIR, true)
     } else {
-        path_guard::open_checked_dir(
-            &settings.download_dir,
-            path_guard::ModeRule::OwnerWriteOnly,
-            true,
-        )
+        path_guard::open_checked_dir(download_dir, path_guard::ModeRule::OwnerWriteOnly, true)
     };
     Ok(DownloadRoot::new(dir.map_err(StartupError::DownloadDir)?))
 }

@@ -67,6 +67,28 @@ fn panic_location(location: &std::panic::Location<'_>) -> String {
     format!("{short}:{}", location.line())
 }
 
+/// The level to install: `MAILGATE_LOG` when set, else the reference plugin's `LOG_LEVEL`
+/// (error|warn|info|debug, and mailgate's trace; case-insensitive). The second value is true
+/// when `LOG_LEVEL` was consulted and is not one of those: the caller warns and the default
+/// applies. (The reference refuses to start on such a value; a log level narrows or widens no
+/// policy, and `LOG_LEVEL` is a common name other programs set, so mailgate only warns.)
+pub(crate) fn log_level<'a>(
+    mailgate_log: Option<&'a str>,
+    log_level: Option<&'a str>,
+) -> (Option<&'a str>, bool) {
+    match (mailgate_log, log_level) {
+        (Some(level), _) => (Some(level), false),
+        (None, Some(level)) => {
+            let known = matches!(
+                level.to_ascii_lowercase().as_str(),
+                "error" | "warn" | "info" | "debug" | "trace"
+            );
+            (known.then_some(level), !known)
+        }
+        (None, None) => (None, false),
+    }
+}
+
 /// The filter directive for `MAILGATE_LOG`: dependencies at `error`, mailgate at the level.
 fn log_directive(level: Option<&str>) -> String {
     let level = match level.map(str::to_ascii_lowercase).as_deref() {
@@ -237,6 +259,17 @@ mod tests {
             );
         }
         assert_eq!(log_directive(Some("DEBUG")), "error,mailgate=debug");
+        // LOG_LEVEL (the reference's variable) applies only when MAILGATE_LOG is unset.
+        assert_eq!(
+            super::log_level(None, Some("error")),
+            (Some("error"), false)
+        );
+        assert_eq!(
+            super::log_level(Some("info"), Some("error")),
+            (Some("info"), false)
+        );
+        assert_eq!(super::log_level(None, Some("verbose")), (None, true));
+        assert_eq!(super::log_level(None, None), (None, false));
         assert_eq!(log_directive(Some("rmcp=trace")), "error,mailgate=warn");
     }
 

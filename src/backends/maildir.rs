@@ -25,7 +25,7 @@ use rand::RngExt;
 use super::{AttachmentMeta, BackendError, FolderInfo, FolderStats, MessageDetail};
 use crate::mime::{self, ParsedMessage};
 use crate::search::matcher::tokens;
-use crate::search::{Candidate, ContentGap, Page, ScanRequest};
+use crate::search::{Candidate, ContentGap, Page, ScanRequest, ScanStop};
 
 /// The inbox's folder id.
 pub(crate) const INBOX: &str = "INBOX";
@@ -183,11 +183,21 @@ impl MaildirStore {
             let id = resolve_folder(root, req.folder.as_deref())?;
             let dir = folder_dir(root, &id)?;
             let files = list_files(&dir)?;
-            let mut page = Page::default();
+            let mut page = Page {
+                folder_total: Some(files.len()),
+                page_size: Some(PAGE_SIZE),
+                ..Page::default()
+            };
             let mut next = 0;
             while next < files.len() {
-                if page.pages_scanned >= req.max_pages || page.items.len() >= req.max_items {
+                if page.items.len() >= req.max_items {
                     page.truncated = true;
+                    page.stop = Some(ScanStop::Window);
+                    break;
+                }
+                if page.pages_scanned >= req.max_pages {
+                    page.truncated = true;
+                    page.stop = Some(ScanStop::Pages);
                     break;
                 }
                 page.pages_scanned += 1;
@@ -196,13 +206,16 @@ impl MaildirStore {
                     if page.items.len() >= req.max_items {
                         // Stopped inside a page with items left over.
                         page.truncated = true;
+                        page.stop = Some(ScanStop::Window);
                         break;
                     }
                     if Instant::now() >= req.deadline {
                         page.truncated = true;
                         page.timed_out = true;
+                        page.stop = Some(ScanStop::Deadline);
                         break;
                     }
+                    page.examined += 1;
                     let candidate = match read_file(&dir, file) {
                         Ok(raw) => to_candidate(&id, file, &mime::parse(&raw)),
                         Err(err) => unread_candidate(&id, file, &err),

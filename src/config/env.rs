@@ -12,10 +12,14 @@
 //! needs through `Settings`, never an `Env`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::ConfigError;
 use crate::path_guard;
+
+/// Strict boolean, default off: declare each tool's `outputSchema` in `tools/list` (for clients
+/// that validate structured results; it roughly triples the catalog's size).
+pub(crate) const OUTPUT_SCHEMAS_VAR: &str = "MAILGATE_OUTPUT_SCHEMAS";
 
 /// The `.env` file read by [`Env::capture`], relative to the current directory.
 const DOTENV_FILE: &str = ".env";
@@ -27,7 +31,10 @@ const DOTENV_MAX_BYTES: u64 = 1024 * 1024;
 pub(crate) enum DotEnvError {
     #[error("{0}")]
     File(path_guard::PrivateFileError),
-    #[error("entry {entry} could not be parsed")]
+    #[error(
+        "entry {entry} could not be parsed (KEY=VALUE lines only; mailgate refuses the file \
+         rather than skip a line)"
+    )]
     Parse { entry: usize },
     #[error("it could not be read")]
     Read,
@@ -37,6 +44,9 @@ pub(crate) enum DotEnvError {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Env {
     vars: BTreeMap<String, String>,
+    /// The account's home folder from the password database, captured with the variables: the
+    /// fallback when `HOME` is unset, as Node's `os.homedir()` does for the reference plugin.
+    account_home: Option<PathBuf>,
 }
 
 impl Env {
@@ -51,10 +61,15 @@ impl Env {
             path_guard::read_optional_trusted_file(Path::new(DOTENV_FILE), DOTENV_MAX_BYTES)
                 .map_err(|error| ConfigError::DotEnv(DotEnvError::File(error)))?;
         let process = process_vars();
-        match dotenv {
-            Some(bytes) => Env::merge_dotenv(process, &bytes),
-            None => Ok(Env { vars: process }),
-        }
+        let mut env = match dotenv {
+            Some(bytes) => Env::merge_dotenv(process, &bytes)?,
+            None => Env {
+                vars: process,
+                account_home: None,
+            },
+        };
+        env.account_home = account_home();
+        Ok(env)
     }
 
     /// Builds an environment from explicit pairs (tests, `policy explain` fixtures).
@@ -73,7 +88,22 @@ impl Env {
                 .into_iter()
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
+            account_home: None,
         }
+    }
+
+    /// The home folder: `HOME` when it is set and absolute, else the account's home folder from
+    /// the password database (captured by [`Env::capture`]; never for [`Env::from_pairs`]).
+    pub(crate) fn home(&self) -> Option<PathBuf> {
+        match self.get("HOME") {
+            Some(home) => Some(PathBuf::from(home)).filter(|home| home.is_absolute()),
+            None => self.account_home.clone(),
+        }
+    }
+
+    /// Every variable name in the snapshot (for the unknown-variable check).
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.vars.keys().map(String::as_str)
     }
 
     /// Adds the pairs parsed from `.env` contents to `existing`, never replacing a present key.
@@ -95,7 +125,10 @@ impl Env {
             })?;
             vars.entry(key).or_insert(value);
         }
-        Ok(Env { vars })
+        Ok(Env {
+            vars,
+            account_home: None,
+        })
     }
 
     /// The trimmed value; `None` when the variable is absent or blank.
@@ -158,6 +191,16 @@ fn process_vars() -> BTreeMap<String, String> {
             Some((key, value.to_string_lossy().into_owned()))
         })
         .collect()
+}
+
+/// The account's home folder from the password database, when `HOME` is unset (std consults
+/// `HOME` first, which [`Env::home`] has already done with the snapshot's value). Only an
+/// absolute path counts.
+///
+/// # Ambient Authority
+/// Reads the process environment and the password database.
+fn account_home() -> Option<PathBuf> {
+    std::env::home_dir().filter(|home| home.is_absolute())
 }
 
 #[cfg(test)]

@@ -15,13 +15,18 @@
 //! `allowSend` is an unknown key.
 //!
 //! Error messages ([`ConfigError`]) name the variable, key or JSON path and the rule, never a
-//! value, a secret or a host path.
+//! value or a secret. The one path they show is the config file's, as the operator gave it
+//! (`--config` or `OUTLOOK_PLUGIN_CONFIG`) or as the default resolved, so the operator knows
+//! which file to fix.
 //!
 //! Who may call it: startup (`cli`, `policy explain/check`, `demo`). Everything else receives a
 //! finished [`Settings`] / [`Config`].
 
 pub(crate) mod env;
 pub(crate) mod raw;
+mod vars;
+
+pub(crate) use vars::check_unknown_variables;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -42,6 +47,12 @@ pub(crate) const CONFIG_PATH_VAR: &str = "OUTLOOK_PLUGIN_CONFIG";
 pub(crate) const HOME_DIR_VAR: &str = "MAILGATE_HOME";
 /// Environment variable naming the download directory (absolute).
 pub(crate) const DOWNLOAD_DIR_VAR: &str = "MAILGATE_DOWNLOAD_DIR";
+/// The reference plugin's name for the same folder; both set and different is refused.
+pub(crate) const REFERENCE_DOWNLOAD_DIR_VAR: &str = "DOWNLOAD_DIR";
+/// The reference plugin's log level (error|warn|info|debug); `MAILGATE_LOG` wins when set.
+pub(crate) const LOG_LEVEL_VAR: &str = "LOG_LEVEL";
+/// mailgate's own log level variable (read by `cli` for `telemetry::init_tracing`).
+pub(crate) const MAILGATE_LOG_VAR: &str = "MAILGATE_LOG";
 /// The download folder's name inside the state folder, when `MAILGATE_DOWNLOAD_DIR` is unset.
 pub(crate) const DOWNLOAD_DIR: &str = "downloads";
 /// Environment variable switching the run journal on.
@@ -61,15 +72,38 @@ const MIB: u64 = 1024 * KIB;
 const GIB: u64 = 1024 * MIB;
 
 /// Why startup configuration failed. Display is one line naming the variable, key or JSON path
-/// and the rule; it never contains a value from the file or the environment.
+/// and the rule; it never contains a value from the file or the environment, except the config
+/// file's own path ([`ConfigError::InFile`]) and the name of an unknown variable.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum ConfigError {
     #[error("the config file is not usable: {0}")]
     File(PrivateFileError),
+    /// A failure of the config file, with the path it was read from (as given, or the default
+    /// that was tried), so the operator knows which file to fix.
+    #[error("{path}: {source}")]
+    InFile {
+        path: String,
+        source: Box<ConfigError>,
+    },
+    #[error(
+        "no config file: neither {primary} nor the reference plugin's {fallback} exists; \
+         create one or set OUTLOOK_PLUGIN_CONFIG"
+    )]
+    NoConfigFile { primary: String, fallback: String },
+    #[error("DOWNLOAD_DIR and MAILGATE_DOWNLOAD_DIR are both set and differ; set only one")]
+    DownloadDirConflict,
+    #[error(
+        "{name} is not a variable mailgate knows; did you mean {closest}? (a misspelled \
+         variable is refused: it may have been meant to narrow something)"
+    )]
+    UnknownVariable { name: String, closest: &'static str },
     #[error("the config file is not valid JSON (line {line}, column {column})")]
     Json { line: usize, column: usize },
-    #[error("the config file repeats an object key (line {line}, column {column})")]
+    #[error(
+        "the config file repeats an object key (line {line}, column {column}); each key may \
+         appear only once in an object (mailgate refuses rather than pick one)"
+    )]
     DuplicateKey { line: usize, column: usize },
     #[error("the config file is invalid: {path}: {rule}")]
     Schema { path: String, rule: String },
@@ -77,7 +111,10 @@ pub(crate) enum ConfigError {
     NotBoolean { var: &'static str },
     #[error("{var} is set but lists no entries")]
     EmptyList { var: &'static str },
-    #[error("{var} contains invalid entries (count: {count}; values not shown)")]
+    #[error(
+        "{var} contains invalid entries (count: {count}; values not shown): {rule}",
+        rule = list_rule(var)
+    )]
     InvalidEntries { var: &'static str, count: usize },
     #[error("{var} is not a valid email address")]
     InvalidAddress { var: &'static str },
@@ -87,7 +124,10 @@ pub(crate) enum ConfigError {
     NotAbsolute { var: &'static str },
     #[error("{var} must not contain control characters")]
     BadPathVar { var: &'static str },
-    #[error("HOME is not set (or not absolute), so the {what} cannot be located; set {instead}")]
+    #[error(
+        "HOME is not set (or not absolute) and the account has no home folder, so the {what} \
+         cannot be located; set {instead}"
+    )]
     NoHome {
         what: &'static str,
         instead: &'static str,
@@ -101,6 +141,16 @@ pub(crate) enum ConfigError {
     #[cfg(debug_assertions)]
     #[error("MAILGATE_TEST_HANDOFF_CRASH_AT names no crash point")]
     BadCrashPoint,
+}
+
+/// What each entry of a comma-separated allowlist variable must be, for its refusal.
+fn list_rule(var: &str) -> &'static str {
+    if var == crate::gates::ALLOWED_RECIPIENT_DOMAINS_VAR {
+        "each entry must be a domain name such as example.com (no scheme, @ or path)"
+    } else {
+        "each entry must be one email address such as name@example.com (no display name, \
+         angle brackets, path or query)"
+    }
 }
 
 impl ConfigError {
@@ -642,53 +692,65 @@ pub(crate) struct Settings {
     )]
     pub(crate) config_path: PathBuf,
     pub(crate) gates: Gates,
-    pub(crate) state_dir: PathBuf,
-    pub(crate) download_dir: PathBuf,
+    /// `None` when no home folder is known: fine until something needs the state folder
+    /// ([`Settings::state_dir`] then names the variable to set).
+    state_dir: Option<PathBuf>,
+    /// `None` exactly when no download variable is set and the state folder is unknown.
+    download_dir: Option<PathBuf>,
     pub(crate) journal: bool,
+    /// Whether `tools/list` declares output schemas ([`env::OUTPUT_SCHEMAS_VAR`]).
+    pub(crate) output_schemas: bool,
     /// How long a handoff bundle is served ([`HANDOFF_TTL_VAR`]).
     pub(crate) handoff_ttl: std::time::Duration,
     /// Crash tests only; always `None` in release builds.
     pub(crate) handoff_crash_at: Option<crate::handoff::CrashPoint>,
 }
 
+impl Settings {
+    /// The state folder, or the refusal naming `MAILGATE_HOME` when no home folder is known.
+    /// Only what is opened (journal, handoff store, outbox, default downloads) asks for it, so
+    /// a process whose open gates need no state folder starts without `HOME`.
+    pub(crate) fn state_dir(&self) -> Result<&Path, ConfigError> {
+        self.state_dir.as_deref().ok_or(ConfigError::NoHome {
+            what: "state directory",
+            instead: HOME_DIR_VAR,
+        })
+    }
+
+    /// The download folder (`MAILGATE_DOWNLOAD_DIR` or `DOWNLOAD_DIR`, else
+    /// `<state folder>/downloads`).
+    pub(crate) fn download_dir(&self) -> Result<&Path, ConfigError> {
+        self.download_dir.as_deref().ok_or(ConfigError::NoHome {
+            what: "download folder",
+            instead: DOWNLOAD_DIR_VAR,
+        })
+    }
+}
+
 /// Resolves and reads everything startup needs, failing closed on the first problem.
 ///
 /// - Config path: `config_override` > `OUTLOOK_PLUGIN_CONFIG` (blank = absent) >
-///   `$HOME/.config/mailgate/plugin.json`; read with [`path_guard::read_private_file`].
+///   `~/.config/mailgate/plugin.json` > the reference plugin's `~/.config/mcp-outlook/plugin.json`
+///   (only when mailgate's default does not exist); read with [`path_guard::read_private_file`].
+///   `~` is `HOME`, else the account's home folder ([`env::Env::home`]).
 /// - Gates: [`Gates::resolve`] (environment-authoritative).
 /// - `searchMemoryPath`: `PLUGIN_SEARCH_MEMORY_PATH` (trimmed, non-empty) wins over the file.
-/// - State dir: `MAILGATE_HOME` (absolute) > `$HOME/.mailgate`. Download dir:
-///   `MAILGATE_DOWNLOAD_DIR` (absolute) > `<state dir>/downloads`. Nothing is created here.
-/// - Journal: `MAILGATE_JOURNAL`, strict boolean, default off.
+/// - State dir: `MAILGATE_HOME` (absolute) > `~/.mailgate`; unknown is not an error here.
+///   Download dir: `MAILGATE_DOWNLOAD_DIR` or the reference's `DOWNLOAD_DIR` (absolute; both set
+///   and different is refused) > `<state dir>/downloads`. Nothing is created here.
+/// - Journal: `MAILGATE_JOURNAL`, strict boolean, default off. Output schemas in `tools/list`:
+///   `MAILGATE_OUTPUT_SCHEMAS`, strict boolean, default off.
+/// - Unknown variables with a reserved prefix: [`check_unknown_variables`].
 pub(crate) fn load_settings(
     env: &env::Env,
     config_override: Option<&Path>,
 ) -> Result<Settings, ConfigError> {
-    let home = || {
-        env.get("HOME")
-            .map(PathBuf::from)
-            .filter(|home| home.is_absolute())
-    };
-    let config_path = match (config_override, env.get(CONFIG_PATH_VAR)) {
-        (Some(path), _) => path.to_path_buf(),
-        (None, Some(path)) => {
-            reject_control_chars(path, CONFIG_PATH_VAR)?;
-            PathBuf::from(path)
-        }
-        (None, None) => home()
-            .ok_or(ConfigError::NoHome {
-                what: "config file",
-                instead: CONFIG_PATH_VAR,
-            })?
-            .join(".config")
-            .join("mailgate")
-            .join("plugin.json"),
-    };
-    let config_path = std::path::absolute(&config_path).map_err(|_| ConfigError::CurrentDir)?;
-    let bytes =
-        path_guard::read_private_file(&config_path, MAX_CONFIG_BYTES).map_err(ConfigError::File)?;
+    let (config_path, shown_path, bytes) = read_config_file(env, config_override)?;
     let base_dir = config_path.parent().unwrap_or(Path::new("/"));
-    let mut config = Config::from_json(&bytes, base_dir)?;
+    let mut config = Config::from_json(&bytes, base_dir).map_err(|e| ConfigError::InFile {
+        path: shown_path,
+        source: Box::new(e),
+    })?;
 
     if let Some(path) = env.get(SEARCH_MEMORY_VAR) {
         reject_control_chars(path, SEARCH_MEMORY_VAR)?;
@@ -696,14 +758,21 @@ pub(crate) fn load_settings(
             Some(std::path::absolute(path).map_err(|_| ConfigError::CurrentDir)?);
     }
 
+    check_unknown_variables(env, &config)?;
     let gates = Gates::resolve(env, &config)?;
 
-    let state_dir = state_dir(env)?;
-    let download_dir = match env.get(DOWNLOAD_DIR_VAR) {
-        Some(path) => absolute_var(path, DOWNLOAD_DIR_VAR)?,
-        None => state_dir.join(DOWNLOAD_DIR),
+    let state_dir = match state_dir(env) {
+        Ok(dir) => Some(dir),
+        Err(ConfigError::NoHome { .. }) => None,
+        Err(other) => return Err(other),
+    };
+    let download_dir = match download_var(env)? {
+        Some(path) => Some(path),
+        None => state_dir.as_ref().map(|state| state.join(DOWNLOAD_DIR)),
     };
     let journal = parse_bool(JOURNAL_VAR, env.raw(JOURNAL_VAR))?.unwrap_or(false);
+    let output_schemas =
+        parse_bool(env::OUTPUT_SCHEMAS_VAR, env.raw(env::OUTPUT_SCHEMAS_VAR))?.unwrap_or(false);
     let handoff_ttl = handoff_ttl(env)?;
     #[cfg(debug_assertions)]
     let handoff_crash_at = env
@@ -720,9 +789,104 @@ pub(crate) fn load_settings(
         state_dir,
         download_dir,
         journal,
+        output_schemas,
         handoff_ttl,
         handoff_crash_at,
     })
+}
+
+/// Finds and reads the config file (see [`load_settings`]): its absolute path, the path as the
+/// operator gave it (for messages) and its bytes. Every failure names the file it tried, as
+/// given (a default is shown as resolved).
+fn read_config_file(
+    env: &env::Env,
+    config_override: Option<&Path>,
+) -> Result<(PathBuf, String, Vec<u8>), ConfigError> {
+    let given = match (config_override, env.get(CONFIG_PATH_VAR)) {
+        (Some(path), _) => Some(path.to_path_buf()),
+        (None, Some(path)) => {
+            reject_control_chars(path, CONFIG_PATH_VAR)?;
+            Some(PathBuf::from(path))
+        }
+        (None, None) => None,
+    };
+    let read = |path: &Path| -> Result<(PathBuf, String, Vec<u8>), ConfigError> {
+        let absolute = std::path::absolute(path).map_err(|_| ConfigError::CurrentDir)?;
+        path_guard::read_private_file(&absolute, MAX_CONFIG_BYTES)
+            .map(|bytes| (absolute, shown(path), bytes))
+            .map_err(|e| in_file(path, ConfigError::File(e)))
+    };
+    if let Some(path) = given {
+        return read(&path);
+    }
+    let home = env.home().ok_or(ConfigError::NoHome {
+        what: "config file",
+        instead: CONFIG_PATH_VAR,
+    })?;
+    let primary = home.join(".config").join("mailgate").join("plugin.json");
+    match read(&primary) {
+        Err(ConfigError::InFile { source, .. })
+            if matches!(*source, ConfigError::File(PrivateFileError::NotAvailable)) =>
+        {
+            // A reference user's file is used as it is, but only when mailgate's own default
+            // is absent: a mailgate file is never shadowed.
+            let fallback = home.join(".config").join("mcp-outlook").join("plugin.json");
+            match read(&fallback) {
+                Err(ConfigError::InFile { source, .. })
+                    if matches!(*source, ConfigError::File(PrivateFileError::NotAvailable)) =>
+                {
+                    Err(ConfigError::NoConfigFile {
+                        primary: shown(&primary),
+                        fallback: shown(&fallback),
+                    })
+                }
+                other => other,
+            }
+        }
+        other => other,
+    }
+}
+
+/// `error` with the config file it came from.
+fn in_file(path: &Path, error: ConfigError) -> ConfigError {
+    ConfigError::InFile {
+        path: shown(path),
+        source: Box::new(error),
+    }
+}
+
+/// A path for a one-line message: as given, with control characters escaped so a name cannot
+/// break the line (only `--config` can carry them; the variable refuses them).
+fn shown(path: &Path) -> String {
+    path.to_string_lossy()
+        .chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_debug().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+/// The download folder from the environment: `MAILGATE_DOWNLOAD_DIR` and the reference's
+/// `DOWNLOAD_DIR` mean the same; both set to different paths is refused rather than guessed.
+fn download_var(env: &env::Env) -> Result<Option<PathBuf>, ConfigError> {
+    let ours = env
+        .get(DOWNLOAD_DIR_VAR)
+        .map(|path| absolute_var(path, DOWNLOAD_DIR_VAR))
+        .transpose()?;
+    let theirs = env
+        .get(REFERENCE_DOWNLOAD_DIR_VAR)
+        .map(|path| absolute_var(path, REFERENCE_DOWNLOAD_DIR_VAR))
+        .transpose()?;
+    match (ours, theirs) {
+        (Some(a), Some(b)) if a != b => Err(ConfigError::DownloadDirConflict),
+        (Some(a), _) => Ok(Some(a)),
+        (None, b) => Ok(b),
+    }
 }
 
 /// [`HANDOFF_TTL_VAR`]: whole hours, 1 to [`MAX_HANDOFF_TTL_HOURS`], default seven days. Also
@@ -740,15 +904,14 @@ pub(crate) fn handoff_ttl(env: &env::Env) -> Result<std::time::Duration, ConfigE
     Ok(std::time::Duration::from_secs(hours * 3600))
 }
 
-/// The state directory: `MAILGATE_HOME` (must be absolute) > `$HOME/.mailgate` (HOME must be
-/// absolute). Nothing is created here.
+/// The state directory: `MAILGATE_HOME` (must be absolute) > `~/.mailgate` (`HOME` when set
+/// and absolute, else the account's home folder, as the reference plugin resolves `~`).
+/// Nothing is created here.
 pub(crate) fn state_dir(env: &env::Env) -> Result<PathBuf, ConfigError> {
     match env.get(HOME_DIR_VAR) {
         Some(path) => absolute_var(path, HOME_DIR_VAR),
         None => env
-            .get("HOME")
-            .map(PathBuf::from)
-            .filter(|home| home.is_absolute())
+            .home()
             .map(|home| home.join(".mailgate"))
             .ok_or(ConfigError::NoHome {
                 what: "state directory",
@@ -1280,8 +1443,11 @@ mod tests {
             settings.config_path,
             home.join(".config/mailgate/plugin.json")
         );
-        assert_eq!(settings.state_dir, home.join(".mailgate"));
-        assert_eq!(settings.download_dir, home.join(".mailgate/downloads"));
+        assert_eq!(settings.state_dir().expect("known"), home.join(".mailgate"));
+        assert_eq!(
+            settings.download_dir().expect("known"),
+            home.join(".mailgate/downloads")
+        );
         assert!(!settings.journal);
         assert!(
             settings.gates.writes,
@@ -1322,8 +1488,11 @@ mod tests {
         ]);
         let settings = load_settings(&env, Some(&other)).expect("loads");
         assert_eq!(settings.config_path, other);
-        assert_eq!(settings.state_dir, state);
-        assert_eq!(settings.download_dir, PathBuf::from("/srv/downloads"));
+        assert_eq!(settings.state_dir().expect("known"), state);
+        assert_eq!(
+            settings.download_dir().expect("known"),
+            PathBuf::from("/srv/downloads")
+        );
         assert!(settings.journal);
         assert_eq!(
             settings.config.search_memory_path,
@@ -1358,35 +1527,140 @@ mod tests {
             load_settings(&env, Some(&good)),
             Err(ConfigError::NotBoolean { var: JOURNAL_VAR })
         ));
+        // No usable home: the settings load (a read-only process needs no state folder) and
+        // only asking for the state folder names the variable to set.
         let env = Env::from_pairs([("HOME", "relative-home")]);
+        let settings = load_settings(&env, Some(&good)).expect("loads without a home");
         assert!(matches!(
-            load_settings(&env, Some(&good)),
+            settings.state_dir(),
             Err(ConfigError::NoHome {
                 what: "state directory",
+                instead: HOME_DIR_VAR,
+            })
+        ));
+        assert!(matches!(
+            settings.download_dir(),
+            Err(ConfigError::NoHome {
+                instead: DOWNLOAD_DIR_VAR,
                 ..
             })
         ));
 
         let env = Env::from_pairs([(HOME_DIR_VAR, state_s)]);
+        // Each refusal names the file it tried, as given (issue 9).
+        let refused = |path: &Path| match load_settings(&env, Some(path)) {
+            Err(ConfigError::InFile {
+                path: shown,
+                source,
+            }) => {
+                assert_eq!(shown, path.to_string_lossy());
+                *source
+            }
+            other => panic!("expected a file error, got {other:?}"),
+        };
         let error = load_settings(&env, Some(&open)).expect_err("0644 refused");
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("{}: ", open.display())),
+            "{error}"
+        );
         assert!(matches!(
-            error,
+            refused(&open),
             ConfigError::File(PrivateFileError::TooPermissive)
         ));
-        assert!(
-            !error.to_string().contains("open.json"),
-            "no path in {error}"
-        );
-        let missing = dir.path().join("missing.json");
         assert!(matches!(
-            load_settings(&env, Some(&missing)),
-            Err(ConfigError::File(PrivateFileError::NotAvailable))
+            refused(&dir.path().join("missing.json")),
+            ConfigError::File(PrivateFileError::NotAvailable)
         ));
         let link = dir.path().join("link.json");
         std::os::unix::fs::symlink(&good, &link).expect("symlink");
         assert!(matches!(
-            load_settings(&env, Some(&link)),
-            Err(ConfigError::File(PrivateFileError::NotRegularFile))
+            refused(&link),
+            ConfigError::File(PrivateFileError::NotRegularFile)
+        ));
+        let bad = write_config(dir.path(), "bad.json", "{\"mailboxes\": []}", 0o600);
+        assert!(matches!(refused(&bad), ConfigError::Schema { .. }));
+        // A relative path is shown as given, not resolved.
+        let relative = Path::new("relative-missing.json");
+        assert!(matches!(
+            refused(relative),
+            ConfigError::File(PrivateFileError::NotAvailable)
+        ));
+    }
+
+    #[test]
+    fn the_reference_default_config_is_the_fallback() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path();
+        let home_s = home.to_str().expect("utf-8");
+        let env = Env::from_pairs([("HOME", home_s)]);
+        // Neither file: the error names both.
+        let error = load_settings(&env, None).expect_err("no file");
+        let message = error.to_string();
+        assert!(
+            message.contains(".config/mailgate/plugin.json"),
+            "{message}"
+        );
+        assert!(
+            message.contains(".config/mcp-outlook/plugin.json"),
+            "{message}"
+        );
+
+        std::fs::create_dir_all(home.join(".config/mcp-outlook")).expect("mkdir");
+        let reference = write_config(
+            &home.join(".config/mcp-outlook"),
+            "plugin.json",
+            &with_mailboxes(FINANCE, ""),
+            0o600,
+        );
+        assert_eq!(
+            load_settings(&env, None).expect("loads").config_path,
+            reference
+        );
+
+        // mailgate's own default wins when it exists, even if it is refused.
+        std::fs::create_dir_all(home.join(".config/mailgate")).expect("mkdir");
+        let ours = write_config(
+            &home.join(".config/mailgate"),
+            "plugin.json",
+            &with_mailboxes(FINANCE, ""),
+            0o644,
+        );
+        match load_settings(&env, None) {
+            Err(ConfigError::InFile { path, .. }) => assert_eq!(path, ours.to_string_lossy()),
+            other => panic!("expected mailgate's file to be refused, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn download_dir_accepts_the_reference_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let good = write_config(dir.path(), "good.json", &with_mailboxes(FINANCE, ""), 0o600);
+        let with = |pairs: &[(&str, &str)]| {
+            load_settings(&Env::from_pairs(pairs.iter().copied()), Some(&good))
+        };
+        let settings = with(&[(REFERENCE_DOWNLOAD_DIR_VAR, "/srv/dl")]).expect("loads");
+        assert_eq!(settings.download_dir().expect("set"), Path::new("/srv/dl"));
+        assert!(settings.state_dir().is_err(), "no home in this env");
+        let settings = with(&[
+            (REFERENCE_DOWNLOAD_DIR_VAR, "/srv/dl"),
+            (DOWNLOAD_DIR_VAR, "/srv/dl"),
+        ])
+        .expect("same path twice is fine");
+        assert_eq!(settings.download_dir().expect("set"), Path::new("/srv/dl"));
+        assert!(matches!(
+            with(&[
+                (REFERENCE_DOWNLOAD_DIR_VAR, "/srv/a"),
+                (DOWNLOAD_DIR_VAR, "/srv/b")
+            ]),
+            Err(ConfigError::DownloadDirConflict)
+        ));
+        assert!(matches!(
+            with(&[(REFERENCE_DOWNLOAD_DIR_VAR, "relative")]),
+            Err(ConfigError::NotAbsolute {
+                var: REFERENCE_DOWNLOAD_DIR_VAR
+            })
         ));
     }
 

@@ -56,6 +56,11 @@ impl Format {
         }
     }
 
+    /// Whether [`extract_text`] can turn this format into text (the textual formats).
+    pub(crate) fn has_extractor(self) -> bool {
+        self.is_textual()
+    }
+
     /// Formats whose bytes are (declared to be) text.
     fn is_textual(self) -> bool {
         matches!(
@@ -79,6 +84,9 @@ pub(crate) struct Extracted {
     pub(crate) truncated: bool,
     /// `"text"`, `"html"` or `"eml"`.
     pub(crate) extractor: &'static str,
+    /// Parts whose content is not in `text` at all: an EML's own attachments (only their names
+    /// are listed). Evidence search counts them as not read.
+    pub(crate) unread_parts: usize,
 }
 
 /// Why no text came out. The display strings are the stable tool error codes.
@@ -192,6 +200,7 @@ fn plain(bytes: &[u8], max_chars: usize) -> Extracted {
         text,
         truncated: cut || input_cut,
         extractor: "text",
+        unread_parts: 0,
     }
 }
 
@@ -206,6 +215,7 @@ fn html_text(bytes: &[u8], max_chars: usize) -> Extracted {
         text,
         truncated: cut || input_cut,
         extractor: "html",
+        unread_parts: 0,
     }
 }
 
@@ -246,10 +256,13 @@ fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
     }
     out.push_str(&message.body_text);
     let (text, truncated) = html::truncate_chars(out, max_chars);
+    let truncated = truncated || message.cuts.header || message.cuts.body;
     Ok(Extracted {
         text,
         truncated: truncated || cut,
         extractor: "eml",
+        // A structural cut means parts were never parsed: count one more part not read.
+        unread_parts: message.attachments.len() + usize::from(message.cuts.structure),
     })
 }
 
@@ -564,7 +577,8 @@ mod tests {
             Extracted {
                 text: "ünïcödé".into(),
                 truncated: false,
-                extractor: "text"
+                extractor: "text",
+                unread_parts: 0,
             }
         );
         let csv = extract_text(Some("d.csv"), "text/csv", b"a,b\n1,2\n", MAX).expect("csv");
@@ -615,7 +629,8 @@ mod tests {
             Extracted {
                 text: "Quarterly numbers".into(),
                 truncated: false,
-                extractor: "html"
+                extractor: "html",
+                unread_parts: 0,
             }
         );
         let e = extract_text(Some("r.htm"), "application/octet-stream", page, 9).expect("html");

@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 
 use super::matcher::TokenQuery;
 use super::{
-    Candidate, Confidence, Page, SearchOutcome, SearchPlan, SearchSource, SearchStatus, SortBy,
-    SortOrder, Strategy, warning,
+    Candidate, Confidence, Page, ScanReport, SearchOutcome, SearchPlan, SearchSource, SearchStatus,
+    SortBy, SortOrder, Strategy, warning,
 };
 
 /// A term that cannot occur in real mail, derived from the query so that a backend which ignores
@@ -36,6 +36,7 @@ async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> Search
         Ok(page) => {
             let scanned = page.items.len();
             let incomplete = page.is_incomplete();
+            let scan = ScanReport::of(&page, plan);
             let warnings: Vec<&'static str> = page.limit_warnings().collect();
             let hits: Vec<Candidate> = page
                 .items
@@ -58,6 +59,7 @@ async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> Search
                     canary_matched: false,
                     warnings,
                     messages: Vec::new(),
+                    scan,
                 };
             }
             found(
@@ -69,6 +71,7 @@ async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> Search
                 warnings,
                 false,
                 plan,
+                scan,
             )
         }
     }
@@ -100,6 +103,7 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
         && !canary_failed
     {
         let truncated = page.truncated;
+        let scan = ScanReport::of(&page, plan);
         let hits: Vec<Candidate> = page
             .items
             .into_iter()
@@ -115,6 +119,7 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
                 warnings,
                 false,
                 plan,
+                scan,
             );
         }
     }
@@ -144,10 +149,12 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
                 canary_matched,
                 warnings,
                 messages: Vec::new(),
+                scan: ScanReport::default(),
             };
         }
         Ok(p) => p,
     };
+    let scan = ScanReport::of(&page, plan);
     let matcher = TokenQuery::new(query);
     let scanned = page.items.len();
     let incomplete = page.is_incomplete();
@@ -167,6 +174,7 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
             warnings,
             canary_matched,
             plan,
+            scan,
         );
     }
     let (status, confidence) = if untrusted_backend {
@@ -187,6 +195,7 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
         canary_matched,
         warnings,
         messages: Vec::new(),
+        scan,
     }
 }
 
@@ -203,6 +212,7 @@ fn found(
     warnings: Vec<&'static str>,
     canary_matched: bool,
     plan: &SearchPlan,
+    scan: ScanReport,
 ) -> SearchOutcome {
     sort(&mut hits, plan.sort_by, plan.sort_order);
     let cut = hits.len() > plan.max_results;
@@ -222,6 +232,7 @@ fn found(
         canary_matched,
         warnings,
         messages: hits,
+        scan,
     }
 }
 
@@ -407,6 +418,68 @@ pub(crate) mod tests {
         .await;
         assert_eq!(o.status, SearchStatus::SearchIncomplete);
         assert_eq!(o.confidence, Confidence::Low);
+    }
+
+    /// Issue 9: an incomplete answer says which limit stopped the scan and what lifts it, and
+    /// is truthful about `maxPages` on a backend whose window is reached first.
+    #[tokio::test]
+    async fn a_limit_stop_is_named_with_its_lift() {
+        let stopped = |stop| {
+            Ok(Page {
+                items: vec![candidate("1", "other")],
+                pages_scanned: 1,
+                truncated: true,
+                stop: Some(stop),
+                examined: 15,
+                folder_total: Some(240),
+                page_size: Some(50),
+                ..Page::default()
+            })
+        };
+        let o = outcome(
+            Fake {
+                real: page(vec![], false),
+                canary: page(vec![], false),
+                list: stopped(crate::search::ScanStop::Window),
+            },
+            Some("invoice"),
+        )
+        .await;
+        assert_eq!(o.status, SearchStatus::SearchIncomplete);
+        assert!(o.warnings.contains(&warning::SCAN_WINDOW_REACHED));
+        let note = o.limit_note().expect("a note");
+        assert!(
+            note.starts_with("scanned the newest 15 of 240 messages"),
+            "{note}"
+        );
+        assert!(note.contains("scan window of 15 messages (3 × maxResults, at most 100)"));
+        assert!(note.contains("raise maxResults") && note.contains("maxPages does not lift it"));
+
+        let o = outcome(
+            Fake {
+                real: page(vec![], false),
+                canary: page(vec![], false),
+                list: stopped(crate::search::ScanStop::Pages),
+            },
+            Some("invoice"),
+        )
+        .await;
+        assert!(o.warnings.contains(&warning::MAX_PAGES_REACHED));
+        let note = o.limit_note().expect("a note");
+        assert!(note.contains("maxPages (10 pages of 50 messages) was reached; raise maxPages"));
+
+        // Without a limit stop there is nothing to say (a deadline has its own warning).
+        let o = outcome(
+            Fake {
+                real: page(vec![], false),
+                canary: page(vec![], false),
+                list: page(vec![candidate("1", "other")], false),
+            },
+            Some("invoice"),
+        )
+        .await;
+        assert_eq!(o.status, SearchStatus::NotFound);
+        assert_eq!(o.limit_note(), None);
     }
 
     #[tokio::test]

@@ -105,6 +105,89 @@ pub(crate) mod warning {
     pub(crate) const HEADER_TRUNCATED: &str = "message_header_truncated";
     /// A body was longer than the matching bound: its tail was not searched.
     pub(crate) const BODY_TRUNCATED: &str = "message_body_truncated";
+    /// The scan window (see [`super::SearchPlan::derive_limits`]) was full while older
+    /// messages were left: raise `maxResults` or narrow the search, not `maxPages`.
+    pub(crate) const SCAN_WINDOW_REACHED: &str = "scan_window_reached";
+    /// `maxPages` pages were read while older messages were left.
+    pub(crate) const MAX_PAGES_REACHED: &str = "max_pages_reached";
+}
+
+/// Which limit stopped a scan while messages were left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScanStop {
+    /// The item cap (`scanLimit`, the scan window).
+    Window,
+    /// `maxPages`.
+    Pages,
+    /// [`SEARCH_DEADLINE`].
+    Deadline,
+}
+
+/// What one scan covered, for the answer to say which limit stopped it and what lifts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ScanReport {
+    pub(crate) stop: Option<ScanStop>,
+    /// Messages looked at (newest first), matching or not.
+    pub(crate) examined: usize,
+    /// Messages in the folder, when the backend knows.
+    pub(crate) folder_total: Option<usize>,
+    /// The scan window (`scanLimit`) and page limit of the plan.
+    pub(crate) window: usize,
+    pub(crate) max_pages: u32,
+    pub(crate) page_size: Option<usize>,
+    /// Whether the plan had a query (its window is 3 × maxResults ≤ 100, else 5 × ≤ 500).
+    pub(crate) with_query: bool,
+}
+
+impl ScanReport {
+    pub(crate) fn of(page: &Page, plan: &SearchPlan) -> Self {
+        ScanReport {
+            stop: page.stop,
+            examined: page.examined,
+            folder_total: page.folder_total,
+            window: plan.scan_limit,
+            max_pages: plan.max_pages,
+            page_size: page.page_size,
+            with_query: plan.query.is_some(),
+        }
+    }
+
+    /// Which limit stopped the scan and what would lift it; `None` when no page or window
+    /// limit did (the deadline and unread messages have their own warnings).
+    pub(crate) fn limit_note(&self) -> Option<String> {
+        let scanned = match self.folder_total {
+            Some(total) => format!("scanned the newest {} of {total} messages", self.examined),
+            None => format!("scanned the newest {} messages", self.examined),
+        };
+        let rule = if self.with_query {
+            "3 × maxResults, at most 100"
+        } else {
+            "5 × maxResults, at most 500"
+        };
+        match self.stop? {
+            ScanStop::Window => Some(format!(
+                "{scanned}: the scan window of {} messages ({rule}) was full; narrow \
+                 with dateFrom/dateTo/folder/sender or raise maxResults ({})",
+                self.window,
+                match self.page_size {
+                    Some(size) => format!(
+                        "maxPages does not lift it: {} pages of {size} already cover the window",
+                        self.max_pages
+                    ),
+                    None => "maxPages does not lift it".to_owned(),
+                }
+            )),
+            ScanStop::Pages => Some(format!(
+                "{scanned}: maxPages ({}{}) was reached; raise maxPages (at most 10) or narrow \
+                 with dateFrom/dateTo/folder/sender",
+                self.max_pages,
+                self.page_size
+                    .map(|s| format!(" pages of {s} messages"))
+                    .unwrap_or_default()
+            )),
+            ScanStop::Deadline => None,
+        }
+    }
 }
 
 /// How long one mailbox's search may run before it stops and answers `SEARCH_INCOMPLETE` with
@@ -294,6 +377,14 @@ pub(crate) struct Page {
     pub(crate) timed_out: bool,
     /// Messages of the scanned window that were not wholly read, returned or not.
     pub(crate) gaps: Gaps,
+    /// The limit that stopped the scan while messages were left, when one did.
+    pub(crate) stop: Option<ScanStop>,
+    /// Messages looked at, matching or not.
+    pub(crate) examined: usize,
+    /// Messages in the folder, when the backend knows.
+    pub(crate) folder_total: Option<usize>,
+    /// Messages per page, when the backend pages by a fixed count.
+    pub(crate) page_size: Option<usize>,
 }
 
 impl Page {
@@ -305,9 +396,15 @@ impl Page {
 
     /// The warning codes naming every limit that left this page incomplete.
     pub(crate) fn limit_warnings(&self) -> impl Iterator<Item = &'static str> + '_ {
+        let stop = match self.stop {
+            Some(ScanStop::Window) => Some(warning::SCAN_WINDOW_REACHED),
+            Some(ScanStop::Pages) => Some(warning::MAX_PAGES_REACHED),
+            Some(ScanStop::Deadline) | None => None,
+        };
         self.timed_out
             .then_some(warning::DEADLINE)
             .into_iter()
+            .chain(stop)
             .chain(self.gaps.warnings())
     }
 }
@@ -396,9 +493,16 @@ pub(crate) struct SearchOutcome {
     pub(crate) canary_matched: bool,
     pub(crate) warnings: Vec<&'static str>,
     pub(crate) messages: Vec<Candidate>,
+    /// What the deciding scan covered (default when no scan ran).
+    pub(crate) scan: ScanReport,
 }
 
 impl SearchOutcome {
+    /// See [`ScanReport::limit_note`].
+    pub(crate) fn limit_note(&self) -> Option<String> {
+        self.scan.limit_note()
+    }
+
     /// The in-band failure of one mailbox inside a fan-out: never a tool error, so the other
     /// mailboxes' evidence stays visible.
     pub(crate) fn failed(warning: &'static str) -> Self {
@@ -412,6 +516,7 @@ impl SearchOutcome {
             canary_matched: false,
             warnings: vec![warning],
             messages: Vec::new(),
+            scan: ScanReport::default(),
         }
     }
 }

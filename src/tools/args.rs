@@ -3,7 +3,9 @@
 //! handler, so what the schema promises and what is enforced cannot drift apart.
 //!
 //! Every object is `deny_unknown_fields`; every string and array is bounded. Lengths count Unicode
-//! scalar values.
+//! scalar values. A `///` comment on a field becomes its schema description, sent in every
+//! `tools/list` (and the criteria four times): only what the name, bounds and the tool's own
+//! description do not already say (issue 9, token economy); the rest is in `//` comments.
 
 use garde::Validate;
 use schemars::JsonSchema;
@@ -132,7 +134,7 @@ pub(crate) enum SortOrderArg {
     Desc,
 }
 
-/// Where a search runs: the live backend (default), the local index, or both.
+// Where a search runs: the live backend (default), the local index, or both.
 #[derive(Clone, Copy, Debug, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum SourceArg {
@@ -141,30 +143,36 @@ pub(crate) enum SourceArg {
     Hybrid,
 }
 
-/// Search criteria shared by the search and list tools. All fields optional.
+// Search criteria shared by the search and list tools, all optional. Their meaning is told once,
+// in search_mailbox's description: these fields are repeated in four tools' schemas.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Criteria {
-    /// Free-text query (relevance search). Omit for an exact filter listing.
+    // Free-text query (relevance search); omitted, the answer is an exact filter listing.
     #[garde(length(chars, min = 1, max = 500))]
     pub(crate) query: Option<String>,
-    /// Substring of the sender's address or name.
+    // Substring of the sender's address or name.
     #[garde(length(chars, min = 1, max = 320))]
     pub(crate) sender: Option<String>,
-    /// Substring of the subject.
+    // Substring of the subject.
     #[garde(length(chars, min = 1, max = 500))]
     pub(crate) subject: Option<String>,
-    /// Received on or after (ISO-8601 date or date-time; a date alone means its start, UTC).
+    // Received on or after (ISO-8601 date or date-time; a date alone means its start, UTC).
+    // The schema's pattern is the garde one written shorter: `\d` is exactly [0-9] in JSON
+    // Schema (ECMA-262), while Rust's regex is built without Unicode classes, so garde keeps [0-9]
+    // (schemars takes its own attribute over garde's). It is sent four times per catalog.
+    #[schemars(pattern(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?)?$"))]
     #[garde(pattern(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"), custom(valid_date))]
     pub(crate) date_from: Option<String>,
-    /// Received on or before (a date alone means its end, UTC).
+    // Received on or before (a date alone means its end, UTC).
+    #[schemars(pattern(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?)?$"))]
     #[garde(pattern(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?$"), custom(valid_date))]
     pub(crate) date_to: Option<String>,
     #[garde(skip)]
     pub(crate) has_attachments: Option<bool>,
     #[garde(skip)]
     pub(crate) is_read: Option<bool>,
-    /// Folder id or well-known name (inbox, sentitems, drafts, archive, junkemail); default inbox.
+    // Folder id or well-known name (inbox, sentitems, drafts, archive, junkemail); default inbox.
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) folder: Option<String>,
     #[garde(range(min = 1, max = 100))]
@@ -175,13 +183,16 @@ pub(crate) struct Criteria {
     pub(crate) sort_by: Option<SortByArg>,
     #[garde(skip)]
     pub(crate) sort_order: Option<SortOrderArg>,
-    /// Include attachment names (untrusted) in each summary.
+    // Include attachment names (untrusted) in each summary.
     #[garde(skip)]
     pub(crate) include_attachment_names: Option<bool>,
-    /// Expand the query through the operator's search memory.
+    // Expand the query through the operator's search memory.
     #[garde(skip)]
     pub(crate) expand_terms: Option<bool>,
-    /// live (default) | index | hybrid.
+    // live (default) | index | hybrid. Not in the published schema until the local index exists
+    // (index and hybrid answer UNSUPPORTED today, so advertising them only invites failing
+    // calls); still accepted, so the schema is never wider than what the server takes.
+    #[schemars(skip)]
     #[garde(skip)]
     pub(crate) source: Option<SourceArg>,
 }
@@ -189,15 +200,16 @@ pub(crate) struct Criteria {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct MailboxArgs {
-    /// Mailbox alias from list_allowed_mailboxes.
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    // A mailbox alias from list_allowed_mailboxes (every tool's `mailbox`; the pattern says it).
+    // The pattern needs a first character, so a `min` length would only repeat it in each schema.
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SearchMailboxArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[serde(default)]
     #[garde(dive)]
@@ -207,11 +219,11 @@ pub(crate) struct SearchMailboxArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct SearchMailboxesArgs {
-    /// Aliases to search (default: every allowed mailbox).
+    // Default: all (the tool's description says so).
     #[garde(custom(alias_list))]
     #[schemars(
         length(min = 1, max = 32),
-        inner(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))
+        inner(length(max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))
     )]
     pub(crate) mailboxes: Option<Vec<String>>,
     #[serde(default)]
@@ -222,13 +234,13 @@ pub(crate) struct SearchMailboxesArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct BatchQuery {
-    /// Caller's label for this query, unique in the batch.
+    // Unique in the batch.
     #[garde(length(chars, min = 1, max = 120))]
     pub(crate) label: String,
     #[garde(custom(alias_list))]
     #[schemars(
         length(min = 1, max = 32),
-        inner(length(min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))
+        inner(length(max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))
     )]
     pub(crate) mailboxes: Option<Vec<String>>,
     #[serde(default)]
@@ -254,17 +266,17 @@ pub(crate) enum MessageFormat {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct GetMessageArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
-    /// Body character offset to start from (for reading long bodies in pieces).
+    // Body character to start at: nextOffset (the tool's description says so).
     #[garde(range(min = 0, max = 10_000_000))]
     pub(crate) offset: Option<u64>,
-    /// text (default): headers and body; headers: no body.
+    // headers: no body (default text: headers and body).
     #[garde(skip)]
     pub(crate) format: Option<MessageFormat>,
-    /// Index of the first To and Cc address to show (pass `nextRecipientOffset`).
+    // First To/Cc address to show: nextRecipientOffset (the description says so).
     #[garde(range(min = 0, max = 1_000_000))]
     pub(crate) recipient_offset: Option<u64>,
 }
@@ -272,7 +284,7 @@ pub(crate) struct GetMessageArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct FolderStatsArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) folder_id: String,
@@ -281,14 +293,14 @@ pub(crate) struct FolderStatsArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct ListAttachmentsArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
-    /// Index of the first attachment to list (pass `nextOffset` to read on).
+    // Pass nextOffset (the description says so).
     #[garde(range(min = 0, max = 1_000_000))]
     pub(crate) offset: Option<u64>,
-    /// Attachments per page (default and maximum 100).
+    // Attachments per page (default and maximum 100).
     #[garde(range(min = 1, max = 100))]
     pub(crate) limit: Option<u32>,
 }
@@ -304,25 +316,26 @@ pub(crate) enum ContentMode {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct AttachmentContentArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) attachment_id: String,
-    /// text (default): extracted text; raw: base64 bytes within the raw cap.
+    // raw: the bytes as base64, up to maxRawAttachmentBytes (default text; the description says
+    // so).
     #[garde(skip)]
     pub(crate) mode: Option<ContentMode>,
-    /// Entry path inside a zip archive.
+    /// Path inside a zip.
     #[garde(length(chars, min = 1, max = 512), custom(valid_entry))]
     pub(crate) entry: Option<String>,
-    /// Password of an encrypted zip; never logged or stored.
+    // For an encrypted zip; never logged or stored.
     #[garde(length(chars, min = 1, max = 256))]
     pub(crate) password: Option<String>,
 }
 
 /// Signals to look for. The reference's names are kept for compatibility; they are generic lists:
-/// identifiers (`proposalIds`), parties (`clients`), organisations (`insurers`), exact attachment
+/// identifiers (`proposalIds`), parties (`clients`), organisations (`insurers`), attachment
 /// names (`attachmentNames`), plus free `keywords`. (serde cannot combine `flatten` with
 /// `deny_unknown_fields`, so the inputs carry the five lists themselves and hand out this view.)
 #[derive(Clone, Debug, Default)]
@@ -376,6 +389,7 @@ macro_rules! with_signals {
     #[serde(default)]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) insurers: Vec<String>,
+    /// Case-insensitive: full name or name without extension (confirms), or its words (candidate).
     #[serde(default)]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) attachment_names: Vec<String>,
@@ -402,7 +416,7 @@ with_signals! { self;
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct EvidenceArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
@@ -458,7 +472,7 @@ pub(crate) struct InvestigationCriteria {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct InvestigateArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(dive)]
     pub(crate) criteria: InvestigationCriteria,
@@ -467,13 +481,13 @@ pub(crate) struct InvestigateArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct CreateHandoffArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) attachment_id: String,
-    /// A UUIDv4 chosen by the caller; the same key and request replay the same handoff.
+    /// Your UUIDv4: the same key and request return the same handoff.
     #[garde(pattern(
         r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"
     ))]
@@ -490,7 +504,7 @@ pub(crate) struct GetHandoffArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct MoveCopyArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(min = 1, max = 100), inner(length(chars, min = 1, max = 512)))]
     pub(crate) message_ids: Vec<String>,
@@ -501,11 +515,11 @@ pub(crate) struct MoveCopyArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct MarkArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(min = 1, max = 100), inner(length(chars, min = 1, max = 512)))]
     pub(crate) message_ids: Vec<String>,
-    /// true marks read, false unread.
+    /// false marks unread.
     #[garde(skip)]
     pub(crate) read: bool,
 }
@@ -513,17 +527,17 @@ pub(crate) struct MarkArgs {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct DownloadArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
-    /// Default: every attachment of the message (within the batch budgets).
+    /// Default: all.
     #[garde(custom(id_list))]
     #[schemars(length(min = 1, max = 100), inner(length(min = 1, max = 512)))]
     pub(crate) attachment_ids: Option<Vec<String>>,
 }
 
-/// An attachment by reference: an attachment of a message in the same mailbox, or a handoff.
+/// messageId and attachmentId (same mailbox), or handoffId.
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct AttachmentRef {
@@ -538,7 +552,7 @@ pub(crate) struct AttachmentRef {
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct CreateDraftArgs {
-    #[garde(length(chars, min = 1, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
+    #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
     #[garde(
         length(min = 1, max = 50),
@@ -555,10 +569,10 @@ pub(crate) struct CreateDraftArgs {
     pub(crate) subject: String,
     #[garde(length(chars, min = 1, max = 500_000))]
     pub(crate) body: String,
-    /// Attachments by reference only (never a local path).
+    // Attachments by reference only (never a local path): AttachmentRef's doc says how.
     #[garde(length(max = 10), dive)]
     pub(crate) attachments: Option<Vec<AttachmentRef>>,
-    /// Message id (same mailbox) this draft replies to; threads the draft.
+    /// Message id (same mailbox) to thread with.
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) reply_to: Option<String>,
 }
@@ -581,13 +595,14 @@ pub(crate) struct SendEmailArgs {
     pub(crate) subject: String,
     #[garde(length(chars, min = 1, max = 500_000))]
     pub(crate) body: String,
-    /// Message id in the sending mailbox to thread with; recipients are never derived from it.
+    // Message id in the sending mailbox to thread with; recipients are never derived from it
+    // (the tool's description says so).
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) in_reply_to: Option<String>,
-    /// Render the envelope and the policy verdict without sending.
+    // Render the envelope and the policy verdict without sending (the description says so).
     #[garde(skip)]
     pub(crate) dry_run: Option<bool>,
-    /// A UUIDv4: a retried call with the same key returns the first call's receipt.
+    // A UUIDv4: a retried call with the same key returns the first call's receipt.
     #[garde(pattern(
         r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"
     ))]

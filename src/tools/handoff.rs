@@ -41,9 +41,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
         name: "create_attachment_handoff",
         title: "Hand an attachment to a local program",
         description: "Store one attachment as a private local bundle for a program on this \
-                      machine, without its bytes passing through the conversation. Returns an \
-                      opaque handoff id, size and SHA-256. The same idempotencyKey and request \
-                      return the same handoff.",
+                      machine, its bytes never in the conversation. Returns an opaque handoff \
+                      id, size and SHA-256; the same idempotencyKey and request return the \
+                      same handoff.",
         family: Family::Handoff,
         hints: Hints {
             read_only: false,
@@ -61,8 +61,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "get_attachment_handoff",
         title: "Check a local handoff",
-        description: "Revalidate a handoff bundle (manifest, modes, size, SHA-256) and return its \
-                      metadata. Never returns bytes or paths and never creates anything.",
+        description: "Revalidate a handoff bundle (manifest, modes, size, SHA-256) and return \
+                      its metadata. Never returns bytes or paths; creates nothing.",
         family: Family::Handoff,
         hints: READ_HINTS,
         mutates: Mutates::Nothing,

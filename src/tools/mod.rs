@@ -15,8 +15,10 @@ pub(crate) mod framing;
 mod handoff;
 pub(crate) mod output;
 mod read;
+mod schema;
 pub(crate) mod send;
 mod strict;
+mod text;
 mod write;
 
 use std::borrow::Cow;
@@ -101,8 +103,12 @@ pub(crate) struct ToolDef {
 }
 
 impl ToolDef {
-    pub(crate) fn to_mcp(&self) -> Tool {
-        let annotations = ToolAnnotations::with_title(self.title)
+    /// The tool as `tools/list` publishes it. `with_output_schema`: whether to declare the
+    /// output schema (opt-in, `MAILGATE_OUTPUT_SCHEMAS`; always in `policy/catalogs/`). Without
+    /// one, MCP still allows `structuredContent`; with one, the result must conform to it.
+    pub(crate) fn to_mcp(&self, with_output_schema: bool) -> Tool {
+        // No title inside the annotations: the tool's own `title` says it once.
+        let annotations = ToolAnnotations::new()
             .read_only(self.hints.read_only)
             .destructive(self.hints.destructive)
             .idempotent(self.hints.idempotent)
@@ -114,7 +120,7 @@ impl ToolDef {
         )
         .with_title(self.title)
         .with_annotations(annotations);
-        if let Some(out) = self.output_schema {
+        if let Some(out) = self.output_schema.filter(|_| with_output_schema) {
             tool = tool.with_raw_output_schema(out());
         }
         tool
@@ -177,13 +183,16 @@ macro_rules! handler {
 }
 pub(crate) use handler;
 
-/// JSON Schema of an input type, as rmcp publishes it (draft 2020-12).
+/// JSON Schema of an input type as published (see `schema`: standard keywords only, inlined,
+/// no `null`).
 pub(crate) fn input_schema<T: schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
-    rmcp::handler::server::common::schema_for_type::<T>()
+    schema::for_type::<T>(schema::Contract::Input)
 }
 
+/// JSON Schema of an output type (the serialise contract), for `policy/catalogs/` and clients
+/// that opt in.
 pub(crate) fn output_schema<T: schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
-    rmcp::handler::server::common::schema_for_output::<T>()
+    schema::for_type::<T>(schema::Contract::Output)
 }
 
 /// Stable error codes at the tool boundary.
@@ -370,10 +379,18 @@ impl ToolOutput {
         }
     }
 
-    /// Renders both channels; untrusted payloads get a fresh fence.
+    /// Renders both channels; untrusted payloads get a fresh fence. The structured content is
+    /// complete; the text block carries the same data compactly (see [`text::payload`]) for
+    /// clients that show the model only text, and never the trust bookkeeping fields, which the
+    /// fence already says in words.
     pub(crate) fn render(self) -> CallToolResult {
         let mut structured = self.structured;
-        let payload;
+        let (payload, tables) = text::payload(&structured);
+        let summary = if tables {
+            format!("{}\n{}", self.summary, text::TABLE_NOTE)
+        } else {
+            self.summary
+        };
         let text = if self.untrusted {
             let fence = framing::Fence::new();
             if let Value::Object(map) = &mut structured {
@@ -382,11 +399,9 @@ impl ToolOutput {
                 // The reference plugin's label, for clients written for it.
                 map.insert("untrustedDataMarker".into(), Value::from(framing::MARKER));
             }
-            payload = serde_json::to_string(&structured).unwrap_or_default();
-            fence.wrap(&self.summary, &payload)
+            fence.wrap(&summary, &payload)
         } else {
-            payload = serde_json::to_string(&structured).unwrap_or_default();
-            format!("{}\n{payload}", self.summary)
+            format!("{summary}\n{payload}")
         };
         let mut result = CallToolResult::structured(structured);
         result.content = vec![ContentBlock::text(text)];
@@ -422,6 +437,8 @@ pub(crate) struct App {
     pub(crate) backends: Registry,
     pub(crate) journal: Option<Journal>,
     pub(crate) tools: Vec<&'static ToolDef>,
+    /// Whether `tools/list` declares output schemas (`MAILGATE_OUTPUT_SCHEMAS`).
+    pub(crate) output_schemas: bool,
     /// Process-wide bound on running extractions (`maxConcurrentExtractions`).
     pub(crate) extraction_slots: Arc<tokio::sync::Semaphore>,
     /// The outbound policy and transport; `Some` exactly when the send gate is open.

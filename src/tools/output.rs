@@ -159,9 +159,12 @@ pub(crate) struct MessageSummaryOut {
     pub(crate) from: Option<AddressOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) received_date_time: Option<String>,
+    /// Absent when unknown or equal to `receivedDateTime`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) sent_date_time: Option<String>,
     pub(crate) is_read: bool,
+    /// Absent when not flagged.
+    #[serde(skip_serializing_if = "is_false")]
     pub(crate) is_flagged: bool,
     pub(crate) has_attachments: bool,
     pub(crate) body_preview: String,
@@ -185,7 +188,11 @@ impl MessageSummaryOut {
             subject: bounded(c.subject.as_deref().unwrap_or(""), SUBJECT_CHARS),
             from: c.from.as_ref().map(AddressOut::from_mailbox),
             received_date_time: c.received.map(|d| d.to_rfc3339()),
-            sent_date_time: c.sent.map(|d| d.to_rfc3339()),
+            // Listings carry what an agent uses: a second, identical timestamp is not that.
+            sent_date_time: c
+                .sent
+                .filter(|s| Some(*s) != c.received)
+                .map(|d| d.to_rfc3339()),
             is_read: c.is_read,
             is_flagged: c.is_flagged,
             has_attachments: c.has_attachments,
@@ -202,6 +209,14 @@ impl MessageSummaryOut {
             content_gap: c.gap.map(|g| g.warning().to_owned()),
         }
     }
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde passes a reference"
+)]
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The evidence-bearing answer for one mailbox (spec/search.md "Outcome").
@@ -248,13 +263,16 @@ pub(crate) struct MailboxAccessOut {
     pub(crate) access: String,
 }
 
+/// Exactly the reference's `{"mailboxes": [...]}` unless an alias is narrowed.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListMailboxesOut {
     /// Aliases, in configuration order.
     pub(crate) mailboxes: Vec<String>,
-    /// Per alias: `full` (whatever the gates allow) or `read` (narrowed).
-    pub(crate) mailbox_access: Vec<MailboxAccessOut>,
+    /// Only when some alias is narrowed to `read` (write and handoff tools refused): every
+    /// alias with `full` or `read`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) mailbox_access: Option<Vec<MailboxAccessOut>>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

@@ -93,12 +93,11 @@ pub(crate) struct SendOut {
 pub(super) static TOOLS: &[ToolDef] = &[ToolDef {
     name: "send_email",
     title: "Send an email",
-    description: "Send a new message from the configured sending mailbox. Every recipient must \
-                  be in an allowed domain; a refusal is final, do not retry it. dryRun shows \
-                  the envelope and the policy verdict without sending. inReplyTo (a message id \
-                  in the sending mailbox) only threads the message: recipients are never taken \
-                  from it. idempotencyKey (a UUIDv4) makes a retried call return the first \
-                  call's receipt instead of sending again.",
+    description: "Send a new message from the configured sending mailbox. Every recipient \
+                  must be in an allowed domain; a refusal is final, do not retry. dryRun \
+                  shows the envelope and verdict without sending. inReplyTo only threads \
+                  (recipients never come from it). idempotencyKey (UUIDv4): a retry returns \
+                  the first receipt.",
     family: Family::Send,
     hints: Hints {
         read_only: false,
@@ -404,14 +403,19 @@ async fn proposal(backend: &Backend, args: &SendEmailArgs) -> Result<Proposal, T
     })
 }
 
-/// The tool error for a policy refusal: the cap has its own code, every other rule is
-/// `POLICY_DENIED` with the rule's code first in the text.
+/// The tool error for a policy refusal: the cap has its own code (and the text does not repeat
+/// it: the rendered error is `CODE: message`), every other rule is `POLICY_DENIED` with the
+/// rule's code first in the text.
 fn denied(reason: DenyReason) -> ToolError {
-    let code = match reason {
-        DenyReason::RateLimited { .. } => ErrorCode::RateLimited,
-        _ => ErrorCode::PolicyDenied,
-    };
-    ToolError::new(code, format!("{}: {reason}", reason.code()))
+    match reason {
+        DenyReason::RateLimited { .. } => {
+            ToolError::new(ErrorCode::RateLimited, reason.to_string())
+        }
+        _ => ToolError::new(
+            ErrorCode::PolicyDenied,
+            format!("{}: {reason}", reason.code()),
+        ),
+    }
 }
 
 /// SHA-256 over the content fields of a call (not dryRun, not the key itself).
@@ -621,6 +625,11 @@ mod tests {
         );
         let error = denied(DenyReason::RateLimited { max_per_hour: 20 });
         assert_eq!(error.code, ErrorCode::RateLimited);
-        assert!(error.message.starts_with("RATE_LIMITED"));
+        // Rendered as `RATE_LIMITED: <message>`: the code is not repeated inside the message.
+        let rendered = crate::tools::render_error(&error).content[0]
+            .as_text()
+            .map(|t| t.text.clone())
+            .unwrap_or_default();
+        assert_eq!(rendered.matches("RATE_LIMITED").count(), 1, "{rendered}");
     }
 }

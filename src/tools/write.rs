@@ -120,8 +120,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "move_messages",
         title: "Move messages",
-        description: "Move messages to another folder of the same mailbox. Per-message results; \
-                      partial success is reported. Never deletes.",
+        description: "Move messages to another folder of the same mailbox (at most \
+                      maxBatchSize). Per-message results; partial success is reported. Never \
+                      deletes.",
         family: Family::Write,
         hints: MUTATING,
         mutates: Mutates::Mailbox,
@@ -134,8 +135,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "copy_messages",
         title: "Copy messages",
-        description: "Copy messages to another folder of the same mailbox. Per-message results \
-                      with the new ids.",
+        description: "Copy messages to another folder of the same mailbox (at most \
+                      maxBatchSize). Per-message results with the new ids.",
         family: Family::Write,
         hints: ADDITIVE,
         mutates: Mutates::Mailbox,
@@ -161,9 +162,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "download_attachments",
         title: "Download attachments",
-        description: "Save attachments of one message into the operator's download folder on \
-                      this machine, within maxBatchSize and maxDownloadBatchBytes. Returns safe \
-                      file names, sizes and SHA-256, never absolute paths.",
+        description: "Save one message's attachments into the operator's download folder on \
+                      this machine (maxBatchSize, maxDownloadBatchBytes). Returns safe file \
+                      names, sizes and SHA-256, never paths.",
         family: Family::Write,
         hints: ADDITIVE,
         mutates: Mutates::LocalDisk,
@@ -176,9 +177,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ToolDef {
         name: "create_draft",
         title: "Create a draft",
-        description: "Create a draft in the mailbox's Drafts folder. Never sends. Attachments \
-                      only by reference (an attachment of a message in the same mailbox, or a \
-                      handoff id), never a local path. replyTo threads the draft.",
+        description: "Create a draft in Drafts; never sends. Attachments only by reference (a \
+                      message's attachment in this mailbox, or a handoff id), never a path. \
+                      replyTo threads it.",
         family: Family::Write,
         hints: ADDITIVE,
         mutates: Mutates::Mailbox,

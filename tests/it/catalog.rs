@@ -1,6 +1,6 @@
 //! The eight catalogs through a real MCP client: exact names, counts and annotations.
 
-use crate::util::World;
+use crate::util::{FINANCE, PERSONAL, World, config_over_demo, gated_world as world, text_of};
 
 const READ: [&str; 12] = [
     "list_allowed_mailboxes",
@@ -32,20 +32,6 @@ const FORBIDDEN: [&str; 5] = [
     "delete_folder",
     "forward_email",
 ];
-
-fn world(handoffs: bool, writes: bool, send: bool) -> World {
-    let b = |v: bool| if v { "true" } else { "false" };
-    let mut w = World::new()
-        .with("PLUGIN_ALLOW_LOCAL_HANDOFFS", b(handoffs))
-        .with("PLUGIN_ALLOW_WRITES", b(writes))
-        .with("PLUGIN_ALLOW_SEND", b(send));
-    if send {
-        w = w
-            .with("OUTLOOK_SEND_FROM", "finance@example.com")
-            .with("OUTLOOK_ALLOWED_SENDERS", "finance@example.com");
-    }
-    w
-}
 
 #[tokio::test]
 async fn every_gate_setting_serves_exactly_its_catalog() {
@@ -122,5 +108,82 @@ async fn initialize_reports_the_server() {
     let info = client.inner.peer_info().unwrap();
     assert_eq!(info.server_info.as_ref().unwrap().name, "mailgate");
     assert!(info.capabilities.tools.is_some());
+    client.close().await;
+}
+
+// See: issue 9, item 1 (the reference's smoke test compares `JSON.stringify` of this answer).
+#[tokio::test]
+async fn issue_9_list_allowed_mailboxes_is_exactly_the_reference_shape() {
+    let world = World::new();
+    let config = config_over_demo(&world, &[FINANCE, PERSONAL], "").await;
+    let client = world.client(&["--config", &config, "serve"]).await;
+    let answer = client
+        .ok("list_allowed_mailboxes", serde_json::json!({}))
+        .await;
+    assert_eq!(
+        serde_json::to_string(&answer).unwrap(),
+        r#"{"mailboxes":["finance","personal"]}"#
+    );
+    client.close().await;
+
+    // With an alias narrowed to read, the access per alias is added, and the text says it.
+    // The world owns the demo's temp dir: it must outlive the server.
+    let world = World::new();
+    let client = world.demo_client().await;
+    let raw = client
+        .call("list_allowed_mailboxes", serde_json::json!({}))
+        .await
+        .unwrap();
+    let answer = raw.structured_content.clone().unwrap();
+    assert!(answer["mailboxes"].as_array().unwrap().len() >= 2);
+    let archive = answer["mailboxAccess"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["alias"] == "archive")
+        .unwrap();
+    assert_eq!(archive["access"], "read");
+    assert!(
+        text_of(&raw).contains("Read-only (write and handoff tools refused): archive."),
+        "{}",
+        text_of(&raw)
+    );
+    client.close().await;
+}
+
+// See: issue 9, item 5.
+#[tokio::test]
+async fn issue_9_graph_warning_names_are_explained_on_a_maildir_mailbox() {
+    // The world owns the demo's temp dir: it must outlive the server.
+    let world = World::new();
+    let client = world.demo_client().await;
+    let raw = client
+        .call(
+            "search_mailbox",
+            serde_json::json!({"mailbox": "finance", "criteria": {"query": "zzqx nowhere"}}),
+        )
+        .await
+        .unwrap();
+    let answer = raw.structured_content.clone().unwrap();
+    let warnings = answer["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("graph_")),
+        "{answer}"
+    );
+    let text = text_of(&raw);
+    let note = "Warning codes graph_* are the reference's names and apply to every backend.";
+    assert_eq!(text.matches(note).count(), 1, "{text}");
+    // The note is server-written: before the untrusted fence, never inside it.
+    assert!(text.find(note) < text.find("<<<UNTRUSTED_EMAIL_DATA_V1"));
+    let quiet = client
+        .call(
+            "search_mailbox",
+            serde_json::json!({"mailbox": "finance", "criteria": {"query": "invoice"}}),
+        )
+        .await
+        .unwrap();
+    assert!(!text_of(&quiet).contains(note));
     client.close().await;
 }

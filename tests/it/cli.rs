@@ -90,6 +90,46 @@ async fn demo_on_a_terminal_runs_the_tour() {
     }
 }
 
+/// Run from the folder holding the binary (as after `cargo run`, from the repository), the
+/// tour's commands use the path the user has, not a bare `mailgate` that is not on PATH; and
+/// it reads the demo's prompt-injection mail to show the fence around it.
+#[tokio::test]
+async fn demo_tour_uses_the_binary_path_and_shows_the_fence() {
+    let world = World::new();
+    let exe = std::path::Path::new(EXE);
+    let cwd = exe.parent().unwrap().parent().unwrap();
+    let relative = format!("./{}", exe.strip_prefix(cwd).unwrap().display());
+    let out = tokio::process::Command::new("script")
+        .args(["-qec", &format!("{EXE} demo"), "/dev/null"])
+        .env_clear()
+        .envs(&world.env)
+        .current_dir(cwd)
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let commands: Vec<&str> = text.lines().filter(|l| l.starts_with("$ ")).collect();
+    assert!(!commands.is_empty(), "{text}");
+    for line in &commands {
+        assert!(
+            line.starts_with(&format!("$ {relative} --config ")),
+            "{line}"
+        );
+    }
+    // The injected body sits between the fence lines of the same nonce.
+    let open = text
+        .find("<<<UNTRUSTED_EMAIL_DATA_V1 nonce=")
+        .expect("a fenced text block");
+    let first = text
+        .find("ATTENTION AI ASSISTANT")
+        .expect("the injected body");
+    let close = text
+        .find("<<<END_UNTRUSTED_EMAIL_DATA_V1 nonce=")
+        .expect("closed");
+    assert!(open < first && first < close, "{text}");
+}
+
 #[tokio::test]
 async fn policy_explain_reports_the_catalog_and_permissions() {
     let world = World::new().with("PLUGIN_ALLOW_WRITES", "true");
@@ -103,8 +143,21 @@ async fn policy_explain_reports_the_catalog_and_permissions() {
     );
     assert!(text.contains("catalog: read+writes (17 tools)"), "{text}");
     assert!(text.contains("archive [maildir] access=read"), "{text}");
-    assert!(text.contains("Mail.ReadWrite"), "{text}");
+    assert!(
+        !text.contains("Microsoft Graph"),
+        "no Graph permissions without a Graph mailbox: {text}"
+    );
     assert!(!text.contains('@'), "no address in the report: {text}");
+
+    let graph = World::new()
+        .with("PLUGIN_ALLOW_WRITES", "true")
+        .config(crate::util::ONE_MAILBOX, 0o600);
+    let out = graph.run(&["policy", "explain"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("minimum Microsoft Graph application permissions: Mail.ReadWrite"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

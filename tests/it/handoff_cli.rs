@@ -128,7 +128,23 @@ async fn list_path_verify_and_remove_a_bundle() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(refused.stdout.is_empty(), "no path for a corrupt bundle");
     assert!(stderr(&refused).contains("corrupt"), "{}", stderr(&refused));
-    for out in [&listed, &verified, &refused] {
+    // `list` never calls a bundle `ready` that the server would refuse (the manifest and its
+    // MAC are intact here; only the payload changed).
+    let relisted = handoff(&world, &["list"]).await;
+    assert_eq!(relisted.status.code(), Some(0));
+    assert_eq!(
+        lines(&relisted),
+        vec![vec![
+            id.clone(),
+            "corrupt".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ]]
+    );
+    for out in [&listed, &verified, &refused, &relisted] {
         let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
         assert!(
             !all.windows(4).any(|w| w == b"%PDF"),

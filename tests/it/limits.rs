@@ -110,10 +110,11 @@ async fn a_prompt_injection_mail_stays_inside_the_fence() {
         open < attack && attack < close,
         "the hostile text sits inside the fence"
     );
-    // Preamble, opening fence, the structured copy's untrustedDataFence, closing fence.
+    // Preamble, opening fence, closing fence (the text's copy of the payload leaves out the
+    // untrustedDataFence field: the fence itself says it).
     assert_eq!(
         text.matches(nonce).count(),
-        4,
+        3,
         "only the server writes the nonce"
     );
     c.close().await;

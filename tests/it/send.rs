@@ -315,6 +315,11 @@ async fn dry_runs_send_nothing_and_do_not_count_against_the_cap() {
     assert_eq!(code, "RATE_LIMITED");
     assert!(text.contains("1 messages per hour"), "{text}");
     assert_eq!(
+        text.matches("RATE_LIMITED").count(),
+        1,
+        "the code is not doubled: {text}"
+    );
+    assert_eq!(
         client.ok("send_email", args).await["verdict"],
         "RATE_LIMITED"
     );

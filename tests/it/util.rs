@@ -38,6 +38,17 @@ impl World {
         self
     }
 
+    /// Replaces the child environment with exactly `pairs` (no HOME, no MAILGATE_HOME unless
+    /// given): for starting the binary as another client would, e.g. the reference plugin's
+    /// smoke test. The temp dir stays the child's working directory.
+    pub(crate) fn exactly(mut self, pairs: &[(&str, &str)]) -> Self {
+        self.env = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self
+    }
+
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -346,4 +357,20 @@ pub(crate) fn write_mode(path: &Path, contents: &[u8], mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, contents).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A world whose gates are set explicitly (handoffs, writes, send), as the eight catalogs of
+/// catalog.md; with send open, the demo's finance mailbox is the pinned sender.
+pub(crate) fn gated_world(handoffs: bool, writes: bool, send: bool) -> World {
+    let b = |v: bool| if v { "true" } else { "false" };
+    let mut w = World::new()
+        .with("PLUGIN_ALLOW_LOCAL_HANDOFFS", b(handoffs))
+        .with("PLUGIN_ALLOW_WRITES", b(writes))
+        .with("PLUGIN_ALLOW_SEND", b(send));
+    if send {
+        w = w
+            .with("OUTLOOK_SEND_FROM", "finance@example.com")
+            .with("OUTLOOK_ALLOWED_SENDERS", "finance@example.com");
+    }
+    w
 }

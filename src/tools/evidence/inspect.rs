@@ -7,7 +7,9 @@
 //! bounded text extraction → matching. When extraction cannot answer (unsupported format — PDF,
 //! DOCX, XLSX and ZIP in this version —, timeout, failure, busy, truncation, empty text) the
 //! status is `VALIDATION_INCOMPLETE`, never `NOT_CONFIRMED`; a requested proposal id in the
-//! attachment *name* still confirms, because that check needs no text.
+//! attachment *name* still confirms, because that check needs no text — but such an answer
+//! never claims coverage: `coverage.contentRead` is false, `contentNotRead` says why and what
+//! lifts it, and the text line says "by the attachment name only".
 //!
 //! Status: `CONFIRMED` when a confirmation reason holds; else `VALIDATION_INCOMPLETE` when any
 //! reason says part of the pipeline did not complete; else `CANDIDATE_REVIEW` when anything
@@ -27,7 +29,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::signals::{self, Haystack, Signals};
-use super::{MatchedSignalsOut, any_kind, push_once, union};
+use super::{MatchedSignalsOut, NameMatchOut, any_kind, push_once, union};
 use crate::backends::{AttachmentMeta, BackendError};
 use crate::tools::args::EvidenceArgs;
 use crate::tools::output::{self, bounded};
@@ -153,6 +155,12 @@ pub(crate) struct EvidenceCoverageOut {
     /// The listing was complete and either the id is absent from it, or the attachment was
     /// downloaded, fully extracted and no reason was recorded.
     pub(crate) complete: bool,
+    /// False: a `CONFIRMED` rests on the name; `contentNotRead` says why.
+    pub(crate) content_read: bool,
+    // Why the text was not (wholly) searched and what would lift it; absent when it was, or
+    // when the attachment id is not in the message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) content_not_read: Option<String>,
     pub(crate) listing: ListingCoverageOut,
     pub(crate) download: DownloadCoverageOut,
     pub(crate) extraction: ExtractionCoverageOut,
@@ -173,6 +181,9 @@ pub(crate) struct EvidenceOut {
     pub(crate) confirmation_reasons: Vec<EvidenceConfirmation>,
     pub(crate) reasons: Vec<EvidenceReason>,
     pub(crate) coverage: EvidenceCoverageOut,
+    // How requested attachment names matched; absent when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) name_matches: Vec<NameMatchOut>,
 }
 
 pub(crate) async fn inspect_attachment_evidence(
@@ -193,12 +204,31 @@ pub(crate) async fn inspect_attachment_evidence(
     let mut run = Inspection::new(resolved.alias.to_string(), &args);
     run.pipeline(&app, resolved.backend, &args, &set).await;
     let out = run.finish();
-    let summary = format!(
-        "Attachment {} of message {}: {}.",
+    let mut summary = format!(
+        "Attachment {} of message {}: {}",
         args.attachment_id,
         args.message_id,
         out.status.as_str()
     );
+    if out.status == EvidenceStatus::Confirmed && !out.coverage.content_read {
+        summary.push_str(" by the attachment name only");
+    }
+    summary.push_str(if out.coverage.complete {
+        "; coverage complete"
+    } else {
+        "; coverage incomplete"
+    });
+    if let Some(why) = &out.coverage.content_not_read {
+        summary.push_str("; content not read: ");
+        summary.push_str(why);
+    }
+    if set.has_names() {
+        summary.push_str(
+            "; attachmentNames match case-insensitively the full name or the name without \
+             extension (may confirm), or their words in order (candidate only)",
+        );
+    }
+    summary.push('.');
     Ok(ToolOutput::untrusted(summary, out))
 }
 
@@ -212,6 +242,8 @@ struct Inspection {
 struct Matches {
     matched: MatchedSignalsOut,
     confirmations: Vec<EvidenceConfirmation>,
+    /// (requested name, how it matched).
+    names: Vec<(String, signals::NameMatch)>,
 }
 
 impl Inspection {
@@ -227,6 +259,7 @@ impl Inspection {
                 confirmation_reasons: Vec::new(),
                 reasons: Vec::new(),
                 coverage: EvidenceCoverageOut::default(),
+                name_matches: Vec::new(),
             },
             not_found: false,
         }
@@ -384,6 +417,15 @@ impl Inspection {
         let m = match_signals(set, &raw_name, &name_hay, text_hay.as_ref());
         self.out.matched_signals = m.matched;
         self.out.confirmation_reasons = m.confirmations;
+        self.out.name_matches = m
+            .names
+            .into_iter()
+            .map(|(requested, matched_by)| NameMatchOut {
+                requested,
+                attachment_id: args.attachment_id.clone(),
+                matched_by,
+            })
+            .collect();
     }
 
     fn finish(mut self) -> EvidenceOut {
@@ -400,9 +442,12 @@ impl Inspection {
             EvidenceStatus::NotConfirmed
         };
         let c = &out.coverage;
-        out.coverage.complete = c.listing.complete
-            && (self.not_found
-                || (c.download.decoded && c.extraction.complete && out.reasons.is_empty()));
+        let content_read = c.download.decoded && c.extraction.complete && out.reasons.is_empty();
+        out.coverage.complete = c.listing.complete && (self.not_found || content_read);
+        out.coverage.content_read = content_read;
+        if !content_read && !self.not_found {
+            out.coverage.content_not_read = Some(not_read_why(&out.reasons));
+        }
         self.out
     }
 }
@@ -420,6 +465,44 @@ fn same_metadata(listed: &AttachmentMeta, downloaded: &AttachmentMeta) -> bool {
             .eq_ignore_ascii_case(downloaded.content_type.trim())
 }
 
+/// Why the text was not (wholly) searched, and what would lift it, from the recorded reasons.
+fn not_read_why(reasons: &[EvidenceReason]) -> String {
+    let why: Vec<&str> = reasons
+        .iter()
+        .map(|r| match r {
+            EvidenceReason::AttachmentListFailed | EvidenceReason::AttachmentListIncomplete => {
+                "the message's attachment listing failed or was cut (retry)"
+            }
+            EvidenceReason::AttachmentNotFound => "no attachment with this id",
+            EvidenceReason::AttachmentIdDuplicate => "the attachment id is not unique",
+            EvidenceReason::AttachmentMetadataInvalid => {
+                "the attachment's name, type or size is invalid"
+            }
+            EvidenceReason::AttachmentTooLarge => "over maxAttachmentInputBytes (raise that limit)",
+            EvidenceReason::DownloadFailed | EvidenceReason::DownloadMetadataInvalid => {
+                "the download failed or disagreed with the listing (retry)"
+            }
+            EvidenceReason::SizeMismatch => "the downloaded size differs from the declared one",
+            EvidenceReason::UnsupportedFormat => {
+                "no text extractor for this format in this version (PDF, DOCX, XLSX, ZIP, \
+                 binaries); no setting lifts it"
+            }
+            EvidenceReason::ExtractionTimeout => "extraction ran past its time limit (retry)",
+            EvidenceReason::ExtractionFailed => "the file could not be parsed",
+            EvidenceReason::ExtractionBusy => "all extraction slots were busy (retry)",
+            EvidenceReason::ExtractionTruncated => {
+                "text beyond maxExtractedChars was not searched (raise that limit)"
+            }
+            EvidenceReason::ExtractionEmpty => "the file holds no text",
+        })
+        .collect();
+    if why.is_empty() {
+        "the pipeline did not reach the text".to_owned()
+    } else {
+        why.join("; ")
+    }
+}
+
 /// Maps an extraction refusal (see `tools::read::extract_bounded`) to its evidence reason.
 fn extraction_reason(err: &ToolError) -> EvidenceReason {
     match err.code {
@@ -431,7 +514,7 @@ fn extraction_reason(err: &ToolError) -> EvidenceReason {
 }
 
 /// Proposal ids and keywords against the name; proposal ids, clients, insurers and keywords
-/// against the text; requested names by exact equality with the name.
+/// against the text; requested names by [`Signals::match_names`].
 fn match_signals(
     set: &Signals,
     raw_name: &str,
@@ -454,21 +537,24 @@ fn match_signals(
     if let Some(hay) = text_hay {
         set.scan(hay, &mut in_text);
     }
-    let equal = if set.has_names() {
-        set.equal_names(raw_name)
-    } else {
-        Vec::new()
-    };
+    let names = set.match_names(raw_name);
+    // Only equality (full name or name without extension) may confirm, never a word match.
+    let equal = names.iter().any(|(_, how)| how.is_equality());
     let mut confirmations = Vec::new();
     if any_kind(set, &in_name, |k| k == signals::Kind::ProposalId) {
         confirmations.push(EvidenceConfirmation::ProposalIdInAttachmentName);
     }
-    if !equal.is_empty() && any_kind(set, &in_text, signals::Kind::is_identity) {
+    if equal && any_kind(set, &in_text, signals::Kind::is_identity) {
         confirmations.push(EvidenceConfirmation::RequestedAttachmentNameAndIdentityInText);
     }
+    let listed: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
     Matches {
-        matched: MatchedSignalsOut::collect(set, &union(&in_name, &in_text), &equal),
+        matched: MatchedSignalsOut::collect(set, &union(&in_name, &in_text), &listed),
         confirmations,
+        names: names
+            .into_iter()
+            .map(|(n, how)| (n.to_owned(), how))
+            .collect(),
     }
 }
 

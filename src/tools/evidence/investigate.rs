@@ -5,31 +5,42 @@
 //! query, so its truncation evidence is reused); then, for *every* listed message (a `false`
 //! has-attachments flag is not trusted: inline documents carry it), a metadata-only attachment
 //! listing with the per-message caps; then signal matching on the message's metadata (subject,
-//! preview, sender address and name, each ≤ 65,536 chars) and on each attachment name
-//! (≤ 4,096 chars). Bodies, previews and attachment contents are never returned.
+//! body, sender address and name, each ≤ 65,536 chars), on each attachment name (≤ 4,096 chars)
+//! and — unless only `attachmentNames` were asked — on the text of each attachment
+//! ([`ContentReader`]). Bodies, previews and attachment contents are never returned.
+//!
+//! Honesty invariant (issue 9): a folder is `COMPLETE` only when every attachment that could
+//! hold a signal had its text searched in full. An attachment without an extractor (PDF, DOCX,
+//! XLSX, ZIP, images, binaries), over `maxAttachmentInputBytes`, cut at `maxExtractedChars`,
+//! failing, or beyond the call's deadline makes it `INCOMPLETE` (`ATTACHMENT_CONTENT_NOT_READ`),
+//! and `coverage.attachmentContent` names those attachments, the reasons and what lifts each.
+//! A message that already shows every content signal needs none of its attachments read.
 //!
 //! Classification: `CONFIRMED` when a requested proposal id occurs in an attachment name
-//! (`PROPOSAL_ID_IN_ATTACHMENT_NAME`) or when an attachment name equals a requested one *and* an
-//! identity signal (proposal id, client, insurer) occurs in the metadata
-//! (`REQUESTED_ATTACHMENT_NAME_MATCH`); any other match is a `CANDIDATE_REVIEW` (a keyword match
-//! alone never confirms). The answer's status is `CONFIRMED` if a returned match is confirmed,
-//! else `SEARCH_INCOMPLETE` if any folder's coverage is not complete, else `CANDIDATE_REVIEW`
-//! when there are matches, else `NOT_FOUND` — which therefore requires all three folders to have
-//! been fully scanned with every attachment listing complete.
+//! (`PROPOSAL_ID_IN_ATTACHMENT_NAME`) or when an attachment name equals a requested one (full
+//! name or name without extension) *and* an identity signal (proposal id, client, insurer)
+//! occurs in the metadata (`REQUESTED_ATTACHMENT_NAME_MATCH`); any other match — a keyword, a
+//! word match of a name, a signal in attachment text — is a `CANDIDATE_REVIEW`. The answer's
+//! status is `CONFIRMED` if a returned match is confirmed, else `SEARCH_INCOMPLETE` if any
+//! folder's coverage is not complete, else `CANDIDATE_REVIEW` when there are matches, else
+//! `NOT_FOUND` — which therefore requires all three folders fully scanned, every attachment
+//! listing complete and every attachment that could hold a signal read.
 //!
 //! Mailgate differences from the reference: attachment listings run a few at a time instead of
-//! strictly one after another (§13.11), results keep discovery order either way; the sender's
-//! display name is a metadata haystack besides the address; a backend answers one attachment
-//! listing in one page, so `maxAttachmentPagesPerMessage` can never be the cap that is hit.
+//! strictly one after another (§13.11), results keep discovery order either way; the body (not
+//! only its preview), the sender's display name and attachment text are haystacks; names match
+//! without extension or by words too; a backend answers one attachment listing in one page, so
+//! `maxAttachmentPagesPerMessage` can never be the cap that is hit.
 
 use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::signals::{self, Haystack, Signals};
-use super::{MatchedSignalsOut, any_kind, push_once, union};
-use crate::backends::{AttachmentMeta, Backend};
+use super::signals::{self, Haystack, NameMatch, Signals};
+use super::{MatchedSignalsOut, NameMatchOut, any_kind, push_once, union};
+use crate::backends::{AttachmentMeta, Backend, BackendError};
+use crate::extract::{self, ExtractError, Extracted};
 use crate::search::{Candidate, Filters, SearchPlan, SearchStatus, SortBy, SortOrder, engine};
 use crate::tools::args::{InvestigateArgs, InvestigationFolder};
 use crate::tools::output::{self, AddressOut, bounded};
@@ -41,6 +52,12 @@ const MAX_FIELD_CHARS: usize = 65_536;
 const LISTING_CONCURRENCY: usize = 4;
 /// Attachments shown per message (reference §4.2).
 const SHOWN_ATTACHMENTS: usize = output::SUMMARY_ATTACHMENTS;
+/// Attachments not read that the answer names one by one (the rest are counted).
+const SHOWN_NOT_READ: usize = 10;
+/// Characters of a not-read attachment's name in the answer.
+const NOT_READ_NAME_CHARS: usize = 100;
+/// One extraction's time limit (as `get_attachment_content`).
+const EXTRACTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -122,6 +139,9 @@ pub(crate) enum FolderReason {
     AttachmentScanLimitReached,
     AttachmentNameInvalid,
     AttachmentNameTruncated,
+    // An attachment's text could not be (wholly) searched: see `coverage.attachmentContent`.
+    // (Variants carry `//` comments: a `///` turns the schema's plain enum into a larger oneOf.)
+    AttachmentContentNotRead,
 }
 
 impl FolderReason {
@@ -174,6 +194,12 @@ pub(crate) struct InvestigationMatchOut {
     pub(crate) message: InvestigationMessageOut,
     pub(crate) matched_signals: MatchedSignalsOut,
     pub(crate) confirmation_reasons: Vec<InvestigationConfirmation>,
+    // How requested attachment names matched; absent when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) name_matches: Vec<NameMatchOut>,
+    // Attachments whose extracted text holds a signal; absent when none does.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) content_match_attachment_ids: Vec<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -187,8 +213,95 @@ pub(crate) struct FolderCoverageOut {
     /// Listings that succeeded, were not capped and held only valid names.
     pub(crate) attachment_lists_completed: usize,
     pub(crate) attachment_pages_scanned: u32,
+    // Attachments whose text was searched in full, and those that could hold a signal but
+    // were not (wholly) searched.
+    pub(crate) attachment_contents_read: usize,
+    pub(crate) attachment_contents_not_read: usize,
     /// Deduplicated, in the order first met.
     pub(crate) reasons: Vec<FolderReason>,
+}
+
+/// Why an attachment's text was not (wholly) searched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum ContentReason {
+    UnsupportedFormat,
+    AttachmentTooLarge,
+    DownloadFailed,
+    ExtractionFailed,
+    ExtractionTimeout,
+    ExtractionTruncated,
+    // An attached message's own attachments (their content is not extracted).
+    NestedPartsNotRead,
+    // The call's content-reading deadline passed.
+    DeadlineExceeded,
+}
+
+impl ContentReason {
+    /// What would lift it, for the answer.
+    fn lift(self) -> &'static str {
+        match self {
+            ContentReason::UnsupportedFormat => {
+                "no text extractor for this format in this version (PDF, DOCX, XLSX, ZIP, images, \
+                 other binaries); no setting lifts it: check these attachments yourself"
+            }
+            ContentReason::AttachmentTooLarge => "over maxAttachmentInputBytes: raise that limit",
+            ContentReason::DownloadFailed => "could not be read from the message: retry",
+            ContentReason::ExtractionFailed => {
+                "malformed file: open it with get_attachment_content"
+            }
+            ContentReason::ExtractionTimeout => "extraction ran past 30 s: retry",
+            ContentReason::ExtractionTruncated => {
+                "text beyond maxExtractedChars was not searched: raise that limit"
+            }
+            ContentReason::NestedPartsNotRead => {
+                "an attached message's own attachments are not extracted: check them yourself"
+            }
+            ContentReason::DeadlineExceeded => {
+                "content reading stopped at its 20 s deadline: narrow folders or \
+                 maxMessagesPerFolder"
+            }
+        }
+    }
+}
+
+/// One attachment whose text was not (wholly) searched.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NotReadAttachmentOut {
+    pub(crate) folder: FolderName,
+    pub(crate) message_id: String,
+    pub(crate) attachment_id: String,
+    // Sender-controlled, at most 100 characters (plus `...`).
+    pub(crate) name: String,
+    // The detected format (`pdf`, `xlsx`, `unknown`, …).
+    pub(crate) format: &'static str,
+    pub(crate) reason: ContentReason,
+}
+
+/// Not-read attachments per reason.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NotReadReasonOut {
+    pub(crate) reason: ContentReason,
+    pub(crate) count: usize,
+    pub(crate) formats: Vec<&'static str>,
+    // What would lift it.
+    pub(crate) lift: &'static str,
+}
+
+/// Attachment text search (beyond the reference, which matches names only).
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ContentCoverageOut {
+    // `searched`: some signal can occur in text (every kind but `attachmentNames`); when false
+    // no attachment needed reading. `notRead`: attachments that could hold a signal but were
+    // not (wholly) read, so absence is not shown; the first 10 are listed.
+    pub(crate) searched: bool,
+    pub(crate) read: usize,
+    pub(crate) not_read: usize,
+    pub(crate) not_read_by_reason: Vec<NotReadReasonOut>,
+    pub(crate) not_read_attachments: Vec<NotReadAttachmentOut>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -209,6 +322,7 @@ pub(crate) struct InvestigationCoverageOut {
     /// inbox, sentitems, archive — always all three, in this order.
     pub(crate) folders: Vec<FolderCoverageOut>,
     pub(crate) limits: InvestigationLimitsOut,
+    pub(crate) attachment_content: ContentCoverageOut,
 }
 
 /// The answer of `investigate_documents`.
@@ -255,8 +369,26 @@ pub(crate) async fn investigate_documents(
 
     let mut matches = Vec::new();
     let mut scanned = Vec::new();
+    let mut reader = ContentReader {
+        slots: Arc::clone(&app.extraction_slots),
+        max_input_bytes: app.config.limits.max_attachment_input_bytes,
+        max_chars: app.config.limits.max_extracted_chars,
+        deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
+        coverage: ContentCoverageOut {
+            searched: set.reads_content(),
+            ..ContentCoverageOut::default()
+        },
+    };
     for folder in requested {
-        let coverage = scan_folder(resolved.backend, folder, &limits, &set, &mut matches).await;
+        let coverage = scan_folder(
+            resolved.backend,
+            folder,
+            &limits,
+            &set,
+            &mut reader,
+            &mut matches,
+        )
+        .await;
         scanned.push((folder, coverage));
     }
     let folders: Vec<FolderCoverageOut> = InvestigationFolder::ALL
@@ -294,17 +426,74 @@ pub(crate) async fn investigate_documents(
             complete,
             folders,
             limits,
+            attachment_content: reader.coverage,
         },
     };
-    let summary = format!(
-        "Mailbox {}: {}, {} match(es) of {}; coverage {}.",
+    Ok(ToolOutput::untrusted(summary(&out, &set), out))
+}
+
+/// The serialized name of a unit enum value (the stable code the JSON carries).
+fn code<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+/// The text line: the status, and when coverage is incomplete, which folders and which
+/// attachments were not read and what would lift it.
+fn summary(out: &InvestigateOut, set: &Signals) -> String {
+    let mut line = format!(
+        "Mailbox {}: {}, {} match(es) of {}; coverage {}",
         out.mailbox,
         out.status.as_str(),
         out.matches.len(),
         out.total_matches,
-        if complete { "complete" } else { "incomplete" }
+        if out.coverage.complete {
+            "complete"
+        } else {
+            "incomplete, absence not shown"
+        }
     );
-    Ok(ToolOutput::untrusted(summary, out))
+    let folders: Vec<String> = out
+        .coverage
+        .folders
+        .iter()
+        .filter(|f| f.status != FolderStatus::Complete)
+        .map(|f| {
+            let reasons: Vec<String> = f.reasons.iter().map(code).collect();
+            format!("{} {}", code(&f.folder), reasons.join("+"))
+        })
+        .collect();
+    if !folders.is_empty() {
+        line.push_str(&format!(" ({})", folders.join(", ")));
+    }
+    let content = &out.coverage.attachment_content;
+    if content.searched {
+        line.push_str(&format!(
+            "; attachment text searched in {}, not read in {}",
+            content.read, content.not_read
+        ));
+        for r in &content.not_read_by_reason {
+            line.push_str(&format!(
+                "; {} {} ({}): {}",
+                r.count,
+                code(&r.reason),
+                r.formats.join("/"),
+                r.lift
+            ));
+        }
+    } else {
+        line.push_str("; attachment text not needed (attachmentNames only)");
+    }
+    if set.has_names() {
+        line.push_str(
+            "; attachmentNames match case-insensitively the full name or the name without \
+             extension (may confirm), or their words in order (candidate only)",
+        );
+    }
+    line.push('.');
+    line
 }
 
 fn not_scanned(folder: InvestigationFolder) -> FolderCoverageOut {
@@ -316,6 +505,8 @@ fn not_scanned(folder: InvestigationFolder) -> FolderCoverageOut {
         attachment_lists_attempted: 0,
         attachment_lists_completed: 0,
         attachment_pages_scanned: 0,
+        attachment_contents_read: 0,
+        attachment_contents_not_read: 0,
         reasons: vec![FolderReason::FolderNotScanned],
     }
 }
@@ -334,6 +525,7 @@ async fn scan_folder(
     folder: InvestigationFolder,
     limits: &InvestigationLimitsOut,
     set: &Signals,
+    reader: &mut ContentReader,
     matches: &mut Vec<InvestigationMatchOut>,
 ) -> FolderCoverageOut {
     let mut cov = FolderCoverageOut {
@@ -412,7 +604,18 @@ async fn scan_folder(
             if listing.clean {
                 cov.attachment_lists_completed += 1;
             }
-            if let Some(m) = match_message(folder, message, &listing, set, &mut cov.reasons) {
+            let mut evidence = metadata_evidence(message, &listing, set, &mut cov.reasons);
+            if set.reads_content() {
+                let (read, not_read) = reader
+                    .read_message(backend, folder, message, &listing, set, &mut evidence)
+                    .await;
+                cov.attachment_contents_read += read;
+                cov.attachment_contents_not_read += not_read;
+                if not_read > 0 {
+                    push_once(&mut cov.reasons, FolderReason::AttachmentContentNotRead);
+                }
+            }
+            if let Some(m) = into_match(folder, message, &listing, set, evidence) {
                 matches.push(m);
             }
         }
@@ -463,7 +666,82 @@ fn cap_listing(
     }
 }
 
-/// Matches one message; `None` when no signal occurs in it.
+/// What one message holds of the signals, by where it was found.
+struct MessageEvidence {
+    in_meta: Vec<bool>,
+    in_names: Vec<bool>,
+    in_content: Vec<bool>,
+    /// (requested name, attachment id, how), each requested name once (strongest first met).
+    names: Vec<(String, String, NameMatch)>,
+    content_ids: Vec<String>,
+}
+
+impl MessageEvidence {
+    fn found(&self) -> Vec<bool> {
+        union(&union(&self.in_meta, &self.in_names), &self.in_content)
+    }
+}
+
+/// Matches one message's metadata and attachment names (no content).
+fn metadata_evidence(
+    message: &Candidate,
+    listing: &Listing,
+    set: &Signals,
+    reasons: &mut Vec<FolderReason>,
+) -> MessageEvidence {
+    let mut in_meta = set.none_found();
+    let from = message.from.as_ref();
+    // The body (already bounded by the backend, which flags a cut as a gap) is searched rather
+    // than only its preview: a signal in a body the preview cuts off is present all the same.
+    let body_cut = message.gap == Some(crate::search::ContentGap::Body);
+    let body = if message.body.is_empty() {
+        message.preview.as_str()
+    } else {
+        message.body.as_str()
+    };
+    let fields = [
+        (message.subject.as_deref(), false),
+        (Some(body), body_cut),
+        (from.and_then(|f| f.address.as_deref()), false),
+        (from.and_then(|f| f.name.as_deref()), false),
+    ];
+    for (field, already_cut) in fields {
+        let Some(field) = field else { continue };
+        let (prefix, cut) = signals::prefix_chars(field, MAX_FIELD_CHARS);
+        if cut {
+            push_once(reasons, FolderReason::MessageTextTruncated);
+        }
+        set.scan(&Haystack::new(prefix, cut || already_cut), &mut in_meta);
+    }
+    let mut in_names = set.none_found();
+    let mut names: Vec<(String, String, NameMatch)> = Vec::new();
+    for a in &listing.items {
+        let Some(name) = a.name.as_deref().filter(|n| !n.trim().is_empty()) else {
+            continue;
+        };
+        let (hay, _) = Haystack::bounded(name, signals::MAX_NAME_CHARS);
+        set.scan(&hay, &mut in_names);
+        for (requested, how) in set.match_names(name) {
+            match names.iter_mut().find(|(r, _, _)| r == requested) {
+                Some(entry) if how.is_equality() && !entry.2.is_equality() => {
+                    *entry = (requested.to_owned(), a.id.clone(), how);
+                }
+                Some(_) => {}
+                None => names.push((requested.to_owned(), a.id.clone(), how)),
+            }
+        }
+    }
+    MessageEvidence {
+        in_content: set.none_found(),
+        in_meta,
+        in_names,
+        names,
+        content_ids: Vec::new(),
+    }
+}
+
+/// Matches one message on its metadata and names; `None` when no signal occurs in it.
+#[cfg(test)]
 fn match_message(
     folder: InvestigationFolder,
     message: &Candidate,
@@ -471,45 +749,30 @@ fn match_message(
     set: &Signals,
     reasons: &mut Vec<FolderReason>,
 ) -> Option<InvestigationMatchOut> {
-    let mut in_meta = set.none_found();
-    let from = message.from.as_ref();
-    let fields = [
-        message.subject.as_deref(),
-        Some(message.preview.as_str()),
-        from.and_then(|f| f.address.as_deref()),
-        from.and_then(|f| f.name.as_deref()),
-    ];
-    for field in fields.into_iter().flatten() {
-        let (hay, cut) = Haystack::bounded(field, MAX_FIELD_CHARS);
-        if cut {
-            push_once(reasons, FolderReason::MessageTextTruncated);
-        }
-        set.scan(&hay, &mut in_meta);
-    }
-    let mut in_names = set.none_found();
-    let mut equal: Vec<&str> = Vec::new();
-    for a in &listing.items {
-        let Some(name) = a.name.as_deref().filter(|n| !n.trim().is_empty()) else {
-            continue;
-        };
-        let (hay, _) = Haystack::bounded(name, signals::MAX_NAME_CHARS);
-        set.scan(&hay, &mut in_names);
-        if set.has_names() {
-            for n in set.equal_names(name) {
-                push_once(&mut equal, n);
-            }
-        }
-    }
-    let found = union(&in_meta, &in_names);
-    let matched = MatchedSignalsOut::collect(set, &found, &equal);
+    let evidence = metadata_evidence(message, listing, set, reasons);
+    into_match(folder, message, listing, set, evidence)
+}
+
+/// The match of one message from its evidence; `None` when no signal occurs in it.
+fn into_match(
+    folder: InvestigationFolder,
+    message: &Candidate,
+    listing: &Listing,
+    set: &Signals,
+    ev: MessageEvidence,
+) -> Option<InvestigationMatchOut> {
+    let names: Vec<&str> = ev.names.iter().map(|(r, _, _)| r.as_str()).collect();
+    let matched = MatchedSignalsOut::collect(set, &ev.found(), &names);
     if matched.is_empty() {
         return None;
     }
     let mut confirmations = Vec::new();
-    if any_kind(set, &in_names, |k| k == signals::Kind::ProposalId) {
+    if any_kind(set, &ev.in_names, |k| k == signals::Kind::ProposalId) {
         confirmations.push(InvestigationConfirmation::ProposalIdInAttachmentName);
     }
-    if !equal.is_empty() && any_kind(set, &in_meta, signals::Kind::is_identity) {
+    // Only equality (full name or name without extension) may confirm, never a word match.
+    let equal = ev.names.iter().any(|(_, _, how)| how.is_equality());
+    if equal && any_kind(set, &ev.in_meta, signals::Kind::is_identity) {
         confirmations.push(InvestigationConfirmation::RequestedAttachmentNameMatch);
     }
     Some(InvestigationMatchOut {
@@ -522,7 +785,178 @@ fn match_message(
         message: project(message, listing),
         matched_signals: matched,
         confirmation_reasons: confirmations,
+        name_matches: ev
+            .names
+            .into_iter()
+            .map(|(requested, attachment_id, matched_by)| NameMatchOut {
+                requested,
+                attachment_id,
+                matched_by,
+            })
+            .collect(),
+        content_match_attachment_ids: ev.content_ids,
     })
+}
+
+/// Reads attachment text for one call, within its budgets: `maxAttachmentInputBytes` per
+/// attachment, `maxExtractedChars` per text, the shared extraction slots, and one deadline for
+/// the whole call. Records every attachment it could not wholly read.
+struct ContentReader {
+    slots: Arc<tokio::sync::Semaphore>,
+    max_input_bytes: u64,
+    max_chars: usize,
+    deadline: std::time::Instant,
+    coverage: ContentCoverageOut,
+}
+
+impl ContentReader {
+    /// Searches the text of `message`'s attachments until every content signal has been found
+    /// in the message (then the rest cannot change what the message proves). Returns how many
+    /// were read and how many could hold a signal but were not (wholly) read.
+    async fn read_message(
+        &mut self,
+        backend: &Backend,
+        folder: InvestigationFolder,
+        message: &Candidate,
+        listing: &Listing,
+        set: &Signals,
+        ev: &mut MessageEvidence,
+    ) -> (usize, usize) {
+        let mut read = 0;
+        let mut not_read: Vec<(&AttachmentMeta, &'static str, ContentReason)> = Vec::new();
+        for a in &listing.items {
+            if set.all_content_found(&ev.found()) {
+                // Whatever the remaining attachments hold, this message already shows every
+                // signal: nothing about absence depends on them.
+                not_read.clear();
+                break;
+            }
+            match self.read_one(backend, &message.id, a).await {
+                Ok((text, format)) => {
+                    let mut found = set.none_found();
+                    set.scan(&Haystack::new(&text.text, text.truncated), &mut found);
+                    if found.iter().any(|f| *f) {
+                        ev.content_ids.push(a.id.clone());
+                        ev.in_content = union(&ev.in_content, &found);
+                    }
+                    if text.truncated {
+                        not_read.push((a, format, ContentReason::ExtractionTruncated));
+                    } else if text.unread_parts > 0 {
+                        not_read.push((a, format, ContentReason::NestedPartsNotRead));
+                    } else {
+                        read += 1;
+                    }
+                }
+                Err((format, reason)) => not_read.push((a, format, reason)),
+            }
+        }
+        if set.all_content_found(&ev.found()) {
+            not_read.clear();
+        }
+        for (a, format, reason) in &not_read {
+            self.record(folder, &message.id, a, format, *reason);
+        }
+        self.coverage.read += read;
+        (read, not_read.len())
+    }
+
+    /// The text of one attachment, or the format and why it was not read.
+    async fn read_one(
+        &self,
+        backend: &Backend,
+        message_id: &str,
+        a: &AttachmentMeta,
+    ) -> Result<(Extracted, &'static str), (&'static str, ContentReason)> {
+        let name = a.name.as_deref();
+        // The declared name and type decide a non-text format without the bytes (magic bytes
+        // can only turn a declared text format into a binary one, never the reverse).
+        let declared = extract::detect(name, &a.content_type, b"");
+        if !declared.has_extractor() {
+            return Err((declared.as_str(), ContentReason::UnsupportedFormat));
+        }
+        if std::time::Instant::now() >= self.deadline {
+            return Err((declared.as_str(), ContentReason::DeadlineExceeded));
+        }
+        if a.size > self.max_input_bytes {
+            return Err((declared.as_str(), ContentReason::AttachmentTooLarge));
+        }
+        let (meta, bytes) = match backend
+            .attachment(message_id, &a.id, self.max_input_bytes)
+            .await
+        {
+            Ok(pair) => pair,
+            Err(BackendError::TooLarge) => {
+                return Err((declared.as_str(), ContentReason::AttachmentTooLarge));
+            }
+            Err(_) => return Err((declared.as_str(), ContentReason::DownloadFailed)),
+        };
+        let format = extract::detect(meta.name.as_deref(), &meta.content_type, &bytes);
+        if !format.has_extractor() {
+            return Err((format.as_str(), ContentReason::UnsupportedFormat));
+        }
+        // Wait for a slot (an investigation queues behind other extractions rather than
+        // failing), but never past the call's deadline.
+        let slot = tokio::time::timeout_at(
+            tokio::time::Instant::from_std(self.deadline),
+            Arc::clone(&self.slots).acquire_owned(),
+        )
+        .await;
+        let slot = match slot {
+            Err(_) => return Err((format.as_str(), ContentReason::DeadlineExceeded)),
+            Ok(Err(_)) => return Err((format.as_str(), ContentReason::ExtractionFailed)),
+            Ok(Ok(slot)) => slot,
+        };
+        let max_chars = self.max_chars;
+        let job = tokio::task::spawn_blocking(move || {
+            // The permit moves into the job: one that outlives its timeout still holds it.
+            let _slot = slot;
+            extract::extract_text(meta.name.as_deref(), &meta.content_type, &bytes, max_chars)
+        });
+        match tokio::time::timeout(EXTRACTION_TIMEOUT, job).await {
+            Err(_) => Err((format.as_str(), ContentReason::ExtractionTimeout)),
+            Ok(Err(_)) | Ok(Ok(Err(ExtractError::Failed))) => {
+                Err((format.as_str(), ContentReason::ExtractionFailed))
+            }
+            Ok(Ok(Err(ExtractError::Unsupported(f)))) => {
+                Err((f.as_str(), ContentReason::UnsupportedFormat))
+            }
+            Ok(Ok(Ok(text))) => Ok((text, format.as_str())),
+        }
+    }
+
+    fn record(
+        &mut self,
+        folder: InvestigationFolder,
+        message_id: &str,
+        a: &AttachmentMeta,
+        format: &'static str,
+        reason: ContentReason,
+    ) {
+        let c = &mut self.coverage;
+        c.not_read += 1;
+        match c.not_read_by_reason.iter_mut().find(|r| r.reason == reason) {
+            Some(r) => {
+                r.count += 1;
+                push_once(&mut r.formats, format);
+            }
+            None => c.not_read_by_reason.push(NotReadReasonOut {
+                reason,
+                count: 1,
+                formats: vec![format],
+                lift: reason.lift(),
+            }),
+        }
+        if c.not_read_attachments.len() < SHOWN_NOT_READ {
+            c.not_read_attachments.push(NotReadAttachmentOut {
+                folder: folder.into(),
+                message_id: message_id.to_owned(),
+                attachment_id: a.id.clone(),
+                name: bounded(a.name.as_deref().unwrap_or(""), NOT_READ_NAME_CHARS),
+                format,
+                reason,
+            });
+        }
+    }
 }
 
 fn project(m: &Candidate, listing: &Listing) -> InvestigationMessageOut {
@@ -625,33 +1059,57 @@ mod tests {
         assert_eq!(out["totalMatches"], matches.len());
         let text = out.to_string();
         assert!(!text.contains("bodyPreview") && !text.contains("\"body\""));
+        // The DOCX and other PDFs of the inbox may hold the id too: their text is not read.
         assert_eq!(
             folder_statuses(&out),
             [
-                ("inbox".into(), "COMPLETE".into()),
+                ("inbox".into(), "INCOMPLETE".into()),
                 ("sentitems".into(), "COMPLETE".into()),
                 ("archive".into(), "COMPLETE".into())
             ]
         );
-        assert_eq!(out["coverage"]["complete"], true);
+        assert_eq!(
+            strings(&out["coverage"]["folders"][0]["reasons"]),
+            ["ATTACHMENT_CONTENT_NOT_READ"]
+        );
+        assert_eq!(out["coverage"]["complete"], false);
     }
 
     #[tokio::test]
     async fn absent_signal_is_not_found_only_with_complete_coverage() {
         let demo = demo_app();
+        // A name-only signal needs no attachment text: every listing complete proves absence.
         let full = investigate(
             &demo.app,
-            json!({"mailbox": "personal", "criteria": {"keywords": ["xylophone"]}}),
+            json!({"mailbox": "personal", "criteria": {"attachmentNames": ["xylophone.pdf"]}}),
         )
         .await
         .expect("answers");
         assert_eq!(full["coverage"]["complete"], true);
         assert_eq!(full["status"], "NOT_FOUND");
         assert_eq!(full["totalMatches"], 0);
+        assert_eq!(full["coverage"]["attachmentContent"]["searched"], false);
         let inbox = &full["coverage"]["folders"][0];
         assert_eq!(inbox["messagesScanned"], 42);
         assert_eq!(inbox["attachmentListsAttempted"], 42);
         assert_eq!(inbox["attachmentListsCompleted"], 42);
+
+        // A keyword could sit in the inbox's PDF or DOCX, whose text is not read: no absence.
+        let unread = investigate(
+            &demo.app,
+            json!({"mailbox": "personal", "criteria": {"keywords": ["xylophone"]}}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(unread["status"], "SEARCH_INCOMPLETE");
+        assert_eq!(unread["coverage"]["complete"], false);
+        let content = &unread["coverage"]["attachmentContent"];
+        assert_eq!(content["searched"], true);
+        assert!(content["read"].as_u64().expect("read") > 0);
+        assert_eq!(
+            content["notReadByReason"][0]["reason"], "UNSUPPORTED_FORMAT",
+            "{content}"
+        );
 
         let capped = investigate(
             &demo.app,
@@ -671,7 +1129,7 @@ mod tests {
         let one_folder = investigate(
             &demo.app,
             json!({"mailbox": "personal",
-                   "criteria": {"keywords": ["xylophone"], "folders": ["archive", "inbox"]}}),
+                   "criteria": {"attachmentNames": ["xylophone"], "folders": ["archive", "inbox"]}}),
         )
         .await
         .expect("answers");
@@ -693,15 +1151,24 @@ mod tests {
     #[tokio::test]
     async fn content_only_ids_are_not_found_and_keywords_only_make_candidates() {
         let demo = demo_app();
-        // PROP-3107 lives only inside the XLSX: metadata and names never mention it.
+        // PROP-3107 lives only inside the XLSX, whose text is not read: never NOT_FOUND.
         let hidden = investigate(
             &demo.app,
             json!({"mailbox": "finance", "criteria": {"proposalIds": ["PROP-3107"]}}),
         )
         .await
         .expect("answers");
-        assert_eq!(hidden["coverage"]["complete"], true, "{hidden}");
-        assert_eq!(hidden["status"], "NOT_FOUND");
+        assert_eq!(hidden["coverage"]["complete"], false, "{hidden}");
+        assert_eq!(hidden["status"], "SEARCH_INCOMPLETE");
+        let not_read = hidden["coverage"]["attachmentContent"]["notReadAttachments"]
+            .as_array()
+            .expect("array");
+        assert!(
+            not_read
+                .iter()
+                .any(|a| a["name"] == "premium-schedule-2026.xlsx" && a["format"] == "xlsx"),
+            "{hidden}"
+        );
 
         let keyword = investigate(
             &demo.app,
@@ -709,10 +1176,21 @@ mod tests {
         )
         .await
         .expect("answers");
-        assert_eq!(keyword["status"], "CANDIDATE_REVIEW");
+        // Other inbox PDFs are unread, so the match list is not known to be complete.
+        assert_eq!(keyword["status"], "SEARCH_INCOMPLETE");
+        assert_eq!(keyword["matches"][0]["classification"], "CANDIDATE_REVIEW");
         assert_eq!(
             keyword["matches"][0]["message"]["id"],
             message_id("recon-3")
+        );
+        // The message that shows the keyword needs no content reading of its own.
+        let not_read = keyword["coverage"]["attachmentContent"]["notReadAttachments"]
+            .as_array()
+            .expect("array");
+        assert!(
+            not_read
+                .iter()
+                .all(|a| a["messageId"] != message_id("recon-3"))
         );
         assert!(
             keyword["matches"][0]["confirmationReasons"]

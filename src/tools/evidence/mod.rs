@@ -8,11 +8,14 @@
 //!
 //! Invariants: the alias is resolved before anything else (an unknown alias is `UNKNOWN_MAILBOX`
 //! whatever else is wrong); a negative answer (`NOT_FOUND`, `NOT_CONFIRMED`) is only given after
-//! a complete scan or a complete validation pipeline; a keyword match alone is never a
-//! confirmation. Signal matching is in [`signals`].
+//! a complete scan or a complete validation pipeline, which includes reading the text of every
+//! attachment that could hold a signal; a confirmation that rests on a name alone says so; a
+//! keyword match alone is never a confirmation. Signal matching is in [`signals`].
 //!
 //! Callers: the read family's tool table (`tools/read.rs`).
 
+#[cfg(test)]
+mod honesty_tests;
 mod inspect;
 mod investigate;
 mod signals;
@@ -62,6 +65,17 @@ impl MatchedSignalsOut {
             && self.attachment_names.is_empty()
             && self.keywords.is_empty()
     }
+}
+
+/// How one requested attachment name matched one attachment (see `attachmentNames`).
+#[derive(Clone, Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct NameMatchOut {
+    // The requested name as given; `EXACT` (full name) or `STEM` (name without extension)
+    // may confirm, `WORDS` never does.
+    pub(crate) requested: String,
+    pub(crate) attachment_id: String,
+    pub(crate) matched_by: signals::NameMatch,
 }
 
 /// Pushes `item` unless already present (reason lists are deduplicated, first occurrence kept).

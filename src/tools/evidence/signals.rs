@@ -1,8 +1,10 @@
 //! Signal matching for the evidence tools (reference §5.9 step 3, §5.10 step 7).
 //!
 //! Purpose: decide which of the caller's signals (proposal ids, clients, insurers, keywords)
-//! occur in a haystack (a subject, a sender, an attachment name, extracted text), and whether an
-//! attachment name equals a requested file name.
+//! occur in a haystack (a subject, a sender, an attachment name, extracted text), and how a
+//! requested file name matches an attachment name ([`Signals::match_names`]: the full name or
+//! the name without extension, compared after NFKC, case folding and whitespace collapsing, may
+//! confirm; the requested name's words in order within the name only make a candidate).
 //!
 //! Normalisation: NFKD, combining marks removed, lower-cased; tokens are the maximal runs of
 //! alphanumeric characters. A signal matches a haystack when its *compact* form (its tokens
@@ -124,6 +126,30 @@ pub(crate) struct Signals {
     pattern_signals: Vec<Vec<usize>>,
     /// Requested attachment names: (the caller's string, its comparison key).
     names: Vec<(String, Option<String>)>,
+    /// The requested names' word matcher (see [`Signals::match_names`]).
+    name_automaton: Option<AhoCorasick>,
+    /// Pattern id → indices into `names` sharing that compact form.
+    name_patterns: Vec<Vec<usize>>,
+}
+
+/// How a requested attachment name matched an attachment's name (each after NFKC, case folding
+/// and whitespace collapsing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub(crate) enum NameMatch {
+    // Equal to the full name.
+    Exact,
+    // Equal to the name without its extension.
+    Stem,
+    // Its words occur in order in the name, separators ignored: a candidate only.
+    Words,
+}
+
+impl NameMatch {
+    /// Exact and stem equality may confirm; a word match never does.
+    pub(crate) fn is_equality(self) -> bool {
+        !matches!(self, NameMatch::Words)
+    }
 }
 
 impl Signals {
@@ -171,12 +197,40 @@ impl Signals {
                 names.push((n.clone(), name_key(n)));
             }
         }
+        let mut name_compacts: Vec<String> = Vec::new();
+        let mut name_patterns: Vec<Vec<usize>> = Vec::new();
+        for (i, (n, _)) in names.iter().enumerate() {
+            let c = compact(n);
+            if c.is_empty() {
+                continue;
+            }
+            match name_compacts.iter().position(|e| *e == c) {
+                Some(id) => name_patterns[id].push(i),
+                None => {
+                    name_compacts.push(c);
+                    name_patterns.push(vec![i]);
+                }
+            }
+        }
+        // As above: a build failure only loses word matches (equality still works).
+        let name_automaton = if name_compacts.is_empty() {
+            None
+        } else {
+            AhoCorasick::new(&name_compacts).ok()
+        };
         Self {
             entries,
             automaton,
             pattern_signals,
             names,
+            name_automaton,
+            name_patterns,
         }
+    }
+
+    /// Whether any signal can match attachment *content* (every kind but attachment names).
+    pub(crate) fn reads_content(&self) -> bool {
+        self.automaton.is_some()
     }
 
     /// Whether any signal can match anything at all (a signal of punctuation only cannot).
@@ -203,50 +257,90 @@ impl Signals {
 
     /// Marks in `found` every signal that occurs in `hay`.
     pub(crate) fn scan(&self, hay: &Haystack, found: &mut [bool]) {
-        let Some(ac) = &self.automaton else { return };
-        if hay.is_empty() {
-            return;
-        }
-        let mut pending: Vec<bool> = self
-            .pattern_signals
-            .iter()
-            .map(|sigs| sigs.iter().any(|&s| !found[s]))
-            .collect();
-        let mut remaining = pending.iter().filter(|p| **p).count();
-        if remaining == 0 {
-            return;
-        }
-        for m in ac.find_overlapping_iter(hay.concat.as_bytes()) {
-            let id = m.pattern().as_usize();
-            if !pending[id] || !hay.boundary[m.start()] || !hay.boundary[m.end()] {
-                continue;
-            }
-            pending[id] = false;
-            for &s in &self.pattern_signals[id] {
-                found[s] = true;
-            }
-            remaining -= 1;
-            if remaining == 0 {
-                return;
-            }
+        if let Some(ac) = &self.automaton {
+            scan_with(ac, &self.pattern_signals, hay, found);
         }
     }
 
-    /// The requested attachment names equal to `name` (see [`name_key`]).
-    pub(crate) fn equal_names(&self, name: &str) -> Vec<&str> {
-        let Some(key) = name_key(name) else {
-            return Vec::new();
-        };
-        self.names
-            .iter()
-            .filter(|(_, k)| k.as_deref() == Some(key.as_str()))
-            .map(|(n, _)| n.as_str())
-            .collect()
+    /// Whether every content signal (see [`Signals::reads_content`]) is marked in `found`.
+    pub(crate) fn all_content_found(&self, found: &[bool]) -> bool {
+        self.pattern_signals.iter().flatten().all(|&s| found[s])
+    }
+
+    /// The requested attachment names that match `name`, each once with the strongest way it
+    /// matched: equal to the full name, equal to the name without its extension (both compared
+    /// by [`name_key`]), or its words in order within the name (the token matcher of the other
+    /// signals, so separators, case and accents are ignored and a word is never cut).
+    pub(crate) fn match_names(&self, name: &str) -> Vec<(&str, NameMatch)> {
+        let mut out: Vec<(&str, NameMatch)> = Vec::new();
+        if self.names.is_empty() {
+            return out;
+        }
+        let key = name_key(name);
+        let stem_key = stem(name).and_then(name_key);
+        let mut words = vec![false; self.names.len()];
+        if let Some(ac) = &self.name_automaton {
+            let (hay, _) = Haystack::bounded(name, MAX_NAME_CHARS);
+            scan_with(ac, &self.name_patterns, &hay, &mut words);
+        }
+        for (i, (n, k)) in self.names.iter().enumerate() {
+            let how = match k {
+                Some(k) if key.as_deref() == Some(k.as_str()) => NameMatch::Exact,
+                // Only a request without an extension of its own: `a.pdf` must not equal
+                // `a.pdf.exe` (a double extension disguises a file's type).
+                Some(k) if stem_key.as_deref() == Some(k.as_str()) && stem(n).is_none() => {
+                    NameMatch::Stem
+                }
+                _ if words[i] => NameMatch::Words,
+                _ => continue,
+            };
+            out.push((n.as_str(), how));
+        }
+        out
     }
 
     pub(crate) fn has_names(&self) -> bool {
         !self.names.is_empty()
     }
+}
+
+/// Marks in `found` the targets of every pattern of `ac` that occurs in `hay` on token
+/// boundaries (`targets[pattern]` lists them), stopping once every pattern was seen.
+fn scan_with(ac: &AhoCorasick, targets: &[Vec<usize>], hay: &Haystack, found: &mut [bool]) {
+    if hay.is_empty() {
+        return;
+    }
+    let mut pending: Vec<bool> = targets
+        .iter()
+        .map(|t| t.iter().any(|&s| !found[s]))
+        .collect();
+    let mut remaining = pending.iter().filter(|p| **p).count();
+    if remaining == 0 {
+        return;
+    }
+    for m in ac.find_overlapping_iter(hay.concat.as_bytes()) {
+        let id = m.pattern().as_usize();
+        if !pending[id] || !hay.boundary[m.start()] || !hay.boundary[m.end()] {
+            continue;
+        }
+        pending[id] = false;
+        for &s in &targets[id] {
+            found[s] = true;
+        }
+        remaining -= 1;
+        if remaining == 0 {
+            return;
+        }
+    }
+}
+
+/// `name` without its last extension (`a.b.pdf` → `a.b`); `None` when it has none (no dot, a
+/// leading dot only, or an "extension" holding whitespace).
+fn stem(name: &str) -> Option<&str> {
+    let trimmed = name.trim();
+    let (stem, ext) = trimmed.rsplit_once('.')?;
+    (!stem.trim().is_empty() && !ext.is_empty() && !ext.contains(char::is_whitespace))
+        .then_some(stem)
 }
 
 /// The comparison key of an attachment name: NFKC, whitespace runs collapsed to one space,
@@ -395,28 +489,61 @@ mod tests {
         );
     }
 
+    fn names(s: &Signals, name: &str) -> Vec<(String, NameMatch)> {
+        s.match_names(name)
+            .into_iter()
+            .map(|(n, how)| (n.to_owned(), how))
+            .collect()
+    }
+
     #[test]
-    fn attachment_names_compare_exactly_after_folding() {
+    fn attachment_names_match_full_name_stem_or_words_after_folding() {
         let a = args::Signals {
-            attachment_names: vec!["PROP-1001-orchard-bakery.pdf".into(), "Ａ  b.pdf".into()],
+            attachment_names: vec![
+                "PROP-1001-orchard-bakery.pdf".into(),
+                "Ａ  b.pdf".into(),
+                "premium-schedule".into(),
+                "premium-schedule-2026".into(),
+            ],
             ..Default::default()
         };
         let s = Signals::new(&a);
+        let exact = |n: &str| (n.to_owned(), NameMatch::Exact);
         assert_eq!(
-            s.equal_names("  prop-1001-ORCHARD-bakery.pdf "),
-            ["PROP-1001-orchard-bakery.pdf"]
+            names(&s, "  prop-1001-ORCHARD-bakery.pdf "),
+            [exact("PROP-1001-orchard-bakery.pdf")]
         );
-        assert_eq!(s.equal_names("a b.PDF"), ["Ａ  b.pdf"]);
-        // Punctuation is preserved: a different separator is a different file.
-        assert!(s.equal_names("PROP-1001 orchard bakery.pdf").is_empty());
-        assert!(s.equal_names("PROP-1001-orchard-bakery.pdf.exe").is_empty());
-        assert!(s.equal_names("   ").is_empty());
+        assert_eq!(names(&s, "a b.PDF"), [exact("Ａ  b.pdf")]);
+        // The issue-9 case: a name without its extension, and a word-aligned part of a name.
+        assert_eq!(
+            names(&s, "Premium-Schedule-2026.xlsx"),
+            [
+                ("premium-schedule".to_owned(), NameMatch::Words),
+                ("premium-schedule-2026".to_owned(), NameMatch::Stem),
+            ]
+        );
+        // Separators only matter for equality: a different one is a word match (candidate).
+        assert_eq!(
+            names(&s, "PROP-1001 orchard bakery.pdf"),
+            [("PROP-1001-orchard-bakery.pdf".to_owned(), NameMatch::Words)]
+        );
+        assert_eq!(
+            names(&s, "PROP-1001-orchard-bakery.pdf.exe"),
+            [("PROP-1001-orchard-bakery.pdf".to_owned(), NameMatch::Words)]
+        );
+        // A word is never cut: "schedules" is not "schedule".
+        assert!(names(&s, "premium-schedules.xlsx").is_empty());
+        assert!(names(&s, "   ").is_empty());
+        assert!(!NameMatch::Words.is_equality() && NameMatch::Stem.is_equality());
         let longest = "x".repeat(MAX_NAME_CHARS);
         assert!(name_key(&longest).is_some());
         assert!(
             name_key(&format!("{longest}y")).is_none(),
             "over 4096 never equal"
         );
+        assert_eq!(stem(".bashrc"), None);
+        assert_eq!(stem("a.tar.gz"), Some("a.tar"));
+        assert_eq!(stem("report. final"), None);
     }
 
     proptest::proptest! {

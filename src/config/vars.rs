@@ -1,0 +1,184 @@
+//! The variable names mailgate recognises under its own and the reference plugin's prefixes,
+//! and the startup check that reports any other name under those prefixes.
+//!
+//! Choice (issue 9): a name within two edits of a known one is a likely typo and aborts startup,
+//! because mailgate cannot tell what it was meant to do: `PLUGIN_ALOW_WRITES=false` would have
+//! closed a gate the file opens, `OUTLOOK_ALLOWED_RECIPIENT_DOMAIN` would have narrowed sending.
+//! A name further from every known one (another program's `OUTLOOK_*`) is only a warning on
+//! stderr, naming the closest known variable. Names are compared case-insensitively; values are
+//! never read or shown.
+
+use super::env::Env;
+use super::{Config, ConfigError};
+
+/// Prefixes whose variables mailgate and the reference plugin own.
+const PREFIXES: [&str; 4] = ["MAILGATE_", "PLUGIN_", "OUTLOOK_", "MICROSOFT_GRAPH_"];
+
+/// Every variable under [`PREFIXES`] mailgate reads, plus the reference plugin's own that
+/// mailgate accepts and ignores (Graph credentials, the HTTP and keychain settings) and the
+/// ones the spec reserves for the planned Graph backend and HTTP transport.
+const KNOWN: &[&str] = &[
+    // mailgate
+    super::HOME_DIR_VAR,
+    super::DOWNLOAD_DIR_VAR,
+    super::JOURNAL_VAR,
+    super::HANDOFF_TTL_VAR,
+    super::MAILGATE_LOG_VAR,
+    crate::gates::SEND_MAX_PER_HOUR_VAR,
+    "MAILGATE_OUTPUT_SCHEMAS",
+    "MAILGATE_TEST_HANDOFF_CRASH_AT",
+    "MAILGATE_GRAPH_BASE_URL",
+    "MAILGATE_GRAPH_LOGIN_URL",
+    "MAILGATE_HTTP_ALLOWED_ORIGINS",
+    // the reference plugin's, read by mailgate
+    super::CONFIG_PATH_VAR,
+    super::SEARCH_MEMORY_VAR,
+    crate::gates::ALLOW_WRITES_VAR,
+    crate::gates::ALLOW_HANDOFFS_VAR,
+    crate::gates::ALLOW_SEND_VAR,
+    crate::gates::HTTP_ALLOW_NO_AUTH_VAR,
+    crate::gates::SEND_FROM_VAR,
+    crate::gates::ALLOWED_SENDERS_VAR,
+    crate::gates::ALLOWED_RECIPIENT_DOMAINS_VAR,
+    // the reference plugin's, accepted and not used
+    "MICROSOFT_GRAPH_CLIENT_ID",
+    "MICROSOFT_GRAPH_CLIENT_SECRET",
+    "MICROSOFT_GRAPH_TENANT_ID",
+    "OUTLOOK_HTTP_HOST",
+    "OUTLOOK_HTTP_PORT",
+    "OUTLOOK_HTTP_BEARER_TOKEN",
+    "OUTLOOK_KEYCHAIN_PREFIX",
+    "OUTLOOK_KEYCHAIN_QUIET",
+];
+
+/// Edits within which an unknown name counts as a misspelling of the closest known one.
+const TYPO_DISTANCE: usize = 2;
+
+/// Checks every variable under [`PREFIXES`] (see the module doc). Credential variables the
+/// config names (`passwordEnv`, `oauth2TokenEnv`) are known whatever they are called.
+pub(crate) fn check_unknown_variables(env: &Env, config: &Config) -> Result<(), ConfigError> {
+    let named: Vec<String> = config
+        .mailboxes
+        .iter()
+        .flat_map(|m| match &m.backend {
+            super::BackendSpec::Graph => vec![],
+            super::BackendSpec::Imap { imap, smtp } => [Some(imap), smtp.as_ref()].to_vec(),
+            super::BackendSpec::Maildir { smtp, .. } => vec![smtp.as_ref()],
+        })
+        .flatten()
+        .flat_map(|spec| [&spec.password_env, &spec.oauth2_token_env])
+        .flatten()
+        .map(|name| name.to_ascii_uppercase())
+        .collect();
+    for name in env.names() {
+        let upper = name.to_ascii_uppercase();
+        if !PREFIXES.iter().any(|prefix| upper.starts_with(prefix))
+            || (KNOWN.contains(&name))
+            || named.contains(&upper)
+            || is_keychain_alias(&upper)
+        {
+            continue;
+        }
+        let (closest, distance) = closest_known(&upper);
+        if distance <= TYPO_DISTANCE {
+            return Err(ConfigError::UnknownVariable {
+                name: name.to_owned(),
+                closest,
+            });
+        }
+        tracing::warn!(
+            variable = name,
+            closest,
+            "a variable with a mailgate or reference-plugin prefix is not one mailgate knows; \
+             it is ignored"
+        );
+    }
+    Ok(())
+}
+
+/// The reference's macOS keychain aliases, `OUTLOOK_KEYCHAIN_<VAR>_SERVICES`.
+fn is_keychain_alias(upper: &str) -> bool {
+    upper
+        .strip_prefix("OUTLOOK_KEYCHAIN_")
+        .and_then(|rest| rest.strip_suffix("_SERVICES"))
+        .is_some_and(|var| !var.is_empty())
+}
+
+/// The known name nearest to `upper` and its Levenshtein distance.
+fn closest_known(upper: &str) -> (&'static str, usize) {
+    KNOWN
+        .iter()
+        .map(|known| (*known, strsim::levenshtein(upper, known)))
+        .min_by_key(|(_, distance)| *distance)
+        .unwrap_or(("", usize::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        Config::from_json(
+            br#"{"mailboxes": [{"alias": "a", "address": "a@example.com",
+                "backend": {"kind": "maildir", "path": "/m",
+                  "smtp": {"host": "127.0.0.1", "port": 25, "security": "plain",
+                           "passwordEnv": "MAILGATE_SMTP_SECRET"}}}]}"#,
+            std::path::Path::new("/etc"),
+        )
+        .expect("valid")
+    }
+
+    fn check(pairs: &[(&str, &str)]) -> Result<(), ConfigError> {
+        check_unknown_variables(&Env::from_pairs(pairs.iter().copied()), &config())
+    }
+
+    #[test]
+    fn misspelled_variables_are_refused_with_the_closest_name() {
+        for (name, closest) in [
+            ("PLUGIN_ALOW_WRITES", "PLUGIN_ALLOW_WRITES"),
+            ("plugin_allow_writes", "PLUGIN_ALLOW_WRITES"),
+            (
+                "OUTLOOK_ALLOWED_RECIPIENT_DOMAIN",
+                "OUTLOOK_ALLOWED_RECIPIENT_DOMAINS",
+            ),
+            ("MAILGATE_JOURNALS", "MAILGATE_JOURNAL"),
+        ] {
+            match check(&[(name, "false")]) {
+                Err(ConfigError::UnknownVariable {
+                    name: n,
+                    closest: c,
+                }) => {
+                    assert_eq!((n.as_str(), c), (name, closest));
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        let message = check(&[("PLUGIN_ALOW_WRITES", "secret-value")])
+            .expect_err("typo")
+            .to_string();
+        assert!(
+            message.contains("did you mean PLUGIN_ALLOW_WRITES"),
+            "{message}"
+        );
+        assert!(!message.contains("secret-value"), "{message}");
+    }
+
+    #[test]
+    fn known_and_unrelated_variables_pass() {
+        check(&[
+            ("PLUGIN_ALLOW_WRITES", "true"),
+            ("MICROSOFT_GRAPH_CLIENT_SECRET", "x"),
+            (
+                "OUTLOOK_KEYCHAIN_MICROSOFT_GRAPH_CLIENT_SECRET_SERVICES",
+                "x",
+            ),
+            ("MAILGATE_SMTP_SECRET", "named by the config"),
+            ("NODE_ENV", "test"),
+            ("TARGET_USER_EMAIL", "test@example.com"),
+            ("LOG_LEVEL", "error"),
+            // Far from every known name: a warning, not a refusal.
+            ("OUTLOOK_SOMETHING_ELSE_ENTIRELY", "x"),
+        ])
+        .expect("accepted");
+    }
+}
