@@ -10,8 +10,9 @@ use rand::RngExt;
 
 /// The reference's marker, kept for compatibility.
 pub(crate) const MARKER: &str = "UNTRUSTED_EMAIL_DATA_V1";
-/// The value of `dataTrust` in structured content.
-pub(crate) const DATA_TRUST: &str = "untrusted";
+/// The value of `dataTrust` in structured content: the reference's marker, so that clients written
+/// for it recognise the label (issue 9: reference value shapes are kept).
+pub(crate) const DATA_TRUST: &str = MARKER;
 
 /// One response's fence.
 pub(crate) struct Fence {

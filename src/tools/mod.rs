@@ -396,8 +396,6 @@ impl ToolOutput {
             if let Value::Object(map) = &mut structured {
                 map.insert("dataTrust".into(), Value::from(framing::DATA_TRUST));
                 map.insert("untrustedDataFence".into(), Value::from(fence.nonce()));
-                // The reference plugin's label, for clients written for it.
-                map.insert("untrustedDataMarker".into(), Value::from(framing::MARKER));
             }
             fence.wrap(&summary, &payload)
         } else {

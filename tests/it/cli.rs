@@ -23,7 +23,7 @@ async fn call_uses_the_same_validation_and_handlers() {
     );
     let v: serde_json::Value = serde_json::from_slice(&ok.stdout).unwrap();
     assert_eq!(v["status"], "FOUND");
-    assert_eq!(v["dataTrust"], "untrusted");
+    assert_eq!(v["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
 
     let bad = world
         .run(&[

@@ -290,7 +290,7 @@ async fn create_get_and_replay_end_to_end_with_every_refusal() {
     assert_eq!(created["size"], PDF_SIZE);
     assert_eq!(created["status"], "ready");
     assert_eq!(created["replayed"], false);
-    assert_eq!(created["dataTrust"], "untrusted");
+    assert_eq!(created["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
     assert_eq!(created["contentType"], "application/pdf");
     assert!(text_of(&raw).contains(&format!("mailgate handoff path {id}")));
 
@@ -325,7 +325,7 @@ async fn create_get_and_replay_end_to_end_with_every_refusal() {
     let got = raw.structured_content.clone().unwrap();
     assert_eq!(projection(&got), projection(&created));
     assert_eq!(got["replayed"], false);
-    assert_eq!(got["dataTrust"], "untrusted");
+    assert_eq!(got["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
 
     // The same key (in either case) replays: same bundle, nothing new on disk.
     for k in [k.clone(), k.to_uppercase()] {

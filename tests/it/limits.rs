@@ -94,8 +94,11 @@ async fn a_prompt_injection_mail_stays_inside_the_fence() {
         .unwrap();
     let structured = raw.structured_content.clone().unwrap();
     let nonce = structured["untrustedDataFence"].as_str().unwrap();
-    assert_eq!(structured["dataTrust"], "untrusted");
-    assert_eq!(structured["untrustedDataMarker"], "UNTRUSTED_EMAIL_DATA_V1");
+    assert_eq!(structured["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
+    assert!(
+        structured.get("untrustedDataMarker").is_none(),
+        "dataTrust carries the marker"
+    );
     let text = text_of(&raw);
     let open = text
         .find(&format!("<<<UNTRUSTED_EMAIL_DATA_V1 nonce={nonce}>>>"))

@@ -54,7 +54,7 @@ async fn each_read_tool_works_on_the_demo() {
         .await;
     assert_eq!(listing["status"], "FOUND");
     assert_eq!(listing["messages"].as_array().unwrap().len(), 5);
-    assert_eq!(listing["dataTrust"], "untrusted");
+    assert_eq!(listing["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
 
     let found = c
         .ok(
@@ -73,7 +73,7 @@ async fn each_read_tool_works_on_the_demo() {
         .await
         .unwrap();
     let msg = raw.structured_content.clone().unwrap();
-    assert_eq!(msg["dataTrust"], "untrusted");
+    assert_eq!(msg["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
     assert!(msg["message"]["body"].as_str().is_some());
     let text = text_of(&raw);
     let nonce = msg["untrustedDataFence"].as_str().unwrap();

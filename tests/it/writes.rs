@@ -320,7 +320,10 @@ async fn downloads_are_private_files_with_the_raw_bytes_sha256() {
             .await
             .unwrap();
         let out = raw.structured_content.clone().unwrap();
-        assert_eq!(out["dataTrust"], "untrusted", "names are sender-controlled");
+        assert_eq!(
+            out["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1",
+            "names are sender-controlled"
+        );
         assert!(
             !serde_json::to_string(&out)
                 .unwrap()
