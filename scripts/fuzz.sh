@@ -22,9 +22,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fuzz="$root/fuzz"
 cd "$root"
 
+# cargo-fuzz: the one on PATH if there is one, else a project-local copy under target/tools
+# (installed once, never into ~/.cargo).
+tools="$root/target/tools"
+export PATH="$tools/bin:$PATH"
 if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "fuzz.sh: installing cargo-fuzz 0.13.2" >&2
-    cargo install cargo-fuzz --locked --version 0.13.2
+    echo "fuzz.sh: installing cargo-fuzz 0.13.2 into target/tools" >&2
+    cargo install cargo-fuzz --locked --version 0.13.2 --root "$tools"
 fi
 
 export RUSTC_BOOTSTRAP=1
