@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README documents and .ci/run calls it.
-#   scripts/test.sh            lints, unit + integration + property tests, fuzz smoke (10 s/target)
+#   scripts/test.sh            lints, unit + integration + property tests, fuzz smoke (6 s/target)
 #   FUZZ_SECONDS=0 scripts/test.sh   skip the fuzz smoke run (local quick runs)
 # The smoke run builds without AddressSanitizer (FUZZ_SANITIZER=address to change that): the
 # ASan build alone took 6 of the 15 minutes CI may use. Long runs under ASan are a separate
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-fuzz_seconds="${FUZZ_SECONDS:-10}"
+fuzz_seconds="${FUZZ_SECONDS:-6}"
 timings=()
 suite_start=$SECONDS
 

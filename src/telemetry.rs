@@ -205,7 +205,7 @@ impl Journal {
         let event = CallEvent {
             version: 1,
             event: "tool_call",
-            timestamp: chrono::Utc::now().to_rfc3339(),
+            timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             tool,
             argument_shape,
             mailbox: mailbox.map(Alias::as_str),

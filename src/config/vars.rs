@@ -49,6 +49,8 @@ const KNOWN: &[&str] = &[
     "OUTLOOK_HTTP_BEARER_TOKEN",
     "OUTLOOK_KEYCHAIN_PREFIX",
     "OUTLOOK_KEYCHAIN_QUIET",
+    // the reference's run-journal folder; mailgate's journal lives in MAILGATE_HOME
+    "OUTLOOK_STATE_DIR",
 ];
 
 /// Edits within which an unknown name counts as a misspelling of the closest known one.

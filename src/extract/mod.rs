@@ -248,7 +248,10 @@ fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
     line("Cc", &cc);
     line(
         "Date",
-        &message.date.map(|d| d.to_rfc3339()).unwrap_or_default(),
+        &message
+            .date
+            .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+            .unwrap_or_default(),
     );
     line("Attachments", &attachments);
     if !out.is_empty() {
@@ -656,7 +659,7 @@ mod tests {
         assert_eq!(
             e.text,
             "Subject: Minutes\nFrom: Ann Example <ann@example.com>\nTo: bob@example.org\n\
-             Date: 2025-07-02T09:30:00+00:00\nAttachments: n.csv\n\nSee notes."
+             Date: 2025-07-02T09:30:00Z\nAttachments: n.csv\n\nSee notes."
         );
         assert!(!e.truncated);
         let e = extract_text(Some("fwd.eml"), "message/rfc822", raw, 16).expect("eml");

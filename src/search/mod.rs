@@ -64,6 +64,9 @@ impl SearchStatus {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Strategy {
+    /// The backend's own search or filter listing. Serialised with the reference's name on every
+    /// backend, like the `graph_*` warning codes, so clients written for it keep working.
+    #[serde(rename = "graph_search")]
     BackendSearch,
     LocalScan,
 }

@@ -3,6 +3,12 @@
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 
+/// `d` as the reference writes timestamps: RFC 3339 in UTC with a `Z`, whole seconds
+/// (`2026-07-01T08:00:00Z`, never `+00:00`).
+pub(crate) fn iso_z(d: DateTime<Utc>) -> String {
+    d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("not a valid ISO-8601 date")]
 pub(crate) struct DateError;

@@ -187,12 +187,12 @@ impl MessageSummaryOut {
             folder_id: c.folder_id.clone(),
             subject: bounded(c.subject.as_deref().unwrap_or(""), SUBJECT_CHARS),
             from: c.from.as_ref().map(AddressOut::from_mailbox),
-            received_date_time: c.received.map(|d| d.to_rfc3339()),
+            received_date_time: c.received.map(crate::tools::dates::iso_z),
             // Listings carry what an agent uses: a second, identical timestamp is not that.
             sent_date_time: c
                 .sent
                 .filter(|s| Some(*s) != c.received)
-                .map(|d| d.to_rfc3339()),
+                .map(crate::tools::dates::iso_z),
             is_read: c.is_read,
             is_flagged: c.is_flagged,
             has_attachments: c.has_attachments,

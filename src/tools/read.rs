@@ -689,8 +689,8 @@ async fn get_folder_stats(app: Arc<App>, args: FolderStatsArgs) -> Result<ToolOu
         emails_with_attachments: stats.with_attachments,
         date_range: match (stats.oldest, stats.newest) {
             (Some(o), Some(n)) => Some(DateRangeOut {
-                oldest: o.to_rfc3339(),
-                newest: n.to_rfc3339(),
+                oldest: crate::tools::dates::iso_z(o),
+                newest: crate::tools::dates::iso_z(n),
             }),
             _ => None,
         },

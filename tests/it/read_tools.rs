@@ -55,6 +55,15 @@ async fn each_read_tool_works_on_the_demo() {
     assert_eq!(listing["status"], "FOUND");
     assert_eq!(listing["messages"].as_array().unwrap().len(), 5);
     assert_eq!(listing["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
+    // The reference's value shapes (issue 9): its strategy names, timestamps in `Z` form.
+    assert_eq!(listing["strategy"], "graph_search");
+    for m in listing["messages"].as_array().unwrap() {
+        let received = m["receivedDateTime"].as_str().unwrap();
+        assert!(
+            received.len() == 20 && received.ends_with('Z') && received.as_bytes()[10] == b'T',
+            "not a Z-form timestamp: {received}"
+        );
+    }
 
     let found = c
         .ok(

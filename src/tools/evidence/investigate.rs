@@ -981,7 +981,7 @@ fn project(m: &Candidate, listing: &Listing) -> InvestigationMessageOut {
         folder_id: m.folder_id.clone(),
         subject: bounded(m.subject.as_deref().unwrap_or(""), output::SUBJECT_CHARS),
         from: m.from.as_ref().map(AddressOut::from_mailbox),
-        received_date_time: m.received.map(|d| d.to_rfc3339()),
+        received_date_time: m.received.map(crate::tools::dates::iso_z),
         is_read: m.is_read,
         has_attachments: m.has_attachments,
         attachment_count: listing.items.len(),
