@@ -1,12 +1,25 @@
 #!/usr/bin/env python3
-"""Generate the binary attachment fixtures of the mailgate demo corpus.
+"""Generate the committed files of the mailgate demo corpus.
 
-Purpose: write small, real, fully fictional documents (PDF, DOCX, XLSX, ZIP, ZipCrypto ZIP, PNG)
-into src/demo/fixtures/. src/demo/corpus.rs embeds them with include_bytes!, so the outputs are
-committed and this script is only run by hand when a fixture must change:
+Purpose: (1) write small, real, fully fictional documents (PDF, DOCX, XLSX, ZIP, ZipCrypto ZIP,
+PNG) into src/demo/fixtures/ (the attachments inside the demo messages; the Rust tests compare
+the decoded attachments with them); (2) check the committed demo messages,
+src/demo/messages/<alias>/<folder>/<unique>.eml, against src/demo/messages/manifest.tsv (one line
+per message: alias, folder, Maildir unique name, flags or "-", in the order they are written) and
+write src/demo/embedded.rs, the include_bytes! list that embeds them in the binary. The outputs are
+committed and this script is only run by hand when a fixture or a message must change:
 
-    python3 scripts/gen-demo-fixtures.py            # writes src/demo/fixtures/*
+    python3 scripts/gen-demo-fixtures.py            # writes fixtures and src/demo/embedded.rs
     python3 scripts/gen-demo-fixtures.py --check    # exit 1 if a committed file differs
+
+The .eml files are the bytes the former Rust generator (src/demo/corpus.rs before issue 10, with
+its own quoted-printable, RFC 2047/2231 and date encoders) wrote, captured once; the Rust test
+`the_corpus_is_byte_for_byte_the_pinned_one` pins their digest. To change a message, edit its
+.eml (CRLF line ends, 8-bit bytes kept as they are; Python's email package is the tool for a new
+one), keep the known-facts table in src/demo/corpus.rs true, bump VERSION in src/demo/mod.rs and
+the pinned digest. A message's file name starts with its delivery time (unix seconds), which is
+also the Maildir name, so message ids stay stable. The oversized attachment is not committed: its
+message holds the line @@MAILGATE-DEMO-OVERSIZED-ATTACHMENT@@, replaced at run time.
 
 Invariant: the output is byte-for-byte deterministic (fixed timestamps, fixed "random" bytes, no
 clock, no RNG), uses the Python standard library only, and contains only invented people and
@@ -22,15 +35,21 @@ depend on office software, so the PDF, the OOXML packages and ZipCrypto are writ
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import hashlib
 import io
+import re
 import struct
 import sys
 import zipfile
 import zlib
 from pathlib import Path
 
-OUT_DIR = Path(__file__).resolve().parent.parent / "src" / "demo" / "fixtures"
+DEMO_DIR = Path(__file__).resolve().parent.parent / "src" / "demo"
+OUT_DIR = DEMO_DIR / "fixtures"
+MESSAGES_DIR = DEMO_DIR / "messages"
+EMBEDDED_RS = DEMO_DIR / "embedded.rs"
 
 # Every archive member gets this timestamp so the output never depends on the clock.
 FIXED_DATE_TIME = (2026, 1, 15, 9, 30, 0)
@@ -523,22 +542,112 @@ def fixtures() -> dict[str, bytes]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# The message index
+# ---------------------------------------------------------------------------------------------
+
+UNIQUE = re.compile(r"[0-9]+\.M[0-9]+P[0-9]+\.demo")
+FOLDER = re.compile(r"INBOX|[A-Za-z][A-Za-z0-9]*(\.[A-Za-z][A-Za-z0-9]*)*")
+
+
+def message_index() -> tuple[str, list[str]]:
+    """The text of embedded.rs, and the problems found in the manifest and the messages."""
+    problems = []
+    rows = []
+    manifest = (MESSAGES_DIR / "manifest.tsv").read_text(encoding="utf-8")
+    for number, line in enumerate(manifest.splitlines(), 1):
+        fields = line.split("\t")
+        if len(fields) != 4:
+            problems.append(f"manifest.tsv:{number}: want 4 tab-separated fields")
+            continue
+        alias, folder, unique, flags = fields
+        if not (re.fullmatch(r"[a-z]+", alias) and FOLDER.fullmatch(folder)):
+            problems.append(f"manifest.tsv:{number}: bad alias or folder")
+        if not UNIQUE.fullmatch(unique):
+            problems.append(f"manifest.tsv:{number}: bad unique name {unique!r}")
+        if flags != "-" and (flags != "".join(sorted(set(flags))) or set(flags) - set("FRS")):
+            problems.append(f"manifest.tsv:{number}: flags must be '-' or sorted letters of FRS")
+        path = MESSAGES_DIR / alias / folder / f"{unique}.eml"
+        if not path.is_file():
+            problems.append(f"manifest.tsv:{number}: no file {path.relative_to(DEMO_DIR)}")
+            continue
+        raw = path.read_bytes()
+        if re.search(rb"(?<!\r)\n|\r(?!\n)", raw):
+            problems.append(f"{path.relative_to(DEMO_DIR)}: a line does not end in CRLF")
+        # The standard library's parser as a second opinion next to mail-parser in the Rust tests.
+        message = email.parser.BytesParser(policy=email.policy.default).parsebytes(raw)
+        if not message["X-Demo-Key"] or not message["Message-ID"]:
+            problems.append(f"{path.relative_to(DEMO_DIR)}: no X-Demo-Key or Message-ID")
+        rows.append((alias, folder, unique, "" if flags == "-" else flags))
+    listed = {MESSAGES_DIR / a / f / f"{u}.eml" for a, f, u, _ in rows}
+    for path in sorted(MESSAGES_DIR.rglob("*.eml")):
+        if path not in listed:
+            problems.append(f"{path.relative_to(DEMO_DIR)}: not in manifest.tsv")
+    uniques = [u for _, _, u, _ in rows]
+    if len(set(uniques)) != len(uniques):
+        problems.append("manifest.tsv: a unique name repeats")
+    out = [
+        "//! The embedded demo messages in manifest order: alias, folder, Maildir unique name,",
+        "//! flags, bytes. Generated by scripts/gen-demo-fixtures.py from",
+        "//! src/demo/messages/manifest.tsv; do not edit by hand.",
+        "",
+        "/// One committed message file, `messages/<alias>/<folder>/<unique>.eml`.",
+        "macro_rules! eml {",
+        "    ($alias:literal, $folder:literal, $unique:literal, $flags:literal) => {",
+        "        (",
+        "            $alias,",
+        "            $folder,",
+        "            $unique,",
+        "            $flags,",
+        "            include_bytes!(concat!(",
+        "                \"messages/\",",
+        "                $alias,",
+        "                \"/\",",
+        "                $folder,",
+        "                \"/\",",
+        "                $unique,",
+        "                \".eml\"",
+        "            )) as &[u8],",
+        "        )",
+        "    };",
+        "}",
+        "",
+        "/// (alias, folder, unique, flags, bytes).",
+        "pub(super) type Embedded = (",
+        "    &'static str,",
+        "    &'static str,",
+        "    &'static str,",
+        "    &'static str,",
+        "    &'static [u8],",
+        ");",
+        "",
+        "pub(super) const MESSAGES: &[Embedded] = &[",
+    ]
+    out += [f'    eml!("{a}", "{f}", "{u}", "{fl}"),' for a, f, u, fl in rows]
+    out += ["];", ""]
+    return "\n".join(out), problems
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv[1:]
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     differs = []
-    for name, data in sorted(fixtures().items()):
-        path = OUT_DIR / name
+    outputs = sorted((OUT_DIR / name, data) for name, data in fixtures().items())
+    index, problems = message_index()
+    outputs.append((EMBEDDED_RS, index.encode("utf-8")))
+    for path, data in outputs:
+        name = str(path.relative_to(DEMO_DIR))
         if check:
             if not path.exists() or path.read_bytes() != data:
                 differs.append(name)
             continue
         path.write_bytes(data)
         print(f"{name}: {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()}")
+    for problem in problems:
+        print(problem, file=sys.stderr)
     if differs:
         print("out of date: " + ", ".join(differs), file=sys.stderr)
-        return 1
-    return 0
+    return 1 if differs or problems else 0
 
 
 if __name__ == "__main__":

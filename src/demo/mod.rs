@@ -9,6 +9,7 @@
 //! integration tests.
 
 pub(crate) mod corpus;
+mod embedded;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
