@@ -174,8 +174,8 @@ pub(crate) fn corpus() -> Vec<DemoMailbox> {
                     flagged: flags.contains('F'),
                     answered: flags.contains('R'),
                     raw: expand(raw),
-                    // The generator keeps the name and the manifest in step; its check refuses
-                    // a name that does not start with the time.
+                    // The script that writes the list accepts only names that start with the
+                    // delivery time, and a test compares the two.
                     mtime_secs: unique
                         .split('.')
                         .next()
