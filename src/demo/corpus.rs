@@ -175,7 +175,7 @@ pub(crate) fn corpus() -> Vec<DemoMailbox> {
                     answered: flags.contains('R'),
                     raw: expand(raw),
                     // The script that writes the list accepts only names that start with the
-                    // delivery time, and a test compares the two.
+                    // delivery time; a test compares it with each Date header.
                     mtime_secs: unique
                         .split('.')
                         .next()
