@@ -3,10 +3,12 @@
 //! is private to this crate so that `pub` here really means "exported".
 #![forbid(unsafe_code)]
 
+pub(crate) mod address;
 pub(crate) mod alias;
 pub(crate) mod backends;
 pub(crate) mod cli;
 pub(crate) mod config;
+pub(crate) mod console;
 pub(crate) mod demo;
 pub(crate) mod dir_fd;
 pub(crate) mod downloads;
