@@ -18,6 +18,8 @@ pub(crate) mod gates;
 pub(crate) mod handoff;
 pub(crate) mod handoff_cli;
 pub(crate) mod json_tree;
+#[cfg(test)]
+mod layering;
 pub(crate) mod mime;
 pub(crate) mod path_guard;
 pub(crate) mod policy;
