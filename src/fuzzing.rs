@@ -767,7 +767,7 @@ fn check_gate_invariants(gates: &Gates, config: &Config) {
 /// The catalog has a family exactly when the model says its gate is open.
 fn check_catalog(gates: &Gates, model: &model::Resolved) {
     use crate::tools::{self, Family, Mutates};
-    let catalog = crate::tools::catalog::build(gates);
+    let catalog = tools::catalog::build(gates);
     let open = |family: Family| match family {
         Family::Read => true,
         Family::Handoff => model.handoffs,
