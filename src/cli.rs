@@ -4,22 +4,24 @@
 //! as `serve`, so what `tools`, `call` and `policy explain` report is what the server would do
 //! (`handoff …` is the exception: an operator tool that needs no config, see `handoff_cli`).
 //! Command output goes to stdout through [`write_out`]; diagnostics go to stderr via tracing or,
-//! for the one startup-failure line, [`fail`].
+//! for the one startup-failure line, [`fail`]. MCP serving itself (the stdio session, handshake
+//! failures) is `crate::transport::serve`'s: this module parses arguments and dispatches.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use rmcp::ServiceExt;
 use rmcp::model::JsonObject;
 
+use crate::config::Settings;
 use crate::config::env::Env;
-use crate::config::{Settings, load_settings};
+use crate::console::write_out;
 use crate::error::StartupError;
-use crate::server::MailServer;
-use crate::startup::build_app;
+use crate::gates::Gates;
+use crate::startup::{build_app, load_settings};
 use crate::tools::{App, CallError};
+use crate::transport::serve::{Session, serve_stdio};
 
 #[derive(Parser)]
 #[command(
@@ -127,21 +129,7 @@ fn fail(err: &StartupError) -> i32 {
     1
 }
 
-pub(crate) fn write_out(text: &str) -> Result<(), StartupError> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| {
-            if text.ends_with('\n') {
-                Ok(())
-            } else {
-                out.write_all(b"\n")
-            }
-        })
-        .and_then(|()| out.flush())
-        .map_err(|e| StartupError::Output(e.kind()))
-}
-
-fn settings(env: &Env, config: Option<&Path>) -> Result<Settings, StartupError> {
+fn settings(env: &Env, config: Option<&Path>) -> Result<(Settings, Gates), StartupError> {
     Ok(load_settings(env, config)?)
 }
 
@@ -152,20 +140,20 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
             "the HTTP transport is not available in this version; use stdio".into(),
         )),
         Command::Serve { http: None } => {
-            let s = settings(env, config)?;
-            let app = build_app(&s, s.gates.clone())?;
+            let (s, gates) = settings(env, config)?;
+            let app = build_app(&s, gates)?;
             serve_stdio(app).await.map(|_| 0)
         }
         Command::Tools => {
-            let s = settings(env, config)?;
-            let app = build_app(&s, s.gates.clone())?;
+            let (s, gates) = settings(env, config)?;
+            let app = build_app(&s, gates)?;
             let names: Vec<&str> = app.tools.iter().map(|t| t.name).collect();
             write_out(&names.join("\n"))?;
             Ok(0)
         }
         Command::Call { tool, json } => {
-            let s = settings(env, config)?;
-            let app = build_app(&s, s.gates.clone())?;
+            let (s, gates) = settings(env, config)?;
+            let app = build_app(&s, gates)?;
             call_and_print(&app, &tool, &json).await
         }
         Command::Policy { command } => policy(command, env, config),
@@ -174,66 +162,6 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
         )),
         Command::Demo { reset, serve } => demo(env, reset, serve).await,
         Command::Handoff { command } => crate::handoff_cli::run(command, env),
-    }
-}
-
-/// How a stdio session ended without an error.
-#[derive(Debug, PartialEq, Eq)]
-enum Session {
-    /// The client initialized and the session ran to its end.
-    Served,
-    /// stdin ended before any `initialize`: a client that connected and left (or no client at
-    /// all, e.g. `</dev/null`). Not an error, so exit 0, as the reference plugin does.
-    LeftBeforeInitialize,
-}
-
-async fn serve_stdio(app: Arc<App>) -> Result<Session, StartupError> {
-    tracing::info!(tools = app.tools.len(), "serving MCP over stdio");
-    let service = match MailServer::new(app)
-        .serve(crate::transport::stdio::stdio())
-        .await
-    {
-        Ok(service) => service,
-        Err(e) if left_before_initialize(&e) => return Ok(Session::LeftBeforeInitialize),
-        Err(e) => return Err(StartupError::Transport(handshake_failure(&e).to_owned())),
-    };
-    // A panic's message may quote what was being handled; only the kind is printed.
-    service.waiting().await.map_err(|e| {
-        StartupError::Transport(
-            if e.is_panic() {
-                "the MCP service panicked"
-            } else {
-                "the MCP service was cancelled"
-            }
-            .to_owned(),
-        )
-    })?;
-    Ok(Session::Served)
-}
-
-/// stdin ended before the client sent anything (rmcp reports the end of input during the
-/// handshake as one of these two).
-fn left_before_initialize(err: &rmcp::service::ServerInitializeError) -> bool {
-    use rmcp::service::ServerInitializeError as E;
-    matches!(
-        err,
-        E::ExpectedInitializeRequest(None) | E::ConnectionClosed(_)
-    )
-}
-
-/// What went wrong in the MCP handshake, in our words: rmcp's own text quotes the message the
-/// client sent instead of `initialize` (arguments and all), and this line goes to stderr.
-fn handshake_failure(err: &rmcp::service::ServerInitializeError) -> &'static str {
-    use rmcp::service::ServerInitializeError as E;
-    match err {
-        E::ExpectedInitializeRequest(None) | E::ConnectionClosed(_) => {
-            "the client closed the connection before the MCP handshake completed"
-        }
-        E::ExpectedInitializeRequest(Some(_)) => {
-            "the client's first message was not an initialize request"
-        }
-        E::TransportError { .. } => "stdio failed during the MCP handshake",
-        _ => "the MCP handshake failed",
     }
 }
 
@@ -297,13 +225,13 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
 fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i32, StartupError> {
     match command {
         PolicyCommand::Explain => {
-            let s = settings(env, config)?;
-            write_out(&crate::report::explain(&s))?;
+            let (s, gates) = settings(env, config)?;
+            write_out(&crate::report::explain(&s, &gates))?;
             Ok(0)
         }
         PolicyCommand::Check => {
-            let s = settings(env, config)?;
-            let app = build_app(&s, s.gates.clone())?;
+            let (s, gates) = settings(env, config)?;
+            let app = build_app(&s, gates)?;
             write_out(&format!(
                 "ok: the configuration starts; catalog of {} tools",
                 app.tools.len()
@@ -328,8 +256,8 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
 async fn demo(env: &Env, reset: bool, serve: bool) -> Result<i32, StartupError> {
     let state = crate::config::state_dir(env)?;
     let config_path = crate::demo::setup(&state, reset)?;
-    let s = settings(env, Some(&config_path))?;
-    let app = build_app(&s, s.gates.clone())?;
+    let (s, gates) = settings(env, Some(&config_path))?;
+    let app = build_app(&s, gates)?;
     if serve || !std::io::stdin().is_terminal() {
         if serve_stdio(app).await? == Session::LeftBeforeInitialize {
             // Someone ran `demo --serve` by hand with stdin that is not a client.

@@ -19,6 +19,7 @@ use std::sync::{Once, OnceLock};
 
 use serde_json::Value;
 
+use crate::address::EmailAddress;
 use crate::backends::BackendError;
 use crate::backends::maildir::MaildirStore;
 use crate::config::env::Env;
@@ -28,7 +29,6 @@ use crate::gates::{
     ALLOWED_SENDERS_VAR, Gates, HTTP_ALLOW_NO_AUTH_VAR, SEND_FROM_VAR, SEND_MAX_PER_HOUR_VAR,
     SendRefusal,
 };
-use crate::policy::address::EmailAddress;
 use crate::search::{Filters, ScanRequest};
 
 // ----------------------------------------------------------------------------------------------
@@ -767,7 +767,7 @@ fn check_gate_invariants(gates: &Gates, config: &Config) {
 /// The catalog has a family exactly when the model says its gate is open.
 fn check_catalog(gates: &Gates, model: &model::Resolved) {
     use crate::tools::{self, Family, Mutates};
-    let catalog = crate::gates::catalog::build(gates);
+    let catalog = tools::catalog::build(gates);
     let open = |family: Family| match family {
         Family::Read => true,
         Family::Handoff => model.handoffs,

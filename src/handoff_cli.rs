@@ -23,9 +23,9 @@ use std::path::PathBuf;
 use chrono::Utc;
 use clap::Subcommand;
 
-use crate::cli::write_out;
 use crate::config::env::Env;
 use crate::config::{self, Limits};
+use crate::console::write_out;
 use crate::error::StartupError;
 use crate::handoff::store::{Entry, SweepReport};
 use crate::handoff::{HandoffError, HandoffId, HandoffStore, Manifest, StoreLimits};

@@ -3,10 +3,12 @@
 //! is private to this crate so that `pub` here really means "exported".
 #![forbid(unsafe_code)]
 
+pub(crate) mod address;
 pub(crate) mod alias;
 pub(crate) mod backends;
 pub(crate) mod cli;
 pub(crate) mod config;
+pub(crate) mod console;
 pub(crate) mod demo;
 pub(crate) mod dir_fd;
 pub(crate) mod downloads;
@@ -16,6 +18,8 @@ pub(crate) mod gates;
 pub(crate) mod handoff;
 pub(crate) mod handoff_cli;
 pub(crate) mod json_tree;
+#[cfg(test)]
+mod layering;
 pub(crate) mod mime;
 pub(crate) mod path_guard;
 pub(crate) mod policy;

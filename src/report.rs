@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::config::{Access, BackendSpec, Settings};
-use crate::gates::{Gates, catalog};
+use crate::gates::Gates;
+use crate::tools::catalog;
 use crate::tools::{self, Family, ToolDef};
 
 /// The eight gate combinations, in the order of catalog.md's table.
@@ -111,8 +112,7 @@ pub(crate) fn graph_permissions(tools: &[&'static ToolDef]) -> Vec<&'static str>
 }
 
 /// The `policy explain` text for the effective settings.
-pub(crate) fn explain(settings: &Settings) -> String {
-    let g = &settings.gates;
+pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
     let tools = catalog::build(g);
     let mut out = String::new();
     let _ = writeln!(

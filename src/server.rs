@@ -1,5 +1,5 @@
 //! The MCP server: answers `initialize`, `tools/list` and `tools/call` from the catalog fixed at
-//! startup. Transport-agnostic; `cli` connects it to stdio.
+//! startup. Transport-agnostic; `transport::serve` connects it to stdio.
 //!
 //! Invariant: `tools/list` is exactly the catalog, and `tools/call` can reach only a tool in it
 //! (through [`App::call`], the same path `mailgate call` uses). A name outside the catalog is the

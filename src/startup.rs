@@ -6,21 +6,40 @@
 //! `tools::send`) is opened through [`open_state`] and `path_guard`'s private-folder checks, so
 //! a state folder or entry another user could have planted is refused here, naming the rule.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::backends::{Backend, Registry, maildir::MaildirStore};
-use crate::config::{BackendSpec, DOWNLOAD_DIR, Settings};
+use crate::config::env::Env;
+use crate::config::{BackendSpec, ConfigError, DOWNLOAD_DIR, Settings};
 use crate::downloads::DownloadRoot;
 use crate::error::StartupError;
-use crate::gates::{Gates, catalog};
+use crate::gates::Gates;
 use crate::handoff::{HandoffStore, StoreLimits};
 use crate::path_guard;
 use crate::telemetry::Journal;
 use crate::tools::App;
+use crate::tools::catalog;
 
 const SEARCH_MEMORY_MAX_BYTES: u64 = 1024 * 1024;
 /// The handoff root's name inside the state folder (fixed: no caller or config names it).
 pub(crate) const HANDOFF_DIR: &str = "handoffs";
+
+/// Resolves everything a command needs, failing closed on the first problem: the config file
+/// and variable names ([`crate::config::read_config`]), the gates ([`Gates::resolve`],
+/// environment-authoritative), then the state paths and switches
+/// ([`crate::config::resolve_settings`]). The gates are resolved here, not in `config`, because
+/// gates depend on config types and config must not call gates (issue 10, clean layering); the
+/// order of the three steps is the order in which their refusals are reported.
+pub(crate) fn load_settings(
+    env: &Env,
+    config_override: Option<&Path>,
+) -> Result<(Settings, Gates), ConfigError> {
+    let (config, config_path) = crate::config::read_config(env, config_override)?;
+    let gates = Gates::resolve(env, &config)?;
+    let settings = crate::config::resolve_settings(env, config, config_path)?;
+    Ok((settings, gates))
+}
 
 /// Builds the app for `gates` (the HTTP transport passes read-only gates whatever the settings).
 pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
@@ -68,7 +87,7 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
     let send = gates
         .send
         .as_ref()
-        .map(|send| crate::tools::send::SendState::open(settings, send))
+        .map(|send| crate::tools::send::SendState::open(settings, send, || open_state(settings)))
         .transpose()?;
     let tools = catalog::build(&gates);
     Ok(Arc::new(App {

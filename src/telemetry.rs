@@ -17,7 +17,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::alias::Alias;
-use crate::tools::{CallError, ToolDef, ToolOutput};
 
 /// Installs the stderr subscriber. `level` is `MAILGATE_LOG` (error|warn|info|debug|trace,
 /// default warn) and applies to mailgate's own events only; an unknown level falls back to the
@@ -115,9 +114,13 @@ fn type_label(v: &Value) -> &'static str {
     }
 }
 
-/// Argument names and types; names the tool's schema does not declare are replaced.
-pub(crate) fn argument_shape(def: &ToolDef, raw: &JsonObject) -> BTreeMap<String, &'static str> {
-    let schema = (def.input_schema)();
+/// Argument names and types; names the tool's input `schema` does not declare are replaced.
+/// Takes the schema rather than the tool definition so that this module depends on no tool type
+/// (tools call telemetry, never the other way round; issue 10, clean layering).
+pub(crate) fn argument_shape(
+    schema: &JsonObject,
+    raw: &JsonObject,
+) -> BTreeMap<String, &'static str> {
     let declared = schema.get("properties").and_then(Value::as_object);
     let mut unknown = 0;
     raw.iter()
@@ -131,6 +134,16 @@ pub(crate) fn argument_shape(def: &ToolDef, raw: &JsonObject) -> BTreeMap<String
             (key, type_label(value))
         })
         .collect()
+}
+
+/// How a tool call ended, as the journal records it: built by `tools` from its own result type,
+/// so this module names no tool type. `structured` is read only for its `status` enum.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum CallOutcome<'a> {
+    Ok { structured: &'a Value },
+    ToolError { code: &'static str },
+    InvalidArguments,
+    UnknownTool,
 }
 
 #[derive(Serialize)]
@@ -176,14 +189,14 @@ impl Journal {
         argument_shape: BTreeMap<String, &'static str>,
         mailbox: Option<&Alias>,
         elapsed: Duration,
-        result: &Result<ToolOutput, CallError>,
+        result: CallOutcome<'_>,
     ) {
         let (outcome, error_code, search_status) = match result {
-            Ok(out) => (
+            CallOutcome::Ok { structured } => (
                 "ok",
                 None,
                 // Only the status enum is copied, never content.
-                out.structured
+                structured
                     .get("status")
                     .and_then(Value::as_str)
                     .and_then(|s| {
@@ -198,9 +211,9 @@ impl Journal {
                         .then(|| s.to_owned())
                     }),
             ),
-            Err(CallError::Tool(e)) => ("tool_error", Some(e.code.as_str()), None),
-            Err(CallError::InvalidParams(_)) => ("invalid_arguments", None, None),
-            Err(CallError::UnknownTool) => ("unknown_tool", None, None),
+            CallOutcome::ToolError { code } => ("tool_error", Some(code), None),
+            CallOutcome::InvalidArguments => ("invalid_arguments", None, None),
+            CallOutcome::UnknownTool => ("unknown_tool", None, None),
         };
         let event = CallEvent {
             version: 1,

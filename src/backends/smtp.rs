@@ -25,9 +25,9 @@ use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
+use crate::address::EmailAddress;
 use crate::config::env::Secret;
 use crate::config::{Security, ServerSpec};
-use crate::policy::address::EmailAddress;
 use crate::policy::outbound::{SendPermit, SentMessage};
 
 /// Per-command timeout: long enough for a slow submission server, short enough that a stuck one

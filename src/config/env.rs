@@ -8,7 +8,7 @@
 //! itself is never modified, and `DOTENV_*` variables (path, override, debug) have no effect:
 //! the path is fixed here and dotenvy is only used as a parser.
 //!
-//! Who may call it: startup (`load_settings`, the CLI). Everything else receives the values it
+//! Who may call it: startup (`startup::load_settings`, the CLI). Everything else receives the values it
 //! needs through `Settings`, never an `Env`.
 
 use std::collections::BTreeMap;

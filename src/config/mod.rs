@@ -5,8 +5,9 @@
 //! types, no logic); [`Config::from_json`] is the only way to build a [`Config`] and applies
 //! every rule (alias syntax, address parsing, uniqueness, limit bounds, backend shape, plain
 //! transport only to loopback). The first error aborts startup; there is no `validate()` to
-//! forget. [`load_settings`] then resolves the file location, the gates ([`crate::gates`]) and
-//! the state directories once, from an [`env::Env`] snapshot.
+//! forget. [`read_config`] then finds and reads the file and [`resolve_settings`] the state
+//! directories and switches, once, from an [`env::Env`] snapshot; startup resolves the gates
+//! between the two (`startup::load_settings`), since gates depend on config and not the reverse.
 //!
 //! Invariants: a `Config` has at least one mailbox, unique aliases, unique (lower-cased)
 //! addresses, every limit within its published bounds, `maxHandoffStoreBytes >=
@@ -32,10 +33,9 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use crate::address::EmailAddress;
 use crate::alias::Alias;
-use crate::gates::{Gates, SendRefusal, parse_bool};
 use crate::path_guard::{self, PrivateFileError};
-use crate::policy::address::EmailAddress;
 use raw::{RawAccess, RawBackend, RawBackendKind, RawConfig, RawSecurity, RawServer};
 
 /// Largest `plugin.json` accepted: it lists mailboxes and limits, never data.
@@ -66,6 +66,24 @@ pub(crate) const MAX_HANDOFF_TTL_HOURS: u64 = 366 * 24;
 pub(crate) const HANDOFF_CRASH_VAR: &str = "MAILGATE_TEST_HANDOFF_CRASH_AT";
 /// Environment variable overriding `searchMemoryPath`.
 pub(crate) const SEARCH_MEMORY_VAR: &str = "PLUGIN_SEARCH_MEMORY_PATH";
+
+// The gate variables (read by `gates`, which re-exports them).
+/// `PLUGIN_ALLOW_WRITES`: tri-state, overrides the file's `allowWrites` when set.
+pub(crate) const ALLOW_WRITES_VAR: &str = "PLUGIN_ALLOW_WRITES";
+/// `PLUGIN_ALLOW_LOCAL_HANDOFFS`: environment only.
+pub(crate) const ALLOW_HANDOFFS_VAR: &str = "PLUGIN_ALLOW_LOCAL_HANDOFFS";
+/// `PLUGIN_ALLOW_SEND`: environment only, plus a fully configured sender.
+pub(crate) const ALLOW_SEND_VAR: &str = "PLUGIN_ALLOW_SEND";
+/// `OUTLOOK_HTTP_ALLOW_NO_AUTH`: validated here as a strict boolean; the HTTP transport reads it.
+pub(crate) const HTTP_ALLOW_NO_AUTH_VAR: &str = "OUTLOOK_HTTP_ALLOW_NO_AUTH";
+/// The mailbox address new messages are sent from.
+pub(crate) const SEND_FROM_VAR: &str = "OUTLOOK_SEND_FROM";
+/// Comma list of addresses allowed to send.
+pub(crate) const ALLOWED_SENDERS_VAR: &str = "OUTLOOK_ALLOWED_SENDERS";
+/// Comma list of recipient domains (leading `@` optional).
+pub(crate) const ALLOWED_RECIPIENT_DOMAINS_VAR: &str = "OUTLOOK_ALLOWED_RECIPIENT_DOMAINS";
+/// Per-process cap on messages sent per hour (a sliding window on a monotonic clock).
+pub(crate) const SEND_MAX_PER_HOUR_VAR: &str = "MAILGATE_SEND_MAX_PER_HOUR";
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
@@ -145,7 +163,7 @@ pub(crate) enum ConfigError {
 
 /// What each entry of a comma-separated allowlist variable must be, for its refusal.
 fn list_rule(var: &str) -> &'static str {
-    if var == crate::gates::ALLOWED_RECIPIENT_DOMAINS_VAR {
+    if var == ALLOWED_RECIPIENT_DOMAINS_VAR {
         "each entry must be a domain name such as example.com (no scheme, @ or path)"
     } else {
         "each entry must be one email address such as name@example.com (no display name, \
@@ -162,15 +180,55 @@ impl ConfigError {
     }
 }
 
+/// Why the send gate could not open although `PLUGIN_ALLOW_SEND` is on. Messages name the
+/// variables and the rule, never an address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum SendRefusal {
+    #[error("PLUGIN_ALLOW_SEND is on but OUTLOOK_SEND_FROM is not set")]
+    FromMissing,
+    #[error("OUTLOOK_SEND_FROM does not match any mailbox address in the config")]
+    FromNotAllowlisted,
+    #[error("the mailbox named by OUTLOOK_SEND_FROM has access \"read\" and cannot send")]
+    FromReadOnly,
+    #[error("PLUGIN_ALLOW_SEND is on but OUTLOOK_ALLOWED_SENDERS is not set")]
+    SendersMissing,
+    #[error("OUTLOOK_ALLOWED_SENDERS does not contain the OUTLOOK_SEND_FROM address")]
+    SendersDoNotCoverFrom,
+    #[error("MAILGATE_SEND_MAX_PER_HOUR must be a whole number from 1 to 1000")]
+    BadSendCap,
+    #[error(
+        "the sending mailbox's smtp block names a credential variable (passwordEnv or \
+         oauth2TokenEnv) that is not set"
+    )]
+    SmtpSecretMissing,
+}
+
+/// Strict boolean: trimmed and lower-cased, `true/1/yes/on` or `false/0/no/off`; absent or blank
+/// is `Ok(None)` ("not set"); anything else is an error naming `var` (never the value).
+pub(crate) fn parse_bool(
+    var: &'static str,
+    value: Option<&str>,
+) -> Result<Option<bool>, ConfigError> {
+    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(Some(true)),
+        "false" | "0" | "no" | "off" => Ok(Some(false)),
+        _ => Err(ConfigError::NotBoolean { var }),
+    }
+}
+
 /// The validated `plugin.json`.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     /// The allowlist, in config order.
     pub(crate) mailboxes: Vec<MailboxEntry>,
     pub(crate) limits: Limits,
-    /// The file's `allowWrites` (default false); the effective gate is in [`Gates`].
+    /// The file's `allowWrites` (default false); the effective gate is in `gates::Gates`.
     pub(crate) allow_writes: bool,
-    /// `searchMemoryPath`, resolved against the config directory; [`load_settings`] replaces it
+    /// `searchMemoryPath`, resolved against the config directory; [`read_config`] replaces it
     /// with `PLUGIN_SEARCH_MEMORY_PATH` when that is set.
     pub(crate) search_memory_path: Option<PathBuf>,
 }
@@ -681,6 +739,45 @@ fn file_path(value: &str, at: &str, base_dir: &Path) -> Result<PathBuf, ConfigEr
     })
 }
 
+/// A step of a create, for crash tests: a debug build started with
+/// `MAILGATE_TEST_HANDOFF_CRASH_AT=<step>` aborts the process there (`handoff::store`). Release builds
+/// never read the variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CrashPoint {
+    /// The payload temp file is written and fsynced, not yet renamed.
+    AfterPayloadTemp,
+    /// `payload.bin` is in place; no manifest yet.
+    AfterPayloadRename,
+    /// Half of the manifest temp file is written.
+    DuringManifest,
+    /// The manifest temp file is complete; the commit rename has not happened.
+    BeforeCommit,
+}
+
+// Only debug builds read the crash variable (see `resolve_settings`).
+#[cfg(debug_assertions)]
+impl CrashPoint {
+    pub(crate) const ALL: [CrashPoint; 4] = [
+        CrashPoint::AfterPayloadTemp,
+        CrashPoint::AfterPayloadRename,
+        CrashPoint::DuringManifest,
+        CrashPoint::BeforeCommit,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CrashPoint::AfterPayloadTemp => "after_payload_temp",
+            CrashPoint::AfterPayloadRename => "after_payload_rename",
+            CrashPoint::DuringManifest => "during_manifest",
+            CrashPoint::BeforeCommit => "before_commit",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<CrashPoint> {
+        CrashPoint::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
 /// Everything resolved once at startup.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -691,7 +788,6 @@ pub(crate) struct Settings {
         reason = "for `policy explain` and logs; not read by every build yet"
     )]
     pub(crate) config_path: PathBuf,
-    pub(crate) gates: Gates,
     /// `None` when no home folder is known: fine until something needs the state folder
     /// ([`Settings::state_dir`] then names the variable to set).
     state_dir: Option<PathBuf>,
@@ -703,7 +799,7 @@ pub(crate) struct Settings {
     /// How long a handoff bundle is served ([`HANDOFF_TTL_VAR`]).
     pub(crate) handoff_ttl: std::time::Duration,
     /// Crash tests only; always `None` in release builds.
-    pub(crate) handoff_crash_at: Option<crate::handoff::CrashPoint>,
+    pub(crate) handoff_crash_at: Option<CrashPoint>,
 }
 
 impl Settings {
@@ -727,24 +823,21 @@ impl Settings {
     }
 }
 
-/// Resolves and reads everything startup needs, failing closed on the first problem.
+/// Reads and validates the config file and checks the environment's variable names: the first
+/// half of what startup needs (`startup::load_settings` resolves the gates, then
+/// [`resolve_settings`]), failing closed on the first problem. Returns the config and the
+/// absolute path it was read from.
 ///
 /// - Config path: `config_override` > `OUTLOOK_PLUGIN_CONFIG` (blank = absent) >
 ///   `~/.config/mailgate/plugin.json` > the reference plugin's `~/.config/mcp-outlook/plugin.json`
 ///   (only when mailgate's default does not exist); read with [`path_guard::read_private_file`].
 ///   `~` is `HOME`, else the account's home folder ([`env::Env::home`]).
-/// - Gates: [`Gates::resolve`] (environment-authoritative).
 /// - `searchMemoryPath`: `PLUGIN_SEARCH_MEMORY_PATH` (trimmed, non-empty) wins over the file.
-/// - State dir: `MAILGATE_HOME` (absolute) > `~/.mailgate`; unknown is not an error here.
-///   Download dir: `MAILGATE_DOWNLOAD_DIR` or the reference's `DOWNLOAD_DIR` (absolute; both set
-///   and different is refused) > `<state dir>/downloads`. Nothing is created here.
-/// - Journal: `MAILGATE_JOURNAL`, strict boolean, default off. Output schemas in `tools/list`:
-///   `MAILGATE_OUTPUT_SCHEMAS`, strict boolean, default off.
 /// - Unknown variables with a reserved prefix: [`check_unknown_variables`].
-pub(crate) fn load_settings(
+pub(crate) fn read_config(
     env: &env::Env,
     config_override: Option<&Path>,
-) -> Result<Settings, ConfigError> {
+) -> Result<(Config, PathBuf), ConfigError> {
     let (config_path, shown_path, bytes) = read_config_file(env, config_override)?;
     let base_dir = config_path.parent().unwrap_or(Path::new("/"));
     let mut config = Config::from_json(&bytes, base_dir).map_err(|e| ConfigError::InFile {
@@ -759,8 +852,21 @@ pub(crate) fn load_settings(
     }
 
     check_unknown_variables(env, &config)?;
-    let gates = Gates::resolve(env, &config)?;
+    Ok((config, config_path))
+}
 
+/// The second half (after the gates): the state directories and the switches.
+///
+/// - State dir: `MAILGATE_HOME` (absolute) > `~/.mailgate`; unknown is not an error here.
+///   Download dir: `MAILGATE_DOWNLOAD_DIR` or the reference's `DOWNLOAD_DIR` (absolute; both set
+///   and different is refused) > `<state dir>/downloads`. Nothing is created here.
+/// - Journal: `MAILGATE_JOURNAL`, strict boolean, default off. Output schemas in `tools/list`:
+///   `MAILGATE_OUTPUT_SCHEMAS`, strict boolean, default off.
+pub(crate) fn resolve_settings(
+    env: &env::Env,
+    config: Config,
+    config_path: PathBuf,
+) -> Result<Settings, ConfigError> {
     let state_dir = match state_dir(env) {
         Ok(dir) => Some(dir),
         Err(ConfigError::NoHome { .. }) => None,
@@ -777,7 +883,7 @@ pub(crate) fn load_settings(
     #[cfg(debug_assertions)]
     let handoff_crash_at = env
         .get(HANDOFF_CRASH_VAR)
-        .map(|s| crate::handoff::CrashPoint::parse(s).ok_or(ConfigError::BadCrashPoint))
+        .map(|s| CrashPoint::parse(s).ok_or(ConfigError::BadCrashPoint))
         .transpose()?;
     #[cfg(not(debug_assertions))]
     let handoff_crash_at = None;
@@ -785,7 +891,6 @@ pub(crate) fn load_settings(
     Ok(Settings {
         config,
         config_path,
-        gates,
         state_dir,
         download_dir,
         journal,
@@ -795,7 +900,7 @@ pub(crate) fn load_settings(
     })
 }
 
-/// Finds and reads the config file (see [`load_settings`]): its absolute path, the path as the
+/// Finds and reads the config file (see [`read_config`]): its absolute path, the path as the
 /// operator gave it (for messages) and its bytes. Every failure names the file it tried, as
 /// given (a default is shown as resolved).
 fn read_config_file(
@@ -946,6 +1051,11 @@ fn absolute_var(value: &str, var: &'static str) -> Result<PathBuf, ConfigError> 
 mod tests {
     use super::env::Env;
     use super::*;
+
+    /// Startup's whole resolution (file, gates, paths), as every command runs it.
+    fn load_settings(env: &Env, config: Option<&Path>) -> Result<Settings, ConfigError> {
+        crate::startup::load_settings(env, config).map(|(settings, _gates)| settings)
+    }
 
     const BASE: &str = "/etc/mailgate";
 
@@ -1438,7 +1548,7 @@ mod tests {
             0o600,
         );
         let env = Env::from_pairs([("HOME", home.to_str().expect("utf-8"))]);
-        let settings = load_settings(&env, None).expect("loads");
+        let (settings, gates) = crate::startup::load_settings(&env, None).expect("loads");
         assert_eq!(
             settings.config_path,
             home.join(".config/mailgate/plugin.json")
@@ -1450,11 +1560,11 @@ mod tests {
         );
         assert!(!settings.journal);
         assert!(
-            settings.gates.writes,
+            gates.writes,
             "file allowWrites applies when the env is silent"
         );
-        assert!(!settings.gates.handoffs);
-        assert!(settings.gates.send.is_none());
+        assert!(!gates.handoffs);
+        assert!(gates.send.is_none());
         match &settings.config.mailboxes[0].backend {
             BackendSpec::Maildir { path, .. } => {
                 assert_eq!(path, &home.join(".config/mailgate/mail"));

@@ -18,31 +18,22 @@
 //!   [`Secret`] (never formatted) and handed to the SMTP transport by startup.
 //! - A [`Gates`] value is never mutated after startup (it is built here and read elsewhere).
 //!
-//! Who may call it: startup (`config::load_settings`) resolves; the catalog and the tools read.
+//! Who may call it: startup (`startup::load_settings`) resolves; the catalog and the tools read.
 
-pub(crate) mod catalog;
-
+use crate::address::{AddressError, Domain, EmailAddress};
 use crate::alias::Alias;
 use crate::config::env::{Env, Secret};
 use crate::config::{Access, BackendSpec, Config, ConfigError};
-use crate::policy::address::{AddressError, Domain, EmailAddress};
 
-/// `PLUGIN_ALLOW_WRITES`: tri-state, overrides the file's `allowWrites` when set.
-pub(crate) const ALLOW_WRITES_VAR: &str = "PLUGIN_ALLOW_WRITES";
-/// `PLUGIN_ALLOW_LOCAL_HANDOFFS`: environment only.
-pub(crate) const ALLOW_HANDOFFS_VAR: &str = "PLUGIN_ALLOW_LOCAL_HANDOFFS";
-/// `PLUGIN_ALLOW_SEND`: environment only, plus a fully configured sender.
-pub(crate) const ALLOW_SEND_VAR: &str = "PLUGIN_ALLOW_SEND";
-/// `OUTLOOK_HTTP_ALLOW_NO_AUTH`: validated here as a strict boolean; the HTTP transport reads it.
-pub(crate) const HTTP_ALLOW_NO_AUTH_VAR: &str = "OUTLOOK_HTTP_ALLOW_NO_AUTH";
-/// The mailbox address new messages are sent from.
-pub(crate) const SEND_FROM_VAR: &str = "OUTLOOK_SEND_FROM";
-/// Comma list of addresses allowed to send.
-pub(crate) const ALLOWED_SENDERS_VAR: &str = "OUTLOOK_ALLOWED_SENDERS";
-/// Comma list of recipient domains (leading `@` optional).
-pub(crate) const ALLOWED_RECIPIENT_DOMAINS_VAR: &str = "OUTLOOK_ALLOWED_RECIPIENT_DOMAINS";
-/// Per-process cap on messages sent per hour (a sliding window on a monotonic clock).
-pub(crate) const SEND_MAX_PER_HOUR_VAR: &str = "MAILGATE_SEND_MAX_PER_HOUR";
+// The gate variables' names, the refusal type and the strict boolean live in `config`, which
+// owns every variable name and `ConfigError`; they are re-exported so callers keep saying
+// `gates::…`. Gates depend on config, never the reverse (issue 10, clean layering).
+pub(crate) use crate::config::{
+    ALLOW_HANDOFFS_VAR, ALLOW_SEND_VAR, ALLOW_WRITES_VAR, ALLOWED_RECIPIENT_DOMAINS_VAR,
+    ALLOWED_SENDERS_VAR, HTTP_ALLOW_NO_AUTH_VAR, SEND_FROM_VAR, SEND_MAX_PER_HOUR_VAR, SendRefusal,
+    parse_bool,
+};
+
 /// The cap when [`SEND_MAX_PER_HOUR_VAR`] is unset.
 pub(crate) const DEFAULT_SEND_MAX_PER_HOUR: u32 = 20;
 /// The largest cap an operator may set: beyond this the gateway is a bulk mailer.
@@ -68,30 +59,6 @@ impl Gate {
             Gate::Send => ALLOW_SEND_VAR,
         }
     }
-}
-
-/// Why the send gate could not open although `PLUGIN_ALLOW_SEND` is on. Messages name the
-/// variables and the rule, never an address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub(crate) enum SendRefusal {
-    #[error("PLUGIN_ALLOW_SEND is on but OUTLOOK_SEND_FROM is not set")]
-    FromMissing,
-    #[error("OUTLOOK_SEND_FROM does not match any mailbox address in the config")]
-    FromNotAllowlisted,
-    #[error("the mailbox named by OUTLOOK_SEND_FROM has access \"read\" and cannot send")]
-    FromReadOnly,
-    #[error("PLUGIN_ALLOW_SEND is on but OUTLOOK_ALLOWED_SENDERS is not set")]
-    SendersMissing,
-    #[error("OUTLOOK_ALLOWED_SENDERS does not contain the OUTLOOK_SEND_FROM address")]
-    SendersDoNotCoverFrom,
-    #[error("MAILGATE_SEND_MAX_PER_HOUR must be a whole number from 1 to 1000")]
-    BadSendCap,
-    #[error(
-        "the sending mailbox's smtp block names a credential variable (passwordEnv or \
-         oauth2TokenEnv) that is not set"
-    )]
-    SmtpSecretMissing,
 }
 
 /// The resolved gates.
@@ -185,22 +152,6 @@ impl Gates {
             Gate::Writes => self.writes,
             Gate::Send => self.send.is_some(),
         }
-    }
-}
-
-/// Strict boolean: trimmed and lower-cased, `true/1/yes/on` or `false/0/no/off`; absent or blank
-/// is `Ok(None)` ("not set"); anything else is an error naming `var` (never the value).
-pub(crate) fn parse_bool(
-    var: &'static str,
-    value: Option<&str>,
-) -> Result<Option<bool>, ConfigError> {
-    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
-        return Ok(None);
-    };
-    match value.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(Some(true)),
-        "false" | "0" | "no" | "off" => Ok(Some(false)),
-        _ => Err(ConfigError::NotBoolean { var }),
     }
 }
 

@@ -86,44 +86,9 @@ impl From<std::io::Error> for HandoffError {
     }
 }
 
-/// A step of a create, for crash tests: a debug build started with
-/// `MAILGATE_TEST_HANDOFF_CRASH_AT=<step>` aborts the process there (see `config`). Release builds
-/// never read the variable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CrashPoint {
-    /// The payload temp file is written and fsynced, not yet renamed.
-    AfterPayloadTemp,
-    /// `payload.bin` is in place; no manifest yet.
-    AfterPayloadRename,
-    /// Half of the manifest temp file is written.
-    DuringManifest,
-    /// The manifest temp file is complete; the commit rename has not happened.
-    BeforeCommit,
-}
-
-// Only debug builds read the crash variable (see `config`).
-#[cfg(debug_assertions)]
-impl CrashPoint {
-    pub(crate) const ALL: [CrashPoint; 4] = [
-        CrashPoint::AfterPayloadTemp,
-        CrashPoint::AfterPayloadRename,
-        CrashPoint::DuringManifest,
-        CrashPoint::BeforeCommit,
-    ];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            CrashPoint::AfterPayloadTemp => "after_payload_temp",
-            CrashPoint::AfterPayloadRename => "after_payload_rename",
-            CrashPoint::DuringManifest => "during_manifest",
-            CrashPoint::BeforeCommit => "before_commit",
-        }
-    }
-
-    pub(crate) fn parse(s: &str) -> Option<CrashPoint> {
-        CrashPoint::ALL.into_iter().find(|p| p.name() == s)
-    }
-}
+// The crash points are parsed from the environment by `config`, which names no handoff type
+// (handoff depends on config, not the reverse; issue 10, clean layering).
+pub(crate) use crate::config::CrashPoint;
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,7 @@ use std::fmt;
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
 
-use crate::policy::address::EmailAddress;
+use crate::address::EmailAddress;
 
 /// Which header a refused value was meant for, so the refusal can name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 
 use rand::RngExt;
 
+use crate::address::EmailAddress;
 use crate::gates::SendSettings;
 use crate::mime::compose::{self, ComposeError, HeaderField, Outgoing};
-use crate::policy::address::EmailAddress;
 
 /// Most envelope recipients one message may have (to + cc + bcc, before deduplication): a larger
 /// list is a bulk mail, not an assistant's message.
@@ -245,7 +245,7 @@ pub(crate) struct Preview {
 pub(crate) struct OutboundPolicy {
     from: EmailAddress,
     allowed_senders: Vec<EmailAddress>,
-    /// Lower-case DNS names (validated [`crate::policy::address::Domain`]s).
+    /// Lower-case DNS names (validated [`crate::address::Domain`]s).
     recipient_domains: HashSet<String>,
     cap: SendCap,
 }
@@ -569,7 +569,7 @@ pub(crate) fn fuzz_outbound(data: &[u8]) {
 
     let domains: Vec<String> = domains_field
         .split(',')
-        .filter_map(|d| crate::policy::address::Domain::parse(d.trim()).ok())
+        .filter_map(|d| crate::address::Domain::parse(d.trim()).ok())
         .map(|d| d.as_str().to_owned())
         .collect();
     let from = EmailAddress::parse("sender@example.com").expect("invariant: a literal address");
@@ -1125,11 +1125,8 @@ mod tests {
 
     /// True when the local part (before the last `@`) is all allowlisted bytes.
     fn plain_local_part(raw: &str) -> bool {
-        raw.rsplit_once('@').is_some_and(|(local, _)| {
-            local
-                .bytes()
-                .all(crate::policy::address::is_local_part_byte)
-        })
+        raw.rsplit_once('@')
+            .is_some_and(|(local, _)| local.bytes().all(crate::address::is_local_part_byte))
     }
 
     fn recipients() -> impl Strategy<Value = Vec<String>> {
@@ -1318,7 +1315,7 @@ mod tests {
             allowed_senders: vec![addr("finance@example.com")],
             recipient_domains: domains
                 .iter()
-                .map(|d| crate::policy::address::Domain::parse(d).unwrap())
+                .map(|d| crate::address::Domain::parse(d).unwrap())
                 .collect(),
             recipient_domains_defaulted: false,
             max_per_hour: MAX_SEND_CAP,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 #[expect(clippy::ptr_arg, reason = "garde passes the field type")]
 fn valid_address(value: &String, _ctx: &()) -> garde::Result {
-    crate::policy::address::EmailAddress::parse(value)
+    crate::address::EmailAddress::parse(value)
         .map(|_| ())
         .map_err(|_| garde::Error::new("not a valid email address"))
 }

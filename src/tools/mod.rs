@@ -9,6 +9,7 @@
 //! take a path the server does not.
 
 pub(crate) mod args;
+pub(crate) mod catalog;
 pub(crate) mod dates;
 mod evidence;
 pub(crate) mod framing;
@@ -455,6 +456,21 @@ pub(crate) struct Resolved<'a> {
     pub(crate) backend: &'a Backend,
 }
 
+/// The journal's view of a call's result (telemetry names no tool type, so the mapping is here).
+fn call_outcome(result: &Result<ToolOutput, CallError>) -> crate::telemetry::CallOutcome<'_> {
+    use crate::telemetry::CallOutcome;
+    match result {
+        Ok(out) => CallOutcome::Ok {
+            structured: &out.structured,
+        },
+        Err(CallError::Tool(e)) => CallOutcome::ToolError {
+            code: e.code.as_str(),
+        },
+        Err(CallError::InvalidParams(_)) => CallOutcome::InvalidArguments,
+        Err(CallError::UnknownTool) => CallOutcome::UnknownTool,
+    }
+}
+
 impl App {
     pub(crate) fn tool(&self, name: &str) -> Option<&'static ToolDef> {
         self.tools.iter().copied().find(|t| t.name == name)
@@ -470,7 +486,7 @@ impl App {
             return Err(CallError::UnknownTool);
         };
         let started = Instant::now();
-        let shape = crate::telemetry::argument_shape(def, &raw);
+        let shape = crate::telemetry::argument_shape(&(def.input_schema)(), &raw);
         let mailbox = raw
             .get("mailbox")
             .and_then(Value::as_str)
@@ -484,7 +500,7 @@ impl App {
                 shape,
                 mailbox.as_ref(),
                 started.elapsed(),
-                &result,
+                call_outcome(&result),
             );
         }
         result

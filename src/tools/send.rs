@@ -123,8 +123,13 @@ pub(crate) struct SendState {
 impl SendState {
     /// Freezes the policy and opens the sending mailbox's transport: SMTP when its config has
     /// an `smtp` block (credential from startup, `caFile` read through `path_guard`), else the
-    /// local outbox for a Maildir mailbox (created 0700 in the state folder).
-    pub(crate) fn open(settings: &Settings, send: &SendSettings) -> Result<Self, StartupError> {
+    /// local outbox for a Maildir mailbox (created 0700 in the state folder, which
+    /// `open_state` opens: startup's checked opener, passed in so tools do not call startup).
+    pub(crate) fn open(
+        settings: &Settings,
+        send: &SendSettings,
+        open_state: impl FnOnce() -> Result<cap_std::fs::Dir, StartupError>,
+    ) -> Result<Self, StartupError> {
         let setup = |what: &str| StartupError::SendSetup(what.to_owned());
         let entry = settings
             .config
@@ -157,7 +162,7 @@ impl SendState {
                 Delivery::Smtp(sender)
             }
             (None, BackendSpec::Maildir { .. }) => {
-                let state = crate::startup::open_state(settings)?;
+                let state = open_state()?;
                 let outbox = Outbox::open(&state).map_err(|e| {
                     setup(&format!(
                         "the outbox folder (<state folder>/outbox) is refused: {e}"

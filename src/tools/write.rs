@@ -27,12 +27,12 @@ use super::{
     App, ErrorCode, Family, Hints, Mutates, ToolDef, ToolError, ToolOutput, handler, input_schema,
     output_schema,
 };
+use crate::address::EmailAddress;
 use crate::alias::Alias;
 use crate::backends::BackendError;
 use crate::downloads::{self, PlanError, SafeFileName};
 use crate::handoff::HandoffId;
 use crate::mime::compose::{self, ComposeError, HeaderField, Outgoing, OutgoingAttachment};
-use crate::policy::address::EmailAddress;
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -9,7 +9,7 @@
 //! ever buffered; nothing read from stdin is logged; stdout carries only JSON-RPC frames, written
 //! through rmcp's own codec. Lines that fit are decoded by rmcp's codec, so its compatibility
 //! rules (BOM, ignored non-MCP notifications, unparsable input ignored) hold unchanged.
-//! Callers: `crate::cli` only.
+//! Callers: [`super::serve`] only.
 
 use std::sync::Arc;
 

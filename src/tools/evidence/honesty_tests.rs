@@ -262,9 +262,10 @@ fn mailbox_with(messages: &[(usize, Vec<u8>)], limits: Value) -> Generated {
         ("HOME", home_path.clone()),
         ("MAILGATE_HOME", format!("{home_path}/state")),
     ]);
-    let settings = crate::config::load_settings(&env, Some(&dir.path().join("plugin.json")))
-        .expect("settings");
-    let app = crate::startup::build_app(&settings, settings.gates.clone()).expect("app");
+    let (settings, gates) =
+        crate::startup::load_settings(&env, Some(&dir.path().join("plugin.json")))
+            .expect("settings");
+    let app = crate::startup::build_app(&settings, gates).expect("app");
     Generated { app, _dir: dir }
 }
 

@@ -117,8 +117,9 @@ mod testutil {
             ("HOME", home.clone()),
             ("MAILGATE_HOME", format!("{home}/state")),
         ]);
-        let settings = crate::config::load_settings(&env, Some(&config)).expect("settings");
-        let app = crate::startup::build_app(&settings, settings.gates.clone()).expect("app");
+        let (settings, gates) =
+            crate::startup::load_settings(&env, Some(&config)).expect("settings");
+        let app = crate::startup::build_app(&settings, gates).expect("app");
         DemoApp { app, _dir: dir }
     }
 

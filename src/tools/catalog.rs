@@ -3,8 +3,10 @@
 //! Invariant: a tool is in the catalog exactly when its family's gate is open; the read family
 //! always is. The catalog is built once at startup and never changes. A tool that is not in the
 //! catalog was never registered: it can be neither listed nor called (no `disable_route`).
+//! It lives with the tools, not the gates, because it composes tool families: tools depend on
+//! gates, gates know no tool (issue 10, clean layering).
 
-use super::{Gate, Gates};
+use crate::gates::{Gate, Gates};
 use crate::tools::{self, Family, ToolDef};
 
 /// The tools of the catalog for `gates`, in family order (read, handoff, write, send).
