@@ -18,14 +18,15 @@ pub fn outbound(data: &[u8]) {
     crate::policy::outbound::fuzz_outbound(data);
 }
 
-/// See the module doc.
-pub fn safe_name(data: &[u8]) {
-    crate::downloads::fuzz_safe_name(data);
+/// See the module doc. `scratch` is a private directory the caller owns; each call rebuilds its
+/// sandbox inside it.
+pub fn safe_name(scratch: &std::path::Path, data: &[u8]) {
+    crate::downloads::fuzz::safe_name(scratch, data);
 }
 
-/// See the module doc.
-pub fn download_plan(data: &[u8]) {
-    crate::downloads::fuzz_download_plan(data);
+/// See the module doc. `scratch` as for [`safe_name`].
+pub fn download_plan(scratch: &std::path::Path, data: &[u8]) {
+    crate::downloads::fuzz::download_plan(scratch, data);
 }
 
 /// See the module doc.

@@ -47,7 +47,9 @@ pub mod __compile_fail {
 }
 
 /// Not an API: the entry point of `cargo bench --bench handoff` (benches/handoff.rs), which can
-/// only reach public items. Runs the handoff-store measurements in `scratch`.
+/// only reach public items. Runs the handoff-store measurements in `scratch`. Compiled only with
+/// the `bench` feature, which only test and bench builds turn on (Cargo.toml).
+#[cfg(feature = "bench")]
 #[doc(hidden)]
 pub mod __bench {
     pub fn handoff(scratch: &std::path::Path, entries: usize) -> Result<String, String> {

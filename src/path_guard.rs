@@ -162,6 +162,8 @@ pub(crate) fn open_dir(path: &Path) -> io::Result<Dir> {
 ///
 /// # Ambient Authority
 /// Creates directories and resolves `path` with ambient authority.
+// Only its own tests use it since the fuzz oracles take the scratch directory they are given.
+#[cfg(test)]
 pub(crate) fn create_private_dir_all(path: &Path) -> io::Result<Dir> {
     create_dirs(path)?;
     open_dir(path)
@@ -295,6 +297,8 @@ pub(crate) fn open_private_child(
 /// [`open_state_dir`] on `parent`, then [`open_private_child`]. With `create`, missing folders
 /// are created `0700`; without it nothing is created and a missing folder (`parent` or `name`)
 /// is [`PrivateDirError::Missing`].
+// Only the handoff store's tests and the handoff bench open their roots this way.
+#[cfg(any(test, feature = "bench"))]
 pub(crate) fn open_private_subdir(
     parent: &Path,
     name: &str,

@@ -7,4 +7,19 @@
     reason = "inside libfuzzer_sys::fuzz_target! only"
 )]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzz_write::download_plan(data));
+use std::sync::LazyLock;
+
+/// One private scratch directory per fuzzer process, which the entry point rebuilds its sandbox
+/// in on every input. It is never removed (libFuzzer exits the process without running
+/// destructors); scripts/fuzz.sh points TMPDIR into fuzz/target.
+static SCRATCH: LazyLock<tempfile::TempDir> = LazyLock::new(|| {
+    tempfile::Builder::new()
+        .prefix("mailgate-fuzz-")
+        .tempdir()
+        .expect("invariant: a scratch directory can be created")
+});
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzz_write::download_plan(
+    SCRATCH.path(),
+    data
+));

@@ -2,6 +2,10 @@
 //! depend on the machine). Reports create, replay lookup, revalidation and sweep costs at an
 //! empty store and at a store holding `maxHandoffStoreEntries`-scale bundle counts, because
 //! every create scans the committed manifests (quota accounting and the key lookup).
+//!
+//! Compiled only with the `bench` feature (test and bench builds, see Cargo.toml), so no
+//! ordinary build carries it.
+#![cfg(feature = "bench")]
 
 use std::fmt::Write as _;
 use std::path::Path;

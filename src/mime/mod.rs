@@ -9,8 +9,9 @@
 //! * bad, unknown or missing charsets never error: text is decoded with the declared charset when
 //!   mail-parser knows it, otherwise as UTF-8 when it is (mostly) valid, else as windows-1252;
 //! * attachments are numbered by their position in mail-parser's attachment list, and
-//!   [`attachment_bytes`]`(raw, i)` is `Some` exactly for `i < attachments.len()`, with
-//!   `len() == attachments[i].size` (both come from one function, [`part_bytes`]);
+//!   `attachment_bytes(raw, i)` (fuzz and test builds) is `Some` exactly for
+//!   `i < attachments.len()`, with `len() == attachments[i].size` (both come from one function,
+//!   [`part_bytes`]);
 //! * a panic inside mail-parser (it has a reachable `debug_assert!`) is contained and reads as
 //!   unparsable input;
 //! * header strings carry no control characters, lists and the body are capped
@@ -63,7 +64,7 @@ pub(crate) struct Mailbox {
     pub(crate) address: Option<String>,
 }
 
-/// Metadata of one attachment; its bytes come from [`attachment_bytes`].
+/// Metadata of one attachment; its bytes come from `attachment_bytes`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ParsedAttachment {
     /// Stable position in mail-parser's attachment list.
@@ -72,7 +73,7 @@ pub(crate) struct ParsedAttachment {
     pub(crate) name: Option<String>,
     /// `type/subtype`, lower-case; `application/octet-stream` by default.
     pub(crate) content_type: String,
-    /// Decoded size in bytes (exactly the length [`attachment_bytes`] returns).
+    /// Decoded size in bytes (exactly the length `attachment_bytes` returns).
     pub(crate) size: u64,
     pub(crate) is_inline: bool,
 }
@@ -127,7 +128,9 @@ pub(crate) fn try_parse(raw: &[u8]) -> Option<ParsedMessage> {
 }
 
 /// Decoded bytes of attachment `index` (same numbering as [`ParsedMessage::attachments`]),
-/// `None` if out of range.
+/// `None` if out of range. The reference reader the fuzz oracle and the tests hold
+/// [`parse_with_attachment`] to, so it exists in fuzz and test builds only.
+#[cfg(any(test, fuzzing))]
 pub(crate) fn attachment_bytes(raw: &[u8], index: usize) -> Option<Vec<u8>> {
     let message = parse_message(raw)?;
     nth_attachment(&message, index).map(|part| part_bytes(raw, part).into_owned())
@@ -174,13 +177,8 @@ pub(crate) fn decode_unlabelled(bytes: &[u8]) -> String {
 /// The fuzz oracle for this module (called by the fuzz harness and the property tests): parsing
 /// never panics, every listed attachment has exactly its declared size, the index past the end
 /// has no bytes, and HTML rendering stays bounded and script-free.
-#[cfg_attr(
-    not(any(test, fuzzing)),
-    expect(
-        dead_code,
-        reason = "called only by the cfg(fuzzing) harness and the unit tests"
-    )
-)]
+// Only in fuzz and test builds: an oracle is no part of what ships.
+#[cfg(any(test, fuzzing))]
 pub(crate) fn fuzz_parse(data: &[u8]) {
     let message = parse(data);
     let count = message.attachments.len();
@@ -226,6 +224,7 @@ pub(crate) fn fuzz_parse(data: &[u8]) {
 }
 
 /// mail-parser, with any panic contained; see [`parse_bounded`].
+#[cfg(any(test, fuzzing))]
 fn parse_message(raw: &[u8]) -> Option<Message<'_>> {
     parse_bounded(raw).0
 }
@@ -365,7 +364,7 @@ fn unlabelled_original(raw: &[u8], part: &MessagePart<'_>, decoded: &str) -> Opt
     (String::from_utf8_lossy(&original) == decoded).then_some(original)
 }
 
-/// The bytes of an attachment part, as returned by [`attachment_bytes`].
+/// The bytes of an attachment part, as returned by `attachment_bytes`.
 ///
 /// Binary parts: mail-parser's transfer-decoded bytes. Nested messages: the message as it was
 /// embedded (mail-parser's `raw_message` of an unencoded nested message is the whole outer
