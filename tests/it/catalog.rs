@@ -88,16 +88,22 @@ async fn every_gate_setting_serves_exactly_its_catalog() {
 async fn a_tool_outside_the_catalog_cannot_be_called() {
     let world = world(false, false, false);
     let client = world.demo_client().await;
-    let err = client
-        .call(
+    // A closed gate's tool is not a result but a protocol error that names the gate.
+    let message = client
+        .protocol_refusal(
             "move_messages",
             serde_json::json!({"mailbox": "finance", "messageIds": ["x"], "destinationFolderId": "archive"}),
         )
         .await;
-    assert!(
-        err.is_err(),
-        "a closed gate's tool must be a protocol error, not a result"
+    assert_eq!(
+        message,
+        "tool move_messages is not in this catalog: it needs PLUGIN_ALLOW_WRITES=true"
     );
+    // A name no catalog has is refused the same way, without a gate to name.
+    let message = client
+        .protocol_refusal("no_such_tool", serde_json::json!({}))
+        .await;
+    assert_eq!(message, "tool not found in this catalog");
     client.close().await;
 }
 

@@ -225,8 +225,12 @@ async fn handoff_tools_exist_only_behind_their_gate() {
             !names.contains(&(*tool).to_owned()),
             "{tool} must be absent"
         );
-        let result = c.call(tool, args.clone()).await;
-        assert!(result.is_err(), "{tool} is an unknown tool: {result:?}");
+        assert_eq!(
+            c.protocol_refusal(tool, args.clone()).await,
+            format!(
+                "tool {tool} is not in this catalog: it needs PLUGIN_ALLOW_LOCAL_HANDOFFS=true"
+            )
+        );
     }
     c.close().await;
     // The CLI reaches the same catalog: an unknown tool is a usage error (exit 2).

@@ -114,8 +114,10 @@ async fn write_tools_are_absent_and_uncallable_with_the_gate_closed() {
         assert!(!names.contains(&tool.to_owned()), "{tool} must be absent");
         let args =
             json!({"mailbox": "personal", "messageIds": ["x"], "destinationFolderId": "archive"});
-        let result = c.call(tool, args).await;
-        assert!(result.is_err(), "{tool} is not callable: {result:?}");
+        assert_eq!(
+            c.protocol_refusal(tool, args).await,
+            format!("tool {tool} is not in this catalog: it needs PLUGIN_ALLOW_WRITES=true")
+        );
     }
     c.close().await;
     assert!(
