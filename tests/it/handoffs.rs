@@ -801,28 +801,92 @@ async fn byte_quotas_refuse_before_anything_is_written() {
     assert_eq!(committed(&world).len(), 2);
 }
 
-/// Starts `n` `mailgate call create_attachment_handoff` processes at once and waits for all.
+/// Whether process `pid` has `path` open (its `/proc/<pid>/fd` links); false once it exited.
+fn holds_open(pid: u32, path: &Path) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.filter_map(Result::ok)
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+        })
+        .unwrap_or(false)
+}
+
+/// Whether a `mailgate call` was turned away because the store lock stayed taken: at startup
+/// (the sweep; no JSON, exit 1) or in the call (`HANDOFF_BUSY`). Both mean "retry".
+fn busy(out: &Output) -> bool {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    (out.status.code() == Some(1) && stderr.contains("locked by another process"))
+        || serde_json::from_slice::<Value>(&out.stdout)
+            .is_ok_and(|v| v["error"]["code"] == "HANDOFF_BUSY")
+}
+
+/// Runs one `mailgate call create_attachment_handoff` per key, all contending for the store
+/// lock at once, and returns each one's answer.
+///
+/// Ordering, not timing: the test holds the store lock while the processes start, waits until
+/// every one of them has the lock file open (it is parked at the lock, spinning on it) and only
+/// then releases it, so they all race for it. A process the lock kept out for its whole retry
+/// budget (possible on a loaded machine, and a documented "retry" answer) is run again on its
+/// own; what is checked is the outcome of the race, not how fast it was.
 async fn concurrent_creates(world: &World, message: &str, keys: &[String]) -> Vec<Value> {
-    let children: Vec<_> = keys
+    let lock_path = root(world).join(".lock");
+    let gate = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lock_path)
+        .expect("the store (and its lock file) exists after the first call");
+    gate.lock().unwrap();
+    let args: Vec<String> = keys
         .iter()
-        .map(|k| {
-            let args = create_args("finance", message, "att-0", k).to_string();
-            command(world, &["call", "create_attachment_handoff", &args])
+        .map(|k| create_args("finance", message, "att-0", k).to_string())
+        .collect();
+    let mut children: Vec<_> = args
+        .iter()
+        .map(|a| {
+            command(world, &["call", "create_attachment_handoff", a])
                 .spawn()
                 .unwrap()
         })
         .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let mut parked = 0;
+        for child in &mut children {
+            let exited = child.try_wait().unwrap().is_some();
+            if exited || holds_open(child.id().unwrap_or(0), &lock_path) {
+                parked += 1;
+            }
+        }
+        if parked == children.len() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{parked} of {} processes reached the store lock",
+            children.len()
+        );
+        // A poll interval while waiting for the condition, not a wait for time to pass.
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    gate.unlock().unwrap();
     let outputs = futures::future::join_all(children.into_iter().map(|c| c.wait_with_output()));
-    outputs
-        .await
-        .into_iter()
-        .map(|out| {
-            let out = out.unwrap();
-            let (code, v) = parse_call(&out);
-            assert!(matches!(code, Some(0 | 1)), "{code:?}: {v}");
-            v
-        })
-        .collect()
+    let mut results = Vec::new();
+    for (out, a) in outputs.await.into_iter().zip(&args) {
+        let mut out = out.unwrap();
+        for _ in 0..10 {
+            if !busy(&out) {
+                break;
+            }
+            out = command(world, &["call", "create_attachment_handoff", a])
+                .output()
+                .await
+                .unwrap();
+        }
+        let (code, v) = parse_call(&out);
+        assert!(matches!(code, Some(0 | 1)), "{code:?}: {v}");
+        results.push(v);
+    }
+    results
 }
 
 #[tokio::test]
@@ -838,10 +902,6 @@ async fn concurrent_processes_never_overshoot_the_entry_quota() {
         .collect();
     assert_eq!(ok.len(), 5, "{results:?}");
     assert_eq!(refused.len(), 11, "{results:?}");
-    assert!(
-        !refused.contains(&"HANDOFF_BUSY"),
-        "the store lock was never contended for 5 s: {refused:?}"
-    );
     assert!(
         refused.iter().all(|c| *c == "HANDOFF_QUOTA_EXCEEDED"),
         "{refused:?}"

@@ -18,7 +18,7 @@ async fn secret_looking_values_never_reach_journal_or_stderr() {
         .with("MAILGATE_JOURNAL", "true")
         .with("MAILGATE_LOG", "debug");
     let stderr_path = world.path().join("stderr.log");
-    let c = world.demo_client_with_stderr(&stderr_path).await;
+    let c = world.shared_demo_client_with_stderr(&stderr_path).await;
     let calls = [
         (
             "search_mailbox",

@@ -108,6 +108,19 @@ impl World {
     /// and state folder. The write and send gates must stay closed: without their tools the
     /// server has no way to change a Maildir, so no test can disturb another's fixture.
     pub(crate) async fn shared_demo_client(&self) -> Client {
+        self.shared_demo_client_with(std::process::Stdio::null())
+            .await
+    }
+
+    /// [`World::shared_demo_client`] with the server's stderr captured into `path`.
+    pub(crate) async fn shared_demo_client_with_stderr(&self, path: &Path) -> Client {
+        let file = std::fs::File::create(path).unwrap();
+        self.shared_demo_client_with(file.into()).await
+    }
+
+    /// The shared demo is only served with the write and send gates closed: without their
+    /// tools the server has no way to change a Maildir.
+    fn assert_read_only(&self) {
         for gate in ["PLUGIN_ALLOW_WRITES", "PLUGIN_ALLOW_SEND"] {
             assert_ne!(
                 self.env.get(gate).map(String::as_str),
@@ -115,15 +128,25 @@ impl World {
                 "{gate}: a test that may write needs its own demo (demo_client)"
             );
         }
-        let config = shared_demo().config.display().to_string();
-        self.client_with_env(&["serve"], &[("OUTLOOK_PLUGIN_CONFIG", &config)])
-            .await
     }
 
-    async fn client_with_env(&self, args: &[&str], extra: &[(&str, &str)]) -> Client {
-        let mut cmd = self.command(args);
-        cmd.envs(extra.iter().copied());
-        spawn_client(cmd, std::process::Stdio::null()).await
+    async fn shared_demo_client_with(&self, stderr: std::process::Stdio) -> Client {
+        self.assert_read_only();
+        let mut cmd = self.command(&["serve"]);
+        cmd.env("OUTLOOK_PLUGIN_CONFIG", &shared_demo().config);
+        spawn_client(cmd, stderr).await
+    }
+
+    /// The tools a server on the shared demo lists with this world's gates, any of them open:
+    /// the session only lists and ends, so nothing can be called on the shared mailboxes.
+    pub(crate) async fn shared_demo_tools(&self) -> Vec<Tool> {
+        let config = shared_demo().config.display().to_string();
+        let mut cmd = self.command(&["serve"]);
+        cmd.env("OUTLOOK_PLUGIN_CONFIG", &config);
+        let client = spawn_client(cmd, std::process::Stdio::null()).await;
+        let tools = client.tools().await;
+        client.close().await;
+        tools
     }
 
     pub(crate) async fn client(&self, args: &[&str]) -> Client {
@@ -352,6 +375,12 @@ pub(crate) async fn demo_config(world: &World) -> String {
     path.display().to_string()
 }
 
+/// The shared read-only demo's own config path (the write and send gates must be closed).
+pub(crate) fn shared_demo_config(world: &World) -> String {
+    world.assert_read_only();
+    shared_demo().config.display().to_string()
+}
+
 /// One mailbox of a config written by [`config_over_demo`]: a demo Maildir (by alias), or a
 /// Graph mailbox when `maildir` is false.
 pub(crate) struct DemoEntry {
@@ -369,7 +398,23 @@ pub(crate) async fn config_over_demo(
     extra: &str,
 ) -> String {
     demo_config(world).await;
-    let mail = world.state().join("demo/mail");
+    config_over(world, &world.state().join("demo/mail"), mailboxes, extra)
+}
+
+/// As [`config_over_demo`], over the shared read-only demo ([`shared_demo`]): for tests that
+/// never write, so the write and send gates must be closed.
+pub(crate) fn config_over_shared_demo(
+    world: &World,
+    mailboxes: &[DemoEntry],
+    extra: &str,
+) -> String {
+    world.assert_read_only();
+    config_over(world, &shared_demo().mail, mailboxes, extra)
+}
+
+/// The config file `custom.json` in the world's folder: `mailboxes` over the Maildirs under
+/// `mail`, plus `extra` top-level keys.
+fn config_over(world: &World, mail: &Path, mailboxes: &[DemoEntry], extra: &str) -> String {
     let entries: Vec<String> = mailboxes
         .iter()
         .map(|m| {
@@ -433,18 +478,20 @@ pub(crate) fn sorted_names(dir: &Path) -> Vec<String> {
 }
 
 /// finance and personal from the demo, plus a Graph mailbox `cloud` (not built in this version).
-pub(crate) async fn demo_maildir_config(world: &World, extra: &str) -> String {
-    let mailboxes = [
-        FINANCE,
-        PERSONAL,
-        DemoEntry {
-            alias: "cloud",
-            address: "cloud@example.org",
-            access: "full",
-            maildir: false,
-        },
-    ];
-    config_over_demo(world, &mailboxes, extra).await
+const DEMO_AND_CLOUD: [DemoEntry; 3] = [
+    FINANCE,
+    PERSONAL,
+    DemoEntry {
+        alias: "cloud",
+        address: "cloud@example.org",
+        access: "full",
+        maildir: false,
+    },
+];
+
+/// A config of [`DEMO_AND_CLOUD`] over the shared read-only demo (gates for writing closed).
+pub(crate) fn shared_maildir_config(world: &World, extra: &str) -> String {
+    config_over_shared_demo(world, &DEMO_AND_CLOUD, extra)
 }
 
 /// A uid that is not the test's own (`nobody`): files "planted by another user" are chowned to

@@ -108,7 +108,7 @@ async fn folder_of(c: &Client, mailbox: &str, id: &str) -> String {
 #[tokio::test]
 async fn write_tools_are_absent_and_uncallable_with_the_gate_closed() {
     let world = World::new().with("MAILGATE_DOWNLOAD_DIR", "/nonexistent-mailgate-downloads");
-    let c = world.demo_client().await;
+    let c = world.shared_demo_client().await;
     let names = c.tool_names().await;
     for tool in WRITE_TOOLS {
         assert!(!names.contains(&tool.to_owned()), "{tool} must be absent");
