@@ -99,7 +99,14 @@ pub(crate) enum CrashPoint {
     DuringManifest,
     /// The manifest temp file is complete; the commit rename has not happened.
     BeforeCommit,
+    /// Not a crash: staged and about to take the store lock, the create waits for a shared lock
+    /// on the file [`RELEASE`] in the handoff root. A concurrency test holds it exclusively
+    /// until every process is parked here, then lets them all race for the store lock at once.
+    HoldBeforeLock,
 }
+
+/// The file whose lock holds the creates parked at [`CrashPoint::HoldBeforeLock`].
+pub(crate) const RELEASE: &str = ".test-release";
 
 // Only debug builds read the crash variable (see `config`).
 #[cfg(debug_assertions)]
@@ -117,10 +124,14 @@ impl CrashPoint {
             CrashPoint::AfterPayloadRename => "after_payload_rename",
             CrashPoint::DuringManifest => "during_manifest",
             CrashPoint::BeforeCommit => "before_commit",
+            CrashPoint::HoldBeforeLock => "hold_before_lock",
         }
     }
 
     pub(crate) fn parse(s: &str) -> Option<CrashPoint> {
+        if s == "hold_before_lock" {
+            return Some(CrashPoint::HoldBeforeLock);
+        }
         CrashPoint::ALL.into_iter().find(|p| p.name() == s)
     }
 }

@@ -801,16 +801,6 @@ async fn byte_quotas_refuse_before_anything_is_written() {
     assert_eq!(committed(&world).len(), 2);
 }
 
-/// Whether process `pid` has `path` open (its `/proc/<pid>/fd` links); false once it exited.
-fn holds_open(pid: u32, path: &Path) -> bool {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .map(|fds| {
-            fds.filter_map(Result::ok)
-                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
-        })
-        .unwrap_or(false)
-}
-
 /// Whether a `mailgate call` was turned away because the store lock stayed taken: at startup
 /// (the sweep; no JSON, exit 1) or in the call (`HANDOFF_BUSY`). Both mean "retry".
 fn busy(out: &Output) -> bool {
@@ -820,21 +810,27 @@ fn busy(out: &Output) -> bool {
             .is_ok_and(|v| v["error"]["code"] == "HANDOFF_BUSY")
 }
 
-/// Runs one `mailgate call create_attachment_handoff` per key, all contending for the store
-/// lock at once, and returns each one's answer.
+/// Bundles staged and not committed (their manifest is still the temp file).
+fn staged(world: &World) -> usize {
+    bundles(world)
+        .iter()
+        .filter(|n| root(world).join(n).join(".manifest.json.tmp").exists())
+        .count()
+}
+
+/// Runs one `mailgate call create_attachment_handoff` per key, all racing for the store lock,
+/// and returns each one's answer.
 ///
-/// Ordering, not timing: the test holds the store lock while the processes start, waits until
-/// every one of them has the lock file open (it is parked at the lock, spinning on it) and only
-/// then releases it, so they all race for it. A process the lock kept out for its whole retry
-/// budget (possible on a loaded machine, and a documented "retry" answer) is run again on its
-/// own; what is checked is the outcome of the race, not how fast it was.
+/// Ordering, not timing: each process is started with the debug-build hook
+/// `MAILGATE_TEST_HANDOFF_CRASH_AT=hold_before_lock`, so it stages its bundle and then waits
+/// for a shared lock on a release file the test holds. Once every process is parked there
+/// (every bundle staged), the test unlocks it and all of them decide at once: the lock alone keeps the quota
+/// and the one commit per key. A process the lock kept out for its whole retry budget (a
+/// documented "retry" answer, possible on a loaded machine) is run again on its own; what is
+/// checked is the outcome of the race, not its speed.
 async fn concurrent_creates(world: &World, message: &str, keys: &[String]) -> Vec<Value> {
-    let lock_path = root(world).join(".lock");
-    let gate = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&lock_path)
-        .expect("the store (and its lock file) exists after the first call");
+    let release = root(world).join(".test-release");
+    let gate = std::fs::File::create(&release).unwrap();
     gate.lock().unwrap();
     let args: Vec<String> = keys
         .iter()
@@ -844,20 +840,21 @@ async fn concurrent_creates(world: &World, message: &str, keys: &[String]) -> Ve
         .iter()
         .map(|a| {
             command(world, &["call", "create_attachment_handoff", a])
+                .env("MAILGATE_TEST_HANDOFF_CRASH_AT", "hold_before_lock")
                 .spawn()
                 .unwrap()
         })
         .collect();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let mut parked = 0;
-        for child in &mut children {
-            let exited = child.try_wait().unwrap().is_some();
-            if exited || holds_open(child.id().unwrap_or(0), &lock_path) {
-                parked += 1;
-            }
-        }
-        if parked == children.len() {
+        let exited = children
+            .iter_mut()
+            .map(|c| c.try_wait().unwrap().is_some())
+            .filter(|done| *done)
+            .count();
+        let parked = staged(world);
+        if parked + exited == children.len() {
+            assert_eq!(parked, children.len(), "every process reached the lock");
             break;
         }
         assert!(
@@ -886,6 +883,7 @@ async fn concurrent_creates(world: &World, message: &str, keys: &[String]) -> Ve
         assert!(matches!(code, Some(0 | 1)), "{code:?}: {v}");
         results.push(v);
     }
+    std::fs::remove_file(&release).unwrap();
     results
 }
 
