@@ -752,6 +752,10 @@ pub(crate) enum CrashPoint {
     DuringManifest,
     /// The manifest temp file is complete; the commit rename has not happened.
     BeforeCommit,
+    /// Not a crash: staged and about to take the store lock, the create waits for a shared lock
+    /// on the file `handoff::RELEASE` in the handoff root. A concurrency test holds it exclusively
+    /// until every process is parked here, then lets them all race for the store lock at once.
+    HoldBeforeLock,
 }
 
 // Only debug builds read the crash variable (see `resolve_settings`).
@@ -770,10 +774,14 @@ impl CrashPoint {
             CrashPoint::AfterPayloadRename => "after_payload_rename",
             CrashPoint::DuringManifest => "during_manifest",
             CrashPoint::BeforeCommit => "before_commit",
+            CrashPoint::HoldBeforeLock => "hold_before_lock",
         }
     }
 
     pub(crate) fn parse(s: &str) -> Option<CrashPoint> {
+        if s == "hold_before_lock" {
+            return Some(CrashPoint::HoldBeforeLock);
+        }
         CrashPoint::ALL.into_iter().find(|p| p.name() == s)
     }
 }
@@ -1284,32 +1292,83 @@ mod tests {
         }
     }
 
+    /// The published limits (README "Limits", spec catalog.md), written out as literals so the
+    /// `limits!` table is checked against the documents rather than against itself:
+    /// (key, default, min, max).
+    const PUBLISHED_LIMITS: [(&str, u64, u64, u64); 23] = [
+        ("maxConcurrentMailboxes", 3, 1, 8),
+        ("maxMailboxesPerSearch", 8, 1, 32),
+        ("maxResultsPerMailbox", 20, 1, 100),
+        ("maxBodyChars", 12_000, 1, 12_000),
+        ("maxAttachmentInputBytes", 15_728_640, 1_024, 52_428_800),
+        ("maxExtractedChars", 200_000, 1_000, 1_000_000),
+        ("maxRawAttachmentBytes", 262_144, 1_024, 1_048_576),
+        ("maxConcurrentExtractions", 2, 1, 8),
+        ("maxBatchSize", 25, 1, 100),
+        ("maxDownloadBatchBytes", 52_428_800, 1_024, 524_288_000),
+        (
+            "maxDownloadFolderBytes",
+            1_073_741_824,
+            1_024,
+            1_099_511_627_776,
+        ),
+        ("maxHandoffAttachmentBytes", 26_214_400, 1_024, 104_857_600),
+        ("maxHandoffStoreBytes", 524_288_000, 1_024, 5_368_709_120),
+        ("maxHandoffStoreEntries", 1_000, 1, 10_000),
+        ("maxQueriesPerBatch", 10, 1, 25),
+        ("maxBatchResultMessages", 500, 1, 5_000),
+        ("maxBatchResultBytes", 2_097_152, 1_024, 10_485_760),
+        ("maxBatchContextChars", 500_000, 1_000, 5_000_000),
+        ("maxBatchAttachments", 1_000, 1, 10_000),
+        ("maxZipEntries", 200, 1, 1_000),
+        ("maxZipUncompressedBytes", 52_428_800, 1_024, 209_715_200),
+        ("maxContainerEntries", 1_000, 1, 20_000),
+        (
+            "maxContainerUncompressedBytes",
+            104_857_600,
+            1_024,
+            524_288_000,
+        ),
+    ];
+
     #[test]
     fn limit_table_matches_the_struct_and_the_defaults() {
+        let table: Vec<(&str, u64, u64, u64)> = LIMIT_BOUNDS
+            .iter()
+            .map(|b| (b.key, b.default, b.min, b.max))
+            .collect();
+        assert_eq!(table, PUBLISHED_LIMITS);
+        // The struct's defaults, as serialized (the names a config file uses), are the same.
         let defaults = serde_json::to_value(Limits::default()).expect("serializes");
-        let object = defaults.as_object().expect("object");
-        assert_eq!(object.len(), LIMIT_BOUNDS.len());
-        for bound in LIMIT_BOUNDS {
-            assert_eq!(
-                object.get(bound.key).and_then(|v| v.as_u64()),
-                Some(bound.default)
-            );
-            assert!(
-                bound.min <= bound.default && bound.default <= bound.max,
-                "{}",
-                bound.key
-            );
+        let defaults: Vec<(&str, u64)> = defaults
+            .as_object()
+            .expect("object")
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_u64().expect("a number")))
+            .collect();
+        let mut published: Vec<(&str, u64)> = PUBLISHED_LIMITS
+            .iter()
+            .map(|(k, d, _, _)| (*k, *d))
+            .collect();
+        published.sort();
+        let mut defaults = defaults;
+        defaults.sort();
+        assert_eq!(defaults, published);
+        // Each bound is enforced by the parser: min and max accepted, one beyond refused.
+        for (key, _, min, max) in PUBLISHED_LIMITS {
+            // The store and folder bounds must also hold one item / one batch.
+            let mut pair = String::new();
+            if key == "maxHandoffStoreBytes" {
+                pair.push_str(r#", "maxHandoffAttachmentBytes": 1024"#);
+            }
+            if key == "maxDownloadFolderBytes" {
+                pair.push_str(r#", "maxDownloadBatchBytes": 1024"#);
+            }
+            for (value, ok) in [(min, true), (max, true), (min - 1, false), (max + 1, false)] {
+                let json = with_mailboxes(FINANCE, &format!(r#", "{key}": {value}{pair}"#));
+                assert_eq!(parse(&json).is_ok(), ok, "{key} = {value}");
+            }
         }
-        // Spot-check the published numbers.
-        let limits = Limits::default();
-        assert_eq!(limits.max_attachment_input_bytes, 15_728_640);
-        assert_eq!(limits.max_download_batch_bytes, 52_428_800);
-        assert_eq!(limits.max_download_folder_bytes, 1_073_741_824);
-        assert_eq!(limits.max_handoff_attachment_bytes, 26_214_400);
-        assert_eq!(limits.max_handoff_store_bytes, 524_288_000);
-        assert_eq!(limits.max_batch_result_bytes, 2_097_152);
-        assert_eq!(limits.max_raw_attachment_bytes, 262_144);
-        assert_eq!(limits.max_body_chars, 12_000);
     }
 
     #[test]

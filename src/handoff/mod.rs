@@ -90,6 +90,9 @@ impl From<std::io::Error> for HandoffError {
 // (handoff depends on config, not the reverse; issue 10, clean layering).
 pub(crate) use crate::config::CrashPoint;
 
+/// The file whose lock holds the creates parked at [`CrashPoint::HoldBeforeLock`].
+pub(crate) const RELEASE: &str = ".test-release";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -259,7 +259,7 @@ impl HandoffStore {
         let mut out = Vec::new();
         for entry in self.root.entries()? {
             let name = entry?.file_name().to_string_lossy().into_owned();
-            if [LOCK, KEY_FILE, KEY_TMP].contains(&name.as_str()) {
+            if [LOCK, KEY_FILE, KEY_TMP, super::RELEASE].contains(&name.as_str()) {
                 continue;
             }
             let state = match HandoffId::parse(&name) {
@@ -422,6 +422,7 @@ impl HandoffStore {
     /// Commits a staged bundle under the store lock, or discards it (replay, mismatch, quota,
     /// failure).
     fn commit(&self, staged: Staged, request: &HandoffRequest) -> Result<Created, HandoffError> {
+        self.hold_before_lock();
         let verdict = self
             .decide(&staged, request)
             .unwrap_or_else(Verdict::Refused);
@@ -710,6 +711,18 @@ impl HandoffStore {
             return Err(HandoffError::Corrupt(bad_mode));
         }
         Ok(())
+    }
+
+    /// Waits, when a concurrency test asked for it, until the test releases every held create
+    /// at once (see [`CrashPoint::HoldBeforeLock`]): a shared `flock` on the release file, which
+    /// the test holds exclusively until all creates are parked. Release builds never set
+    /// `crash_at`.
+    fn hold_before_lock(&self) {
+        if self.crash_at == Some(CrashPoint::HoldBeforeLock)
+            && let Ok(file) = self.root.open(super::RELEASE)
+        {
+            let _ = file.into_std().lock_shared();
+        }
     }
 
     /// Aborts the process at `point` when a crash test asked for it.

@@ -1,6 +1,8 @@
 //! The eight catalogs through a real MCP client: exact names, counts and annotations.
 
-use crate::util::{FINANCE, PERSONAL, World, config_over_demo, gated_world as world, text_of};
+use crate::util::{
+    FINANCE, PERSONAL, World, config_over_shared_demo, gated_world as world, text_of,
+};
 
 const READ: [&str; 12] = [
     "list_allowed_mailboxes",
@@ -38,8 +40,7 @@ async fn every_gate_setting_serves_exactly_its_catalog() {
     for bits in 0..8u8 {
         let (h, w, s) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
         let world = world(h, w, s);
-        let client = world.demo_client().await;
-        let tools = client.tools().await;
+        let tools = world.shared_demo_tools().await;
         let mut expected: Vec<&str> = READ.to_vec();
         if h {
             expected.extend(HANDOFF);
@@ -80,31 +81,36 @@ async fn every_gate_setting_serves_exactly_its_catalog() {
             );
             assert!(t.input_schema.get("properties").is_some() || name == "list_allowed_mailboxes");
         }
-        client.close().await;
     }
 }
 
 #[tokio::test]
 async fn a_tool_outside_the_catalog_cannot_be_called() {
     let world = world(false, false, false);
-    let client = world.demo_client().await;
-    let err = client
-        .call(
+    let client = world.shared_demo_client().await;
+    // A closed gate's tool is not a result but a protocol error that names the gate.
+    let message = client
+        .protocol_refusal(
             "move_messages",
             serde_json::json!({"mailbox": "finance", "messageIds": ["x"], "destinationFolderId": "archive"}),
         )
         .await;
-    assert!(
-        err.is_err(),
-        "a closed gate's tool must be a protocol error, not a result"
+    assert_eq!(
+        message,
+        "tool move_messages is not in this catalog: it needs PLUGIN_ALLOW_WRITES=true"
     );
+    // A name no catalog has is refused the same way, without a gate to name.
+    let message = client
+        .protocol_refusal("no_such_tool", serde_json::json!({}))
+        .await;
+    assert_eq!(message, "tool not found in this catalog");
     client.close().await;
 }
 
 #[tokio::test]
 async fn initialize_reports_the_server() {
     let world = world(false, false, false);
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let info = client.inner.peer_info().unwrap();
     assert_eq!(info.server_info.as_ref().unwrap().name, "mailgate");
     assert!(info.capabilities.tools.is_some());
@@ -115,7 +121,7 @@ async fn initialize_reports_the_server() {
 #[tokio::test]
 async fn issue_9_list_allowed_mailboxes_is_exactly_the_reference_shape() {
     let world = World::new();
-    let config = config_over_demo(&world, &[FINANCE, PERSONAL], "").await;
+    let config = config_over_shared_demo(&world, &[FINANCE, PERSONAL], "");
     let client = world.client(&["--config", &config, "serve"]).await;
     let answer = client
         .ok("list_allowed_mailboxes", serde_json::json!({}))
@@ -127,9 +133,9 @@ async fn issue_9_list_allowed_mailboxes_is_exactly_the_reference_shape() {
     client.close().await;
 
     // With an alias narrowed to read, the access per alias is added, and the text says it.
-    // The world owns the demo's temp dir: it must outlive the server.
+    // The world owns the state folder: it must outlive the server.
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let raw = client
         .call("list_allowed_mailboxes", serde_json::json!({}))
         .await
@@ -154,9 +160,9 @@ async fn issue_9_list_allowed_mailboxes_is_exactly_the_reference_shape() {
 // See: issue 9, item 5.
 #[tokio::test]
 async fn issue_9_graph_warning_names_are_explained_on_a_maildir_mailbox() {
-    // The world owns the demo's temp dir: it must outlive the server.
+    // The world owns the state folder: it must outlive the server.
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let raw = client
         .call(
             "search_mailbox",

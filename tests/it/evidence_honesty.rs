@@ -34,7 +34,7 @@ fn names_not_read(out: &Value) -> Vec<(String, String, String)> {
 #[tokio::test]
 async fn issue_9_keyword_in_a_readable_csv_is_found_not_absent() {
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let (out, text) = call(
         &client,
         "investigate_documents",
@@ -65,7 +65,7 @@ async fn issue_9_keyword_in_a_readable_csv_is_found_not_absent() {
 #[tokio::test]
 async fn issue_9_id_only_in_an_unreadable_xlsx_is_incomplete_not_absent() {
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let (out, text) = call(
         &client,
         "investigate_documents",
@@ -107,7 +107,7 @@ async fn issue_9_id_only_in_an_unreadable_xlsx_is_incomplete_not_absent() {
 #[tokio::test]
 async fn issue_9_attachment_names_match_without_extension_or_by_words() {
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let (words, text) = call(
         &client,
         "investigate_documents",
@@ -144,7 +144,7 @@ async fn issue_9_attachment_names_match_without_extension_or_by_words() {
     assert_eq!(none["coverage"]["complete"], true);
     client.close().await;
 
-    let tools = world.demo_client().await;
+    let tools = world.shared_demo_client().await;
     let schema = tools
         .tools()
         .await
@@ -165,7 +165,7 @@ async fn issue_9_attachment_names_match_without_extension_or_by_words() {
 #[tokio::test]
 async fn issue_9_confirmed_from_a_pdf_name_says_the_content_was_not_read() {
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let (search, _) = call(
         &client,
         "search_mailbox",
@@ -205,7 +205,7 @@ async fn issue_9_confirmed_from_a_pdf_name_says_the_content_was_not_read() {
 #[tokio::test]
 async fn issue_9_search_window_says_which_limit_stopped_it() {
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let (out, text) = call(
         &client,
         "search_mailbox",

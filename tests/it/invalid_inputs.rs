@@ -8,7 +8,7 @@
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
-use crate::util::{World, demo_config, text_of};
+use crate::util::{World, shared_demo_config, text_of};
 
 /// A value that must never come back in an error message.
 const CANARY: &str = "CANARY-5e1d";
@@ -252,7 +252,7 @@ async fn protocol_error(client: &crate::util::Client, tool: &str, args: Value) -
 #[tokio::test]
 async fn a_closed_gate_tool_called_by_name_says_which_gate_opens_it() {
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     for (tool, var) in [
         ("create_draft", "PLUGIN_ALLOW_WRITES"),
         ("move_messages", "PLUGIN_ALLOW_WRITES"),
@@ -276,7 +276,7 @@ async fn a_closed_gate_tool_called_by_name_says_which_gate_opens_it() {
 #[tokio::test]
 async fn mailgate_call_exits_2_for_invalid_arguments_including_non_json() {
     let world = World::new();
-    let config = demo_config(&world).await;
+    let config = shared_demo_config(&world);
     for args in [
         "not json".to_owned(),
         format!("[\"{CANARY}\"]"),

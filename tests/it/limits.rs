@@ -2,12 +2,12 @@
 
 use serde_json::json;
 
-use crate::util::{World, demo_maildir_config, text_of};
+use crate::util::{World, shared_maildir_config, text_of};
 
 #[tokio::test]
 async fn a_batch_over_budget_keeps_finished_labels_and_marks_the_rest() {
     let world = World::new();
-    let config = demo_maildir_config(&world, r#", "maxBatchResultMessages": 4"#).await;
+    let config = shared_maildir_config(&world, r#", "maxBatchResultMessages": 4"#);
     let c = world.client(&["--config", &config, "serve"]).await;
     let batch = c
         .ok(
@@ -35,7 +35,7 @@ async fn a_batch_over_budget_keeps_finished_labels_and_marks_the_rest() {
 #[tokio::test]
 async fn too_many_queries_is_a_limit_error() {
     let world = World::new();
-    let config = demo_maildir_config(&world, r#", "maxQueriesPerBatch": 1"#).await;
+    let config = shared_maildir_config(&world, r#", "maxQueriesPerBatch": 1"#);
     let c = world.client(&["--config", &config, "serve"]).await;
     let code = c
         .tool_error(
@@ -50,7 +50,7 @@ async fn too_many_queries_is_a_limit_error() {
 #[tokio::test]
 async fn graph_mailboxes_answer_unsupported_not_a_silent_failure() {
     let world = World::new();
-    let config = demo_maildir_config(&world, "").await;
+    let config = shared_maildir_config(&world, "");
     let c = world.client(&["--config", &config, "serve"]).await;
     assert_eq!(
         c.tool_error(
@@ -81,7 +81,7 @@ async fn graph_mailboxes_answer_unsupported_not_a_silent_failure() {
 #[tokio::test]
 async fn a_prompt_injection_mail_stays_inside_the_fence() {
     let world = World::new();
-    let c = world.demo_client().await;
+    let c = world.shared_demo_client().await;
     let id = c
         .first_id("finance", json!({"subject": "URGENT: action required"}))
         .await;
@@ -126,7 +126,7 @@ async fn a_prompt_injection_mail_stays_inside_the_fence() {
 #[tokio::test]
 async fn a_bad_search_memory_file_aborts_startup() {
     let world = World::new();
-    let config = demo_maildir_config(&world, "").await;
+    let config = shared_maildir_config(&world, "");
     let memory = world.path().join("memory.yaml");
     std::fs::write(&memory, "apelidos: {}\n").unwrap();
     use std::os::unix::fs::PermissionsExt;

@@ -2,12 +2,12 @@
 
 use serde_json::json;
 
-use crate::util::{World, text_of};
+use crate::util::{World, maildir_counts, shared_demo, text_of};
 
 #[tokio::test]
 async fn each_read_tool_works_on_the_demo() {
     let world = World::new();
-    let c = world.demo_client().await;
+    let c = world.shared_demo_client().await;
 
     let boxes = c.ok("list_allowed_mailboxes", json!({})).await;
     let aliases: Vec<&str> = boxes["mailboxes"]
@@ -39,11 +39,18 @@ async fn each_read_tool_works_on_the_demo() {
             json!({"mailbox": "personal", "folderId": "inbox"}),
         )
         .await;
-    let total = stats["totalEmails"].as_u64().unwrap();
-    assert!(total > 0);
+    // The demo's personal inbox, counted from its files (not through mailgate) and as published:
+    // 42 messages, 13 unread (11 in new/, 2 in cur/ without the `S` flag).
+    let (total, unread) = maildir_counts(&shared_demo().mail.join("personal"));
+    assert_eq!((total, unread), (42, 13));
     assert_eq!(
-        stats["readEmails"].as_u64().unwrap() + stats["unreadEmails"].as_u64().unwrap(),
-        total
+        (
+            &stats["totalEmails"],
+            &stats["unreadEmails"],
+            &stats["readEmails"]
+        ),
+        (&json!(42), &json!(13), &json!(29)),
+        "{stats}"
     );
 
     let listing = c
@@ -178,7 +185,7 @@ async fn each_read_tool_works_on_the_demo() {
 #[tokio::test]
 async fn search_outcomes_on_the_demo() {
     let world = World::new();
-    let c = world.demo_client().await;
+    let c = world.shared_demo_client().await;
     let none = c
         .ok(
             "search_mailbox",
@@ -227,7 +234,7 @@ async fn search_outcomes_on_the_demo() {
 #[tokio::test]
 async fn long_bodies_are_read_in_bounded_pieces() {
     let world = World::new();
-    let c = world.demo_client().await;
+    let c = world.shared_demo_client().await;
     // Known fact of the demo corpus: a ~40,000-char body in personal / Projects.Alpha.
     let id = c
         .first_id(
@@ -281,7 +288,7 @@ async fn long_bodies_are_read_in_bounded_pieces() {
 #[tokio::test]
 async fn html_bodies_lose_scripts_styles_hidden_text_and_remote_images() {
     let world = World::new();
-    let c = world.demo_client().await;
+    let c = world.shared_demo_client().await;
     for (subject, visible, hidden) in [
         (
             "Spring offers inside",
@@ -334,7 +341,7 @@ async fn attachment_of(c: &crate::util::Client, mailbox: &str, subject: &str) ->
 #[tokio::test]
 async fn attachment_refusals_are_typed() {
     let world = World::new();
-    let c = world.demo_client().await;
+    let c = world.shared_demo_client().await;
     let (mid, aid) = attachment_of(&c, "support", "Raw site survey export").await;
     let code = c
         .tool_error(

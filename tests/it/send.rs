@@ -3,10 +3,10 @@
 //! against a real SMTP server on loopback (aiosmtpd, started here), the closed gate, and a
 //! source walk proving that every send path takes a permit.
 
-use std::net::TcpStream;
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -457,8 +457,24 @@ fn test_python() -> PathBuf {
     }
 }
 
+/// aiosmtpd's own command line, with one change: once its listening socket is bound (to the
+/// port asked for, here 0 so the kernel picks a free one), the port is printed on stdout. The
+/// line is the readiness signal: the server listens before it is printed, so the test neither
+/// guesses a free port (bind-drop-rebind) nor polls for it.
+const SMTP_SINK_PY: &str = r#"
+import asyncio, sys
+from aiosmtpd.main import main
+create_server = asyncio.BaseEventLoop.create_server
+async def announce(self, *args, **kwargs):
+    server = await create_server(self, *args, **kwargs)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    return server
+asyncio.BaseEventLoop.create_server = announce
+main(sys.argv[1:])
+"#;
+
 /// A real SMTP server on loopback (aiosmtpd's Mailbox handler writes each message it accepts to
-/// a Maildir), killed when dropped.
+/// a Maildir, before it answers the DATA command), killed when dropped.
 struct SmtpSink {
     child: Child,
     port: u16,
@@ -473,6 +489,7 @@ impl SmtpSink {
     /// `extra`: aiosmtpd options, e.g. `--tlscert`/`--tlskey` (STARTTLS, required by the
     /// server) or `--smtpscert`/`--smtpskey` (implicit TLS).
     fn start_with(dir: &Path, extra: &[&Path]) -> SmtpSink {
+        static SINKS: AtomicUsize = AtomicUsize::new(0);
         let python = test_python();
         let probe = Command::new(&python)
             .args(["-c", "import aiosmtpd"])
@@ -484,43 +501,60 @@ impl SmtpSink {
             "the SMTP end-to-end test needs aiosmtpd; scripts/test.sh installs it into the \
              project's .venv"
         );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let maildir = dir.join(format!("smtp-sink-{port}"));
-        let child = Command::new(&python)
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
+        let maildir = dir.join(format!(
+            "smtp-sink-{}",
+            SINKS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut child = Command::new(&python)
+            .args(["-c", SMTP_SINK_PY, "-n", "-l", "127.0.0.1:0"])
             .args(extra)
             .args(["-c", "aiosmtpd.handlers.Mailbox"])
             .arg(&maildir)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("python3 -m aiosmtpd starts");
-        let sink = SmtpSink {
+            .expect("python3 starts aiosmtpd");
+        let mut line = String::new();
+        let stdout = child.stdout.take().unwrap();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let port = line.trim().parse().unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("aiosmtpd did not report its port: {line:?}")
+        });
+        SmtpSink {
             child,
             port,
             maildir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while TcpStream::connect(("127.0.0.1", sink.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "aiosmtpd did not start listening"
-            );
-            std::thread::sleep(Duration::from_millis(50));
         }
-        sink
     }
 
+    /// Every message the server accepted. Exact as soon as a send has been answered: the
+    /// handler writes a message before its `250` to DATA, and mailgate answers only after that.
     fn received(&self) -> Vec<String> {
         maildir_files(&self.maildir)
             .iter()
             .map(|p| std::fs::read_to_string(p).unwrap())
             .collect()
+    }
+
+    /// Proves that nothing but `marker` reached the server since it last held `before`
+    /// messages: a message sent through `client` (a session that may send to it) after the
+    /// refused attempt is the readiness signal. Any delivery of the refused attempt was
+    /// accepted before the refusal was answered, so it would be here ahead of the marker.
+    async fn only_marker_since(&self, client: &Client, before: usize) {
+        let marker = json!({"to": ["ana.lima@example.com"], "subject": "Marker after refusal",
+                            "body": "b"});
+        assert_eq!(client.ok("send_email", marker).await["status"], "sent");
+        let received = self.received();
+        assert_eq!(received.len(), before + 1, "only the marker arrived");
+        assert!(
+            received
+                .iter()
+                .filter(|m| m.contains("Subject: Marker after refusal"))
+                .count()
+                == 1,
+            "{received:?}"
+        );
     }
 }
 
@@ -550,17 +584,6 @@ async fn smtp_world(world: World, port: u16, smtp: &str) -> (World, Client) {
         .config(&json, 0o600);
     let client = world.client(&["serve"]).await;
     (world, client)
-}
-
-/// Waits until the sink holds `count` messages (it writes them after answering), then a little
-/// longer so a late extra one would be seen.
-async fn wait_for(sink: &SmtpSink, count: usize) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while sink.received().len() < count && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    sink.received()
 }
 
 #[tokio::test]
@@ -602,7 +625,7 @@ async fn smtp_end_to_end_delivers_only_the_permitted_message() {
         "the Sent copy was filed: {out}"
     );
 
-    let received = wait_for(&sink, 1).await;
+    let received = sink.received();
     assert_eq!(
         received.len(),
         1,
@@ -741,7 +764,7 @@ async fn smtp_over_starttls_and_implicit_tls_verifies_the_server() {
         client.ok("send_email", send.clone()).await["transport"],
         "smtp"
     );
-    assert_eq!(wait_for(&starttls, 1).await.len(), 1);
+    assert_eq!(starttls.received().len(), 1);
     client.close().await;
 
     // The same server without the caFile: its certificate is not trusted, nothing is sent, and
@@ -756,15 +779,15 @@ async fn smtp_over_starttls_and_implicit_tls_verifies_the_server() {
         "the certificate check failed: {text}"
     );
     assert_eq!(
-        wait_for(&starttls, 1).await.len(),
-        1,
-        "nothing more arrived"
-    );
-    assert_eq!(
         finance_sent(&world).len(),
         12,
         "no Sent copy for a failed send"
     );
+    client.close().await;
+    // Nothing of the refused send arrived: a trusted session's marker is the only new message.
+    let smtp = format!(r#""security": "starttls", "caFile": "{ca}""#);
+    let (_world, client) = smtp_world(World::new(), starttls.port, &smtp).await;
+    starttls.only_marker_since(&client, 1).await;
     client.close().await;
 
     // Implicit TLS (SMTPS) with the caFile: delivered.
@@ -785,7 +808,7 @@ async fn smtp_over_starttls_and_implicit_tls_verifies_the_server() {
         client.ok("send_email", send.clone()).await["status"],
         "sent"
     );
-    assert_eq!(wait_for(&smtps, 1).await.len(), 1);
+    assert_eq!(smtps.received().len(), 1);
     client.close().await;
 
     // starttls against a server that offers no STARTTLS: refused, never sent in the clear.
@@ -796,10 +819,10 @@ async fn smtp_over_starttls_and_implicit_tls_verifies_the_server() {
     let (code, text) = refusal(&client, send).await;
     assert_eq!(code, "BACKEND_UNAVAILABLE");
     assert!(text.contains("connection failed"), "{text}");
-    assert!(
-        wait_for(&plain, 0).await.is_empty(),
-        "no downgrade to plaintext"
-    );
+    client.close().await;
+    // No downgrade to plaintext: a plaintext session's marker is the only message it got.
+    let (_world, client) = smtp_world(World::new(), plain.port, r#""security": "plain""#).await;
+    plain.only_marker_since(&client, 0).await;
     client.close().await;
 }
 

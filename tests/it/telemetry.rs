@@ -18,7 +18,7 @@ async fn secret_looking_values_never_reach_journal_or_stderr() {
         .with("MAILGATE_JOURNAL", "true")
         .with("MAILGATE_LOG", "debug");
     let stderr_path = world.path().join("stderr.log");
-    let c = world.demo_client_with_stderr(&stderr_path).await;
+    let c = world.shared_demo_client_with_stderr(&stderr_path).await;
     let calls = [
         (
             "search_mailbox",
@@ -70,11 +70,16 @@ async fn secret_looking_values_never_reach_journal_or_stderr() {
     for (tool, args) in calls {
         let _ = c.call(tool, args).await;
     }
-    c.close().await;
-    // Give the child a moment to flush and exit.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The server has exited once this returns, so its stderr and journal are complete.
+    c.close_and_reap().await;
     let journal = std::fs::read_to_string(world.state().join("journal.jsonl")).unwrap();
-    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap();
+    // The capture worked: the server's debug log is in it (a failed or empty capture would
+    // make every "not in stderr" check below pass vacuously).
+    assert!(
+        stderr.contains("serving MCP over stdio"),
+        "stderr was not captured: {stderr:?}"
+    );
     assert!(
         journal.lines().count() >= 12,
         "every call is journaled: {journal}"

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::util::{World, demo_config, gated_world, text_of};
+use crate::util::{World, gated_world, shared_demo_config, text_of};
 
 /// The reference plugin's 12-tool `tools/list`, compact JSON.
 const READ_CATALOG_BUDGET: usize = 13_041;
@@ -258,9 +258,7 @@ async fn the_served_tool_list_is_the_published_one_without_output_schemas() {
         let (h, w, s) = (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0);
         let name = catalog_name(h, w, s);
         let world = gated_world(h, w, s);
-        let client = world.demo_client().await;
-        let served = json!({ "tools": client.tools().await });
-        client.close().await;
+        let served = json!({ "tools": world.shared_demo_tools().await });
         let tools = served["tools"].as_array().unwrap();
         assert!(
             tools.iter().all(|t| t.get("outputSchema").is_none()),
@@ -313,7 +311,7 @@ fn conforms(value: &Value, schema: &Value) -> Result<(), String> {
 #[tokio::test]
 async fn output_schemas_are_opt_in_and_the_answers_conform() {
     let world = gated_world(false, false, false).with("MAILGATE_OUTPUT_SCHEMAS", "true");
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let served = json!({ "tools": client.tools().await });
     let published = published("read");
     assert_eq!(served, published, "opted in: the full contract of policy/");
@@ -349,7 +347,7 @@ async fn output_schemas_are_opt_in_and_the_answers_conform() {
 
     // A strict boolean, like every other switch: an unknown spelling stops startup.
     let world = World::new();
-    let config = demo_config(&world).await;
+    let config = shared_demo_config(&world);
     let out = world
         .run_with(
             &[("MAILGATE_OUTPUT_SCHEMAS", "sometimes")],
@@ -366,9 +364,9 @@ async fn output_schemas_are_opt_in_and_the_answers_conform() {
 
 #[tokio::test]
 async fn a_twenty_message_listing_costs_less_text_than_its_structured_copy() {
-    // The world owns the demo's temp dir: it must outlive the server.
+    // The world owns the state folder: it must outlive the server.
     let world = World::new();
-    let client = world.demo_client().await;
+    let client = world.shared_demo_client().await;
     let result = client
         .call(
             "list_messages",

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::OnceLock;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::RunningService;
@@ -96,9 +97,56 @@ impl World {
         self
     }
 
-    /// Starts `mailgate demo --serve` (the demo mailboxes as fixture) and connects a client.
+    /// Starts `mailgate demo --serve` (the demo mailboxes as fixture, written afresh into this
+    /// world's state folder) and connects a client. For tests that change the mailboxes; a test
+    /// that only reads uses [`World::shared_demo_client`].
     pub(crate) async fn demo_client(&self) -> Client {
         self.client(&["demo", "--serve"]).await
+    }
+
+    /// Serves the process-wide read-only demo ([`shared_demo`]) with this world's environment
+    /// and state folder. The write and send gates must stay closed: without their tools the
+    /// server has no way to change a Maildir, so no test can disturb another's fixture.
+    pub(crate) async fn shared_demo_client(&self) -> Client {
+        self.shared_demo_client_with(std::process::Stdio::null())
+            .await
+    }
+
+    /// [`World::shared_demo_client`] with the server's stderr captured into `path`.
+    pub(crate) async fn shared_demo_client_with_stderr(&self, path: &Path) -> Client {
+        let file = std::fs::File::create(path).unwrap();
+        self.shared_demo_client_with(file.into()).await
+    }
+
+    /// The shared demo is only served with the write and send gates closed: without their
+    /// tools the server has no way to change a Maildir.
+    fn assert_read_only(&self) {
+        for gate in ["PLUGIN_ALLOW_WRITES", "PLUGIN_ALLOW_SEND"] {
+            assert_ne!(
+                self.env.get(gate).map(String::as_str),
+                Some("true"),
+                "{gate}: a test that may write needs its own demo (demo_client)"
+            );
+        }
+    }
+
+    async fn shared_demo_client_with(&self, stderr: std::process::Stdio) -> Client {
+        self.assert_read_only();
+        let mut cmd = self.command(&["serve"]);
+        cmd.env("OUTLOOK_PLUGIN_CONFIG", &shared_demo().config);
+        spawn_client(cmd, stderr).await
+    }
+
+    /// The tools a server on the shared demo lists with this world's gates, any of them open:
+    /// the session only lists and ends, so nothing can be called on the shared mailboxes.
+    pub(crate) async fn shared_demo_tools(&self) -> Vec<Tool> {
+        let config = shared_demo().config.display().to_string();
+        let mut cmd = self.command(&["serve"]);
+        cmd.env("OUTLOOK_PLUGIN_CONFIG", &config);
+        let client = spawn_client(cmd, std::process::Stdio::null()).await;
+        let tools = client.tools().await;
+        client.close().await;
+        tools
     }
 
     pub(crate) async fn client(&self, args: &[&str]) -> Client {
@@ -112,21 +160,90 @@ impl World {
     }
 
     async fn client_with(&self, args: &[&str], stderr: std::process::Stdio) -> Client {
-        let cmd = self.command(args).configure(|c| {
-            c.kill_on_drop(true);
-        });
-        let (transport, _stderr) = TokioChildProcess::builder(cmd)
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        Client {
-            inner: ().serve(transport).await.unwrap(),
-        }
+        spawn_client(self.command(args), stderr).await
     }
+}
+
+async fn spawn_client(cmd: tokio::process::Command, stderr: std::process::Stdio) -> Client {
+    let cmd = cmd.configure(|c| {
+        c.kill_on_drop(true);
+    });
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let pid = transport.id().expect("the server has a pid");
+    Client {
+        inner: ().serve(transport).await.unwrap(),
+        pid,
+    }
+}
+
+/// The demo written once per test process, for tests that never change a mailbox: its
+/// `plugin.json` and Maildir root.
+pub(crate) struct SharedDemo {
+    pub(crate) config: PathBuf,
+    pub(crate) mail: PathBuf,
+}
+
+/// The process-wide read-only demo, written on first use under `target/tmp` (a static is never
+/// dropped, so a `TempDir` would outlive the run; the folder is named by pid instead, and
+/// folders of test processes that are gone are removed here).
+pub(crate) fn shared_demo() -> &'static SharedDemo {
+    static DEMO: OnceLock<SharedDemo> = OnceLock::new();
+    DEMO.get_or_init(|| {
+        let parent = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        std::fs::create_dir_all(parent).unwrap();
+        for entry in std::fs::read_dir(parent).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap_or_default();
+            if let Some(pid) = name.strip_prefix("shared-demo-")
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(parent.join(&name));
+            }
+        }
+        let home = parent.join(format!("shared-demo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        mkdir_mode(&home, 0o700);
+        let state = home.join("state");
+        let out = std::process::Command::new(EXE)
+            .args(["demo", "--serve"])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &home)
+            .env("MAILGATE_HOME", &state)
+            .current_dir(&home)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let config = state.join("demo/plugin.json");
+        assert!(config.exists(), "demo setup: {out:?}");
+        SharedDemo {
+            config,
+            mail: state.join("demo/mail"),
+        }
+    })
+}
+
+/// A demo Maildir folder's message counts read from disk, independently of mailgate:
+/// `(total, unread)`. A message is unread in `new/`, or in `cur/` without the `S` flag.
+pub(crate) fn maildir_counts(folder: &Path) -> (usize, usize) {
+    let new = sorted_names(&folder.join("new")).len();
+    let cur = sorted_names(&folder.join("cur"));
+    let seen = cur
+        .iter()
+        .filter(|name| {
+            name.split_once(":2,")
+                .is_some_and(|(_, flags)| flags.contains('S'))
+        })
+        .count();
+    (new + cur.len(), new + cur.len() - seen)
 }
 
 pub(crate) struct Client {
     pub(crate) inner: RunningService<RoleClient, ()>,
+    /// The server process, so a test can see that it has exited.
+    pid: u32,
 }
 
 impl Client {
@@ -184,6 +301,23 @@ impl Client {
         meta.0["mailgate/errorCode"].as_str().unwrap().to_owned()
     }
 
+    /// Calls a tool that must be refused on the protocol channel (JSON-RPC invalid params, as
+    /// for an unknown tool) and returns the error's message.
+    pub(crate) async fn protocol_refusal(&self, name: &str, args: Value) -> String {
+        match self.call(name, args).await {
+            Err(rmcp::ServiceError::McpError(error)) => {
+                assert_eq!(
+                    error.code,
+                    rmcp::model::ErrorCode::INVALID_PARAMS,
+                    "{error:?}"
+                );
+                assert_eq!(error.data, None, "{error:?}");
+                error.message.into_owned()
+            }
+            other => panic!("{name} must be a protocol error: {other:?}"),
+        }
+    }
+
     /// The id of the first message `list_messages` answers for `criteria` in `mailbox`.
     pub(crate) async fn first_id(&self, mailbox: &str, criteria: Value) -> String {
         let listing = self
@@ -200,6 +334,17 @@ impl Client {
 
     pub(crate) async fn close(self) {
         let _ = self.inner.cancel().await;
+    }
+
+    /// Closes the session and checks the server has exited: rmcp's close ends stdin and waits
+    /// for (reaps) the child, so everything it wrote is on disk once this returns.
+    pub(crate) async fn close_and_reap(self) {
+        let pid = self.pid;
+        self.inner.cancel().await.unwrap();
+        assert!(
+            !Path::new("/proc").join(pid.to_string()).exists(),
+            "the server (pid {pid}) is still running after close"
+        );
     }
 }
 
@@ -230,6 +375,12 @@ pub(crate) async fn demo_config(world: &World) -> String {
     path.display().to_string()
 }
 
+/// The shared read-only demo's own config path (the write and send gates must be closed).
+pub(crate) fn shared_demo_config(world: &World) -> String {
+    world.assert_read_only();
+    shared_demo().config.display().to_string()
+}
+
 /// One mailbox of a config written by [`config_over_demo`]: a demo Maildir (by alias), or a
 /// Graph mailbox when `maildir` is false.
 pub(crate) struct DemoEntry {
@@ -247,7 +398,23 @@ pub(crate) async fn config_over_demo(
     extra: &str,
 ) -> String {
     demo_config(world).await;
-    let mail = world.state().join("demo/mail");
+    config_over(world, &world.state().join("demo/mail"), mailboxes, extra)
+}
+
+/// As [`config_over_demo`], over the shared read-only demo ([`shared_demo`]): for tests that
+/// never write, so the write and send gates must be closed.
+pub(crate) fn config_over_shared_demo(
+    world: &World,
+    mailboxes: &[DemoEntry],
+    extra: &str,
+) -> String {
+    world.assert_read_only();
+    config_over(world, &shared_demo().mail, mailboxes, extra)
+}
+
+/// The config file `custom.json` in the world's folder: `mailboxes` over the Maildirs under
+/// `mail`, plus `extra` top-level keys.
+fn config_over(world: &World, mail: &Path, mailboxes: &[DemoEntry], extra: &str) -> String {
     let entries: Vec<String> = mailboxes
         .iter()
         .map(|m| {
@@ -311,18 +478,20 @@ pub(crate) fn sorted_names(dir: &Path) -> Vec<String> {
 }
 
 /// finance and personal from the demo, plus a Graph mailbox `cloud` (not built in this version).
-pub(crate) async fn demo_maildir_config(world: &World, extra: &str) -> String {
-    let mailboxes = [
-        FINANCE,
-        PERSONAL,
-        DemoEntry {
-            alias: "cloud",
-            address: "cloud@example.org",
-            access: "full",
-            maildir: false,
-        },
-    ];
-    config_over_demo(world, &mailboxes, extra).await
+const DEMO_AND_CLOUD: [DemoEntry; 3] = [
+    FINANCE,
+    PERSONAL,
+    DemoEntry {
+        alias: "cloud",
+        address: "cloud@example.org",
+        access: "full",
+        maildir: false,
+    },
+];
+
+/// A config of [`DEMO_AND_CLOUD`] over the shared read-only demo (gates for writing closed).
+pub(crate) fn shared_maildir_config(world: &World, extra: &str) -> String {
+    config_over_shared_demo(world, &DEMO_AND_CLOUD, extra)
 }
 
 /// A uid that is not the test's own (`nobody`): files "planted by another user" are chowned to

@@ -108,14 +108,16 @@ async fn folder_of(c: &Client, mailbox: &str, id: &str) -> String {
 #[tokio::test]
 async fn write_tools_are_absent_and_uncallable_with_the_gate_closed() {
     let world = World::new().with("MAILGATE_DOWNLOAD_DIR", "/nonexistent-mailgate-downloads");
-    let c = world.demo_client().await;
+    let c = world.shared_demo_client().await;
     let names = c.tool_names().await;
     for tool in WRITE_TOOLS {
         assert!(!names.contains(&tool.to_owned()), "{tool} must be absent");
         let args =
             json!({"mailbox": "personal", "messageIds": ["x"], "destinationFolderId": "archive"});
-        let result = c.call(tool, args).await;
-        assert!(result.is_err(), "{tool} is not callable: {result:?}");
+        assert_eq!(
+            c.protocol_refusal(tool, args).await,
+            format!("tool {tool} is not in this catalog: it needs PLUGIN_ALLOW_WRITES=true")
+        );
     }
     c.close().await;
     assert!(
