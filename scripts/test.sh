@@ -58,6 +58,9 @@ node_clients() {
 
 step format cargo fmt --all --check
 step clippy cargo clippy --locked --all-targets -- -D warnings
+# The shipped library and binary alone: --all-targets turns the test-only `bench` feature on
+# (the crate is its own dev-dependency), which would hide code dead without it.
+step "clippy (shipped build)" cargo clippy --locked --lib --bins -- -D warnings
 step "test dependencies" test_dependencies
 step "node clients" node_clients
 step tests cargo test --locked --all-targets
