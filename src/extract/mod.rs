@@ -98,6 +98,43 @@ pub(crate) enum ExtractError {
     Failed,
 }
 
+/// One extraction's wall-clock limit in the server.
+pub(crate) const EXTRACTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why [`extract_in_slot`] returned no text.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum SlotError {
+    /// [`EXTRACTION_TIMEOUT`] passed first.
+    TimedOut,
+    /// The blocking job ended without an answer (it panicked).
+    Stopped,
+    /// The extractor refused or failed.
+    Extract(ExtractError),
+}
+
+/// [`extract_text`] as the server runs it: on the blocking pool, within [`EXTRACTION_TIMEOUT`],
+/// holding `slot` (a permit of the process-wide `maxConcurrentExtractions` bound). The permit
+/// moves into the job, so a job that outlives its caller's timeout still holds it and the bound
+/// counts extractions actually running. Callers differ only in how they get the permit (refuse
+/// when busy, or wait) and how they report a [`SlotError`].
+pub(crate) async fn extract_in_slot(
+    slot: tokio::sync::OwnedSemaphorePermit,
+    name: Option<String>,
+    content_type: String,
+    bytes: Vec<u8>,
+    max_chars: usize,
+) -> Result<Extracted, SlotError> {
+    let job = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        extract_text(name.as_deref(), &content_type, &bytes, max_chars)
+    });
+    match tokio::time::timeout(EXTRACTION_TIMEOUT, job).await {
+        Err(_) => Err(SlotError::TimedOut),
+        Ok(Err(_)) => Err(SlotError::Stopped),
+        Ok(Ok(result)) => result.map_err(SlotError::Extract),
+    }
+}
+
 /// Longest ZIP entry name that can be listed and addressed (reference §4.2, §5.11).
 pub(crate) const MAX_ENTRY_CHARS: usize = 512;
 

@@ -24,7 +24,7 @@ use super::{
 use crate::alias::Alias;
 use crate::backends::{BackendError, MessageDetail};
 use crate::config::Limits;
-use crate::extract::{self, ExtractError, Format};
+use crate::extract::{self, ExtractError, Format, SlotError};
 use crate::search::{
     Filters, SearchOutcome, SearchPlan, SearchStatus, SortBy, SortOrder, engine, fanout, warning,
 };
@@ -802,28 +802,22 @@ pub(super) async fn extract_bounded(
             )
         })?;
     let max_chars = app.config.limits.max_extracted_chars;
-    // The permit moves into the job: a job that outlives its caller's timeout still holds it, so
-    // the bound counts extractions actually running.
-    let job = tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        extract::extract_text(name.as_deref(), &content_type, &bytes, max_chars)
-    });
-    match tokio::time::timeout(std::time::Duration::from_secs(30), job).await {
-        Err(_) => Err(ToolError::new(
-            ErrorCode::ExtractionTimeout,
-            "the extraction ran past its time limit",
-        )),
-        Ok(Err(_)) => Err(ToolError::new(
-            ErrorCode::ExtractionFailed,
-            "the extractor stopped",
-        )),
-        Ok(Ok(Err(ExtractError::Unsupported(format)))) => Err(unsupported_format(format)),
-        Ok(Ok(Err(ExtractError::Failed))) => Err(ToolError::new(
-            ErrorCode::ExtractionFailed,
-            "the attachment could not be parsed",
-        )),
-        Ok(Ok(Ok(extracted))) => Ok(extracted),
-    }
+    extract::extract_in_slot(slot, name, content_type, bytes, max_chars)
+        .await
+        .map_err(|e| match e {
+            SlotError::TimedOut => ToolError::new(
+                ErrorCode::ExtractionTimeout,
+                "the extraction ran past its time limit",
+            ),
+            SlotError::Stopped => {
+                ToolError::new(ErrorCode::ExtractionFailed, "the extractor stopped")
+            }
+            SlotError::Extract(ExtractError::Unsupported(format)) => unsupported_format(format),
+            SlotError::Extract(ExtractError::Failed) => ToolError::new(
+                ErrorCode::ExtractionFailed,
+                "the attachment could not be parsed",
+            ),
+        })
 }
 
 fn unsupported_format(format: Format) -> ToolError {

@@ -40,7 +40,7 @@ use serde::Serialize;
 use super::signals::{self, Haystack, NameMatch, Signals};
 use super::{MatchedSignalsOut, NameMatchOut, any_kind, push_once, union};
 use crate::backends::{AttachmentMeta, Backend, BackendError};
-use crate::extract::{self, ExtractError, Extracted};
+use crate::extract::{self, ExtractError, Extracted, SlotError};
 use crate::search::{Candidate, Filters, SearchPlan, SearchStatus, SortBy, SortOrder, engine};
 use crate::tools::args::{InvestigateArgs, InvestigationFolder};
 use crate::tools::output::{self, AddressOut, bounded};
@@ -56,8 +56,6 @@ const SHOWN_ATTACHMENTS: usize = output::SUMMARY_ATTACHMENTS;
 const SHOWN_NOT_READ: usize = 10;
 /// Characters of a not-read attachment's name in the answer.
 const NOT_READ_NAME_CHARS: usize = 100;
-/// One extraction's time limit (as `get_attachment_content`).
-const EXTRACTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -906,21 +904,17 @@ impl ContentReader {
             Ok(Err(_)) => return Err((format.as_str(), ContentReason::ExtractionFailed)),
             Ok(Ok(slot)) => slot,
         };
-        let max_chars = self.max_chars;
-        let job = tokio::task::spawn_blocking(move || {
-            // The permit moves into the job: one that outlives its timeout still holds it.
-            let _slot = slot;
-            extract::extract_text(meta.name.as_deref(), &meta.content_type, &bytes, max_chars)
-        });
-        match tokio::time::timeout(EXTRACTION_TIMEOUT, job).await {
-            Err(_) => Err((format.as_str(), ContentReason::ExtractionTimeout)),
-            Ok(Err(_)) | Ok(Ok(Err(ExtractError::Failed))) => {
+        match extract::extract_in_slot(slot, meta.name, meta.content_type, bytes, self.max_chars)
+            .await
+        {
+            Err(SlotError::TimedOut) => Err((format.as_str(), ContentReason::ExtractionTimeout)),
+            Err(SlotError::Stopped | SlotError::Extract(ExtractError::Failed)) => {
                 Err((format.as_str(), ContentReason::ExtractionFailed))
             }
-            Ok(Ok(Err(ExtractError::Unsupported(f)))) => {
+            Err(SlotError::Extract(ExtractError::Unsupported(f))) => {
                 Err((f.as_str(), ContentReason::UnsupportedFormat))
             }
-            Ok(Ok(Ok(text))) => Ok((text, format.as_str())),
+            Ok(text) => Ok((text, format.as_str())),
         }
     }
 
