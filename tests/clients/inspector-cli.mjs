@@ -15,6 +15,7 @@ import { execFile } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { READ } from './catalog.mjs';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -240,20 +241,6 @@ for (const [tool, args] of planned) {
     }
   }
 }
-const READ = [
-  'list_allowed_mailboxes',
-  'search_mailbox',
-  'search_mailboxes',
-  'search_mailboxes_batch',
-  'get_message',
-  'list_messages',
-  'list_folders',
-  'get_folder_stats',
-  'list_attachments',
-  'get_attachment_content',
-  'inspect_attachment_evidence',
-  'investigate_documents',
-];
 for (const tool of READ) {
   const schema = byName[tool]?.inputSchema;
   if (!schema) {

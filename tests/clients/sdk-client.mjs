@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { READ } from './catalog.mjs';
 
 const mailgate = process.argv[2] && resolve(process.argv[2]);
 if (!mailgate) {
@@ -32,20 +33,6 @@ for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
   };
 }
 
-const READ = [
-  'list_allowed_mailboxes',
-  'search_mailbox',
-  'search_mailboxes',
-  'search_mailboxes_batch',
-  'get_message',
-  'list_messages',
-  'list_folders',
-  'get_folder_stats',
-  'list_attachments',
-  'get_attachment_content',
-  'inspect_attachment_evidence',
-  'investigate_documents',
-];
 const HANDOFF = ['create_attachment_handoff', 'get_attachment_handoff'];
 const WRITE = ['move_messages', 'copy_messages', 'mark_messages', 'download_attachments', 'create_draft'];
 const SEND = ['send_email'];
