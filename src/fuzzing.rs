@@ -20,8 +20,9 @@ use std::sync::{Once, OnceLock};
 use serde_json::Value;
 
 use crate::address::EmailAddress;
-use crate::backends::BackendError;
 use crate::backends::maildir::MaildirStore;
+use crate::backends::model::{Budget, Filters, FolderSelector, Order, ScanRequest};
+use crate::backends::{BackendError, MailStore};
 use crate::config::env::Env;
 use crate::config::{Access, BackendSpec, Config, Security, ServerSpec};
 use crate::gates::{
@@ -29,7 +30,6 @@ use crate::gates::{
     ALLOWED_SENDERS_VAR, Gates, HTTP_ALLOW_NO_AUTH_VAR, SEND_FROM_VAR, SEND_MAX_PER_HOUR_VAR,
     SendRefusal,
 };
-use crate::search::{Filters, ScanRequest};
 
 // ----------------------------------------------------------------------------------------------
 // config_parse
@@ -1223,11 +1223,15 @@ async fn check_maildir(store: &MaildirStore) {
     assert_eq!(folders[0].unread, 0, "oracle: the message is seen (flag S)");
 
     let request = |filters: Filters| ScanRequest {
-        folder: None,
+        folder: FolderSelector::parse(None),
         filters,
-        max_items: 10,
-        max_pages: 2,
-        deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
+        budget: Budget {
+            deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
+            max_pages: 2,
+            max_items: 10,
+        },
+        keep: 10,
+        order: Order::default(),
     };
     let page = store
         .scan(&request(Filters::default()), None)
@@ -1284,7 +1288,7 @@ async fn check_maildir(store: &MaildirStore) {
         "oracle: the opposite attachment filter excludes the message"
     );
     if let Some(subject) = &listed.subject
-        && !crate::search::matcher::tokens(subject).is_empty()
+        && !crate::fold::tokens(subject).is_empty()
     {
         let hits = store
             .scan(&request(Filters::default()), Some(subject))

@@ -14,6 +14,7 @@ pub(crate) mod dir_fd;
 pub(crate) mod downloads;
 pub(crate) mod error;
 pub(crate) mod extract;
+pub(crate) mod fold;
 pub(crate) mod gates;
 pub(crate) mod handoff;
 pub(crate) mod handoff_cli;

@@ -9,9 +9,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::backends::{Backend, Registry, maildir::MaildirStore};
+use crate::backends::{Backend, Grants, Registry};
 use crate::config::env::Env;
-use crate::config::{BackendSpec, ConfigError, DOWNLOAD_DIR, Settings};
+use crate::config::{Access, ConfigError, DOWNLOAD_DIR, Settings};
 use crate::downloads::DownloadRoot;
 use crate::error::StartupError;
 use crate::gates::Gates;
@@ -45,19 +45,19 @@ pub(crate) fn load_settings(
 pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
     let mut entries = Vec::with_capacity(settings.config.mailboxes.len());
     for mailbox in &settings.config.mailboxes {
-        let backend = match &mailbox.backend {
-            BackendSpec::Maildir { path, .. } => {
-                let dir =
-                    path_guard::open_dir(path).map_err(|e| StartupError::MaildirUnavailable {
-                        alias: mailbox.alias.to_string(),
-                        kind: e.kind(),
-                    })?;
-                Backend::Maildir(MaildirStore::new(dir))
-            }
-            BackendSpec::Graph => Backend::Unavailable { kind: "graph" },
-            BackendSpec::Imap { .. } => Backend::Unavailable { kind: "imap" },
+        let backend =
+            Backend::open(&mailbox.backend).map_err(|e| StartupError::MaildirUnavailable {
+                alias: mailbox.alias.to_string(),
+                kind: e.kind(),
+            })?;
+        let grants = Grants {
+            write: gates.writes && mailbox.access != Access::Read,
+            file_sent: gates
+                .send
+                .as_ref()
+                .is_some_and(|send| send.from_alias == mailbox.alias),
         };
-        entries.push((mailbox.alias.clone(), backend));
+        entries.push((mailbox.alias.clone(), backend, grants));
     }
     // Not used for expansion yet, but a configured file must pass the same checks as
     // plugin.json, so a bad deployment fails now rather than when expansion lands.

@@ -1,247 +1,441 @@
-//! Mail backends behind one closed set of operations.
+//! Mail backends behind one seam.
 //!
-//! A [`Backend`] is created at startup for exactly one mailbox and pinned to it: nothing can point
-//! it at another mailbox afterwards. The set of backends is a closed enum (a sealed choice), so
-//! adding one forces every operation to be wired for it. There is no delete operation anywhere in
-//! this interface, at any gate setting.
-//!
-//! Everything a backend returns that came from a message is untrusted; the types here carry it
-//! unbounded and the tool layer bounds and frames it.
+//! A backend is created at startup for exactly one mailbox and pinned to it: nothing can point
+//! it at another mailbox afterwards. Each backend is a module here implementing [`MailStore`]
+//! (reads) and [`MailWrite`] (writes) over the neutral [`model`]; [`Backend`] is the closed set
+//! of them, and its one delegating macro ([`on_backend!`]) is the only code that names the
+//! variants — including [`NotBuilt`], the one place a configured but unbuilt backend kind turns
+//! into `Unsupported`. Reads are open to every holder of a [`Backend`]; writes are reachable only
+//! through a [`Writer`] or a [`SentFolder`], handles the [`Registry`] hands out for the mailboxes
+//! startup granted them (write gate open and the alias not narrowed to read; the send gate's
+//! sending mailbox). There is no delete operation anywhere in this interface, at any gate
+//! setting. Every operation but a scan (which has its own budget) runs under
+//! [`OPERATION_DEADLINE`].
 
+pub(crate) mod error;
 pub(crate) mod maildir;
+pub(crate) mod model;
 pub(crate) mod outbox;
 pub(crate) mod smtp;
+pub(crate) mod transport;
 
-use chrono::{DateTime, Utc};
+use std::future::Future;
+use std::time::Duration;
+
+pub(crate) use error::BackendError;
+pub(crate) use model::{
+    AttachmentMeta, Capabilities, FolderInfo, FolderSelector, FolderStats, ItemResult,
+    MessageDetail, Page, ScanRequest,
+};
+use model::{Flags, WellKnown};
 
 use crate::alias::Alias;
-use crate::search::{Candidate, Page, ScanRequest, SearchSource};
+use crate::config::BackendSpec;
+use crate::path_guard;
 
-/// Why a backend operation failed, in classes the tool boundary maps to stable codes.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub(crate) enum BackendError {
-    #[error("the requested item does not exist")]
-    NotFound,
-    #[error("the backend for this mailbox is not available in this build")]
-    Unsupported(&'static str),
-    #[error("the mailbox storage could not be read")]
-    Io(#[source] std::io::Error),
-    #[error("a server-side limit was exceeded")]
-    TooLarge,
-    #[error("the id is not one this mailbox issued")]
-    BadId,
+/// How long one backend operation other than a scan may take before it is a
+/// [`BackendError::Timeout`].
+pub(crate) const OPERATION_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The read operations every backend implements.
+pub(crate) trait MailStore: Sync {
+    fn capabilities(&self) -> Capabilities;
+
+    fn list_folders(&self) -> impl Future<Output = Result<Vec<FolderInfo>, BackendError>> + Send;
+
+    /// Counts of one folder, reading at most `max_items` messages.
+    fn folder_stats(
+        &self,
+        folder: &FolderSelector,
+        max_items: usize,
+    ) -> impl Future<Output = Result<FolderStats, BackendError>> + Send;
+
+    /// A listing (no `query`) or the backend's own search for `query`, under the request's
+    /// filters, budget and keep count.
+    fn scan(
+        &self,
+        req: &ScanRequest,
+        query: Option<&str>,
+    ) -> impl Future<Output = Result<Page, BackendError>> + Send;
+
+    fn get_message(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<MessageDetail, BackendError>> + Send;
+
+    fn list_attachments(
+        &self,
+        message_id: &str,
+    ) -> impl Future<Output = Result<Vec<AttachmentMeta>, BackendError>> + Send;
+
+    /// The decoded bytes of one attachment; refused before download when the declared size is
+    /// over `max_bytes`, and checked again on the decoded length.
+    fn attachment(
+        &self,
+        message_id: &str,
+        attachment_id: &str,
+        max_bytes: u64,
+    ) -> impl Future<Output = Result<(AttachmentMeta, Vec<u8>), BackendError>> + Send;
 }
 
-impl From<std::io::Error> for BackendError {
-    fn from(err: std::io::Error) -> Self {
-        if err.kind() == std::io::ErrorKind::NotFound {
-            BackendError::NotFound
-        } else {
-            BackendError::Io(err)
-        }
+/// The write operations. Visible to the backend modules only: the rest of the crate writes
+/// through [`Writer`] and [`SentFolder`]. No delete method may ever be added here (catalog.md: no
+/// tool deletes, at any gate setting).
+pub(in crate::backends) trait MailWrite: MailStore {
+    /// Stores a whole RFC 5322 message in a well-known folder (created when missing) with
+    /// `flags`; returns the new message's id.
+    fn append(
+        &self,
+        folder: WellKnown,
+        raw: &[u8],
+        flags: Flags,
+    ) -> impl Future<Output = Result<String, BackendError>> + Send;
+
+    /// Moves messages to an existing folder (never created). `Err` is the whole call's failure
+    /// (e.g. `NotFound` for the destination); otherwise one result per id, in order, holding
+    /// the message's new id.
+    fn move_messages(
+        &self,
+        ids: &[String],
+        destination: &FolderSelector,
+    ) -> impl Future<Output = Result<Vec<ItemResult<String>>, BackendError>> + Send;
+
+    /// As `move_messages`, leaving the sources in place; results hold the copies' ids.
+    fn copy_messages(
+        &self,
+        ids: &[String],
+        destination: &FolderSelector,
+    ) -> impl Future<Output = Result<Vec<ItemResult<String>>, BackendError>> + Send;
+
+    /// Sets (`read = true`) or clears the read flag; ids are unchanged.
+    fn mark_messages(
+        &self,
+        ids: &[String],
+        read: bool,
+    ) -> impl Future<Output = Result<Vec<ItemResult<()>>, BackendError>> + Send;
+}
+
+/// A mailbox whose backend kind is configured but not built in this version (Graph, IMAP):
+/// every operation answers `Unsupported` naming the kind, so the catalog and the allowlist still
+/// work.
+pub(crate) struct NotBuilt {
+    kind: &'static str,
+}
+
+impl NotBuilt {
+    fn refuse<T>(&self) -> Result<T, BackendError> {
+        Err(BackendError::Unsupported(self.kind))
     }
 }
 
-/// One folder of a mailbox, flat; the tree is rebuilt from `parent_id`.
-#[derive(Clone, Debug)]
-pub(crate) struct FolderInfo {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) parent_id: Option<String>,
-    pub(crate) total: u64,
-    pub(crate) unread: u64,
+impl MailStore for NotBuilt {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            search: model::SearchKind::ListingOnly,
+        }
+    }
+    async fn list_folders(&self) -> Result<Vec<FolderInfo>, BackendError> {
+        self.refuse()
+    }
+    async fn folder_stats(
+        &self,
+        _: &FolderSelector,
+        _: usize,
+    ) -> Result<FolderStats, BackendError> {
+        self.refuse()
+    }
+    async fn scan(&self, _: &ScanRequest, _: Option<&str>) -> Result<Page, BackendError> {
+        self.refuse()
+    }
+    async fn get_message(&self, _: &str) -> Result<MessageDetail, BackendError> {
+        self.refuse()
+    }
+    async fn list_attachments(&self, _: &str) -> Result<Vec<AttachmentMeta>, BackendError> {
+        self.refuse()
+    }
+    async fn attachment(
+        &self,
+        _: &str,
+        _: &str,
+        _: u64,
+    ) -> Result<(AttachmentMeta, Vec<u8>), BackendError> {
+        self.refuse()
+    }
 }
 
-/// Attachment metadata; `name` is sender-controlled.
-#[derive(Clone, Debug)]
-pub(crate) struct AttachmentMeta {
-    pub(crate) id: String,
-    pub(crate) name: Option<String>,
-    pub(crate) content_type: String,
-    pub(crate) size: u64,
-    pub(crate) is_inline: bool,
+impl MailWrite for NotBuilt {
+    async fn append(&self, _: WellKnown, _: &[u8], _: Flags) -> Result<String, BackendError> {
+        self.refuse()
+    }
+    async fn move_messages(
+        &self,
+        _: &[String],
+        _: &FolderSelector,
+    ) -> Result<Vec<ItemResult<String>>, BackendError> {
+        self.refuse()
+    }
+    async fn copy_messages(
+        &self,
+        _: &[String],
+        _: &FolderSelector,
+    ) -> Result<Vec<ItemResult<String>>, BackendError> {
+        self.refuse()
+    }
+    async fn mark_messages(
+        &self,
+        _: &[String],
+        _: bool,
+    ) -> Result<Vec<ItemResult<()>>, BackendError> {
+        self.refuse()
+    }
 }
 
-/// A whole message as the reader tools see it.
-#[derive(Clone, Debug)]
-pub(crate) struct MessageDetail {
-    pub(crate) summary: Candidate,
-    pub(crate) to: Vec<crate::mime::Mailbox>,
-    pub(crate) cc: Vec<crate::mime::Mailbox>,
-    /// The message lists more To/Cc addresses than the parser keeps (`mime::MAX_ADDRESSES`).
-    pub(crate) recipients_cut: bool,
-    pub(crate) body_text: String,
-    pub(crate) body_is_html: bool,
-    pub(crate) internet_message_id: Option<String>,
-    pub(crate) in_reply_to: Option<String>,
-    /// The `References` chain, oldest first (for threading a reply).
-    pub(crate) references: Vec<String>,
-}
-
-/// Counts of one folder over a bounded scan.
-#[derive(Clone, Debug)]
-pub(crate) struct FolderStats {
-    pub(crate) folder: FolderInfo,
-    pub(crate) with_attachments: u64,
-    pub(crate) oldest: Option<DateTime<Utc>>,
-    pub(crate) newest: Option<DateTime<Utc>>,
-    pub(crate) messages_scanned: u64,
-    /// Scanned messages that could not be read or wholly parsed: the attachment count does not
-    /// cover them.
-    pub(crate) messages_not_read: u64,
-    pub(crate) pages_scanned: u32,
-    pub(crate) truncated: bool,
-}
-
-/// The backend pinned to one mailbox.
+/// The backend pinned to one mailbox. Adding a backend adds a variant here and an arm to
+/// [`on_backend!`]; nothing else in the crate names the variants.
 pub(crate) enum Backend {
     Maildir(maildir::MaildirStore),
-    /// A mailbox whose backend kind is configured but not built yet (Graph, IMAP): every call
-    /// answers `UNSUPPORTED`, so the catalog and the allowlist still work.
-    Unavailable {
-        kind: &'static str,
-    },
+    NotBuilt(NotBuilt),
+}
+
+/// Runs `$body` with `$b` bound to the backend inside `$self` — the one match over the variants.
+macro_rules! on_backend {
+    ($self:expr, $b:ident => $body:expr) => {
+        match $self {
+            Backend::Maildir($b) => $body,
+            Backend::NotBuilt($b) => $body,
+        }
+    };
+}
+
+/// `fut` under [`OPERATION_DEADLINE`].
+async fn bounded<T>(fut: impl Future<Output = Result<T, BackendError>>) -> Result<T, BackendError> {
+    tokio::time::timeout(OPERATION_DEADLINE, fut)
+        .await
+        .unwrap_or(Err(BackendError::Timeout))
 }
 
 impl Backend {
-    pub(crate) async fn list_folders(&self) -> Result<Vec<FolderInfo>, BackendError> {
+    /// Opens the backend a mailbox's config block names; a Maildir root must be an openable
+    /// directory (startup refuses the config otherwise).
+    pub(crate) fn open(spec: &BackendSpec) -> std::io::Result<Self> {
+        Ok(match spec {
+            BackendSpec::Maildir { path, .. } => {
+                Backend::Maildir(maildir::MaildirStore::new(path_guard::open_dir(path)?))
+            }
+            BackendSpec::Graph => Backend::NotBuilt(NotBuilt { kind: "graph" }),
+            BackendSpec::Imap { .. } => Backend::NotBuilt(NotBuilt { kind: "imap" }),
+        })
+    }
+
+    /// `Err(Unsupported(kind))` when this mailbox's backend is not built, so a caller can say
+    /// why before planning work, without looking at variants.
+    pub(crate) fn ensure_built(&self) -> Result<(), BackendError> {
         match self {
-            Backend::Maildir(m) => m.list_folders().await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
+            Backend::NotBuilt(b) => b.refuse(),
+            _ => Ok(()),
         }
+    }
+
+    pub(crate) fn capabilities(&self) -> Capabilities {
+        on_backend!(self, b => b.capabilities())
+    }
+
+    pub(crate) async fn list_folders(&self) -> Result<Vec<FolderInfo>, BackendError> {
+        bounded(async { on_backend!(self, b => b.list_folders().await) }).await
     }
 
     pub(crate) async fn folder_stats(
         &self,
-        folder: &str,
+        folder: &FolderSelector,
         max_items: usize,
     ) -> Result<FolderStats, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.folder_stats(folder, max_items).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+        bounded(async { on_backend!(self, b => b.folder_stats(folder, max_items).await) }).await
+    }
+
+    /// See [`MailStore::scan`]; bounded by the request's own budget, not
+    /// [`OPERATION_DEADLINE`].
+    pub(crate) async fn scan(
+        &self,
+        req: &ScanRequest,
+        query: Option<&str>,
+    ) -> Result<Page, BackendError> {
+        on_backend!(self, b => b.scan(req, query).await)
     }
 
     pub(crate) async fn get_message(&self, id: &str) -> Result<MessageDetail, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.get_message(id).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+        bounded(async { on_backend!(self, b => b.get_message(id).await) }).await
     }
 
     pub(crate) async fn list_attachments(
         &self,
         message_id: &str,
     ) -> Result<Vec<AttachmentMeta>, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.list_attachments(message_id).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+        bounded(async { on_backend!(self, b => b.list_attachments(message_id).await) }).await
     }
 
-    /// The decoded bytes of one attachment; refused before decoding when the declared size is
-    /// over `max_bytes`, and checked again on the decoded length.
     pub(crate) async fn attachment(
         &self,
         message_id: &str,
         attachment_id: &str,
         max_bytes: u64,
     ) -> Result<(AttachmentMeta, Vec<u8>), BackendError> {
-        match self {
-            Backend::Maildir(m) => m.attachment(message_id, attachment_id, max_bytes).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+        bounded(async {
+            on_backend!(self, b => b.attachment(message_id, attachment_id, max_bytes).await)
+        })
+        .await
+    }
+
+    // Writes: private to this module; reached through `Writer` and `SentFolder`.
+
+    async fn append(
+        &self,
+        folder: WellKnown,
+        raw: &[u8],
+        flags: Flags,
+    ) -> Result<String, BackendError> {
+        bounded(async { on_backend!(self, b => b.append(folder, raw, flags).await) }).await
+    }
+
+    async fn move_messages(
+        &self,
+        ids: &[String],
+        destination: &FolderSelector,
+    ) -> Result<Vec<ItemResult<String>>, BackendError> {
+        bounded(async { on_backend!(self, b => b.move_messages(ids, destination).await) }).await
+    }
+
+    async fn copy_messages(
+        &self,
+        ids: &[String],
+        destination: &FolderSelector,
+    ) -> Result<Vec<ItemResult<String>>, BackendError> {
+        bounded(async { on_backend!(self, b => b.copy_messages(ids, destination).await) }).await
+    }
+
+    async fn mark_messages(
+        &self,
+        ids: &[String],
+        read: bool,
+    ) -> Result<Vec<ItemResult<()>>, BackendError> {
+        bounded(async { on_backend!(self, b => b.mark_messages(ids, read).await) }).await
     }
 }
 
-/// Writes (write gate only). Each takes ids this mailbox issued; none deletes anything, and no
-/// delete method may ever be added here (catalog.md: no tool deletes, at any gate setting).
-impl Backend {
-    /// Appends a whole RFC 5322 message to `folder` (a well-known name such as `sentitems` or
-    /// `drafts`, created when missing, or an existing folder id) with Maildir `flags` (letters of
-    /// `DFPRST`; empty = unseen). Returns the new message's id.
-    pub(crate) async fn append(
-        &self,
-        folder: &str,
-        raw: &[u8],
-        flags: &str,
-    ) -> Result<String, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.append(folder, raw, flags).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+/// The write operations of one mailbox. Only [`Registry::writer`] makes one, for a mailbox
+/// startup granted writes to.
+pub(crate) struct Writer<'a> {
+    backend: &'a Backend,
+}
+
+impl Writer<'_> {
+    /// Stores a draft (flags: seen, draft) in the drafts folder, created when missing.
+    pub(crate) async fn create_draft(&self, raw: &[u8]) -> Result<String, BackendError> {
+        let flags = Flags {
+            seen: true,
+            draft: true,
+        };
+        self.backend.append(WellKnown::Drafts, raw, flags).await
     }
 
-    /// Moves messages to an existing folder (well-known name or id; never created). `Err` is the
-    /// whole call's failure (e.g. `NotFound` for the destination); otherwise one result per id,
-    /// in order, holding the message's new id.
     pub(crate) async fn move_messages(
         &self,
         ids: &[String],
-        destination: &str,
-    ) -> Result<Vec<maildir::ItemResult<String>>, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.move_messages(ids, destination).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+        destination: &FolderSelector,
+    ) -> Result<Vec<ItemResult<String>>, BackendError> {
+        self.backend.move_messages(ids, destination).await
     }
 
-    /// As [`Backend::move_messages`], leaving the sources in place; results hold the copies' ids.
     pub(crate) async fn copy_messages(
         &self,
         ids: &[String],
-        destination: &str,
-    ) -> Result<Vec<maildir::ItemResult<String>>, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.copy_messages(ids, destination).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+        destination: &FolderSelector,
+    ) -> Result<Vec<ItemResult<String>>, BackendError> {
+        self.backend.copy_messages(ids, destination).await
     }
 
-    /// Sets (`read = true`) or clears the read flag; ids are unchanged.
     pub(crate) async fn mark_messages(
         &self,
         ids: &[String],
         read: bool,
-    ) -> Result<Vec<maildir::ItemResult<()>>, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.mark_messages(ids, read).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+    ) -> Result<Vec<ItemResult<()>>, BackendError> {
+        self.backend.mark_messages(ids, read).await
     }
 }
 
-impl SearchSource for Backend {
-    async fn search(&self, req: &ScanRequest, query: &str) -> Result<Page, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.scan(req, Some(query)).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
-    }
+/// Files the copy of a sent message in the sending mailbox's Sent folder, for transports that
+/// do not file it themselves ([`transport::Transport::files_sent_copy`]). Only
+/// [`Registry::sent_folder`] makes one, for the send gate's sending mailbox.
+pub(crate) struct SentFolder<'a> {
+    backend: &'a Backend,
+}
 
-    async fn list(&self, req: &ScanRequest) -> Result<Page, BackendError> {
-        match self {
-            Backend::Maildir(m) => m.scan(req, None).await,
-            Backend::Unavailable { kind } => Err(BackendError::Unsupported(kind)),
-        }
+impl SentFolder<'_> {
+    pub(crate) async fn file(&self, raw: &[u8]) -> Result<String, BackendError> {
+        let flags = Flags {
+            seen: true,
+            draft: false,
+        };
+        self.backend.append(WellKnown::SentItems, raw, flags).await
     }
 }
 
-/// Alias → backend, fixed at startup.
+/// What startup granted one mailbox beyond reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Grants {
+    /// The write gate is open and the alias is not narrowed to read.
+    pub(crate) write: bool,
+    /// This is the send gate's sending mailbox: sent copies may be filed in it.
+    pub(crate) file_sent: bool,
+}
+
+struct Mailbox {
+    alias: Alias,
+    backend: Backend,
+    grants: Grants,
+}
+
+/// Alias → backend and grants, fixed at startup.
 pub(crate) struct Registry {
-    entries: Vec<(Alias, Backend)>,
+    entries: Vec<Mailbox>,
 }
 
 impl Registry {
-    pub(crate) fn new(entries: Vec<(Alias, Backend)>) -> Self {
-        Self { entries }
+    pub(crate) fn new(entries: Vec<(Alias, Backend, Grants)>) -> Self {
+        Self {
+            entries: entries
+                .into_iter()
+                .map(|(alias, backend, grants)| Mailbox {
+                    alias,
+                    backend,
+                    grants,
+                })
+                .collect(),
+        }
+    }
+
+    fn entry(&self, alias: &Alias) -> Option<&Mailbox> {
+        self.entries.iter().find(|m| &m.alias == alias)
     }
 
     pub(crate) fn get(&self, alias: &Alias) -> Option<&Backend> {
-        self.entries
-            .iter()
-            .find(|(a, _)| a == alias)
-            .map(|(_, b)| b)
+        self.entry(alias).map(|m| &m.backend)
+    }
+
+    /// The write handle of `alias`; `None` unless startup granted it writes.
+    pub(crate) fn writer(&self, alias: &Alias) -> Option<Writer<'_>> {
+        self.entry(alias)
+            .filter(|m| m.grants.write)
+            .map(|m| Writer {
+                backend: &m.backend,
+            })
+    }
+
+    /// The Sent-copy handle of `alias`; `None` unless it is the sending mailbox.
+    pub(crate) fn sent_folder(&self, alias: &Alias) -> Option<SentFolder<'_>> {
+        self.entry(alias)
+            .filter(|m| m.grants.file_sent)
+            .map(|m| SentFolder {
+                backend: &m.backend,
+            })
     }
 }

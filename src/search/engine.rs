@@ -5,13 +5,19 @@
 //! limit ends in `SEARCH_INCOMPLETE`, `SEARCH_FAILED` or `SEARCH_UNTRUSTED`, with warning codes
 //! that name the limit.
 
+use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
 use super::matcher::TokenQuery;
 use super::{
-    Candidate, Confidence, Page, ScanReport, SearchOutcome, SearchPlan, SearchSource, SearchStatus,
-    SortBy, SortOrder, Strategy, warning,
+    Confidence, ScanReport, SearchOutcome, SearchPlan, SearchSource, SearchStatus, Strategy,
+    error_warning, limit_warnings, warning,
 };
+use crate::backends::BackendError;
+use crate::backends::model::{ContentGap, MessageSummary, Order, Page, SearchKind};
+
+/// Bodies fetched at once by the fallback scan of a backend whose search may ignore the query.
+const BODY_FETCHES: usize = 4;
 
 /// A term that cannot occur in real mail, derived from the query so that a backend which ignores
 /// the query returns the same "hits" for it.
@@ -21,67 +27,154 @@ pub(crate) fn canary_term(query: &str) -> String {
 }
 
 pub(crate) async fn run<S: SearchSource>(source: &S, plan: &SearchPlan) -> SearchOutcome {
-    match plan.query.as_deref() {
-        None => deterministic(source, plan).await,
-        Some(q) => relevance(source, plan, q).await,
+    match (plan.query.as_deref(), source.capabilities().search) {
+        (None, _) => deterministic(source, plan).await,
+        (Some(q), SearchKind::ExhaustiveLocal) => exhaustive(source, plan, q).await,
+        (Some(q), SearchKind::RemoteRelevance) => relevance(source, plan, q).await,
+        (Some(q), SearchKind::ListingOnly) => {
+            fallback(source, plan, q, Vec::new(), Trust::default()).await
+        }
     }
 }
 
+/// The failure outcome of a backend call, naming its class when it has one.
+fn failed_with(first: &'static str, err: &BackendError) -> SearchOutcome {
+    let mut outcome = SearchOutcome::failed(first);
+    outcome.warnings.extend(error_warning(err));
+    outcome
+}
+
+/// A page's matches that pass the filters again (a backend may ignore part of a filter).
+fn filtered(page: &mut Page, plan: &SearchPlan) -> Vec<MessageSummary> {
+    std::mem::take(&mut page.items)
+        .into_iter()
+        .filter(|c| plan.filters.matches(c))
+        .collect()
+}
+
+/// Matches the backend found beyond those it returned (it keeps the best `keep`).
+fn unreturned(page: &Page) -> bool {
+    page.matched > page.items.len()
+}
+
 async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> SearchOutcome {
-    match source.list(&plan.scan_request()).await {
-        Err(_) => SearchOutcome {
-            warnings: vec![warning::FILTER_FAILED],
-            ..SearchOutcome::failed(warning::FILTER_FAILED)
-        },
-        Ok(page) => {
-            let scanned = page.items.len();
-            let incomplete = page.is_incomplete();
-            let scan = ScanReport::of(&page, plan);
-            let warnings: Vec<&'static str> = page.limit_warnings().collect();
-            let hits: Vec<Candidate> = page
-                .items
-                .into_iter()
-                .filter(|c| plan.filters.matches(c))
-                .collect();
-            if hits.is_empty() {
-                let (status, confidence) = if incomplete {
-                    (SearchStatus::SearchIncomplete, Confidence::Low)
-                } else {
-                    (SearchStatus::NotFound, Confidence::High)
-                };
-                return SearchOutcome {
-                    status,
-                    strategy: Strategy::BackendSearch,
-                    confidence,
-                    pages_scanned: page.pages_scanned,
-                    candidates_scanned: scanned,
-                    truncated: page.truncated,
-                    canary_matched: false,
-                    warnings,
-                    messages: Vec::new(),
-                    scan,
-                };
-            }
-            found(
-                Strategy::BackendSearch,
-                hits,
-                page.pages_scanned,
-                scanned,
-                page.truncated,
-                warnings,
-                false,
-                plan,
-                scan,
-            )
-        }
+    let mut page = match source.scan(&plan.scan_request(), None).await {
+        Err(err) => return failed_with(warning::FILTER_FAILED, &err),
+        Ok(page) => page,
+    };
+    let scanned = page.examined.max(page.items.len());
+    let incomplete = page.is_incomplete();
+    let scan = ScanReport::of(&page, plan);
+    let warnings: Vec<&'static str> = limit_warnings(&page).collect();
+    let more = unreturned(&page);
+    let hits = filtered(&mut page, plan);
+    if hits.is_empty() {
+        let (status, confidence) = if incomplete {
+            (SearchStatus::SearchIncomplete, Confidence::Low)
+        } else {
+            (SearchStatus::NotFound, Confidence::High)
+        };
+        return SearchOutcome {
+            status,
+            strategy: Strategy::BackendSearch,
+            confidence,
+            pages_scanned: page.pages_scanned,
+            candidates_scanned: scanned,
+            truncated: page.truncated,
+            canary_matched: false,
+            warnings,
+            messages: Vec::new(),
+            scan,
+        };
     }
+    found(
+        Strategy::BackendSearch,
+        hits,
+        Evidence {
+            pages_scanned: page.pages_scanned,
+            candidates_scanned: scanned,
+            truncated: page.truncated || more,
+            warnings,
+            canary_matched: false,
+            scan,
+        },
+        plan,
+    )
+}
+
+/// A backend whose search reads every message with our matcher: one scan is the whole proof
+/// (no canary: it cannot ignore the query; no fallback: a second scan would read the same).
+async fn exhaustive<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) -> SearchOutcome {
+    let mut page = match source.scan(&plan.scan_request(), Some(query)).await {
+        Err(err) => {
+            let mut outcome = failed_with(warning::LOCAL_SCAN_FAILED, &err);
+            outcome.strategy = Strategy::LocalScan;
+            return outcome;
+        }
+        Ok(page) => page,
+    };
+    let scanned = page.examined;
+    let incomplete = page.is_incomplete();
+    let scan = ScanReport::of(&page, plan);
+    let warnings: Vec<&'static str> = limit_warnings(&page).collect();
+    let more = unreturned(&page);
+    let hits = filtered(&mut page, plan);
+    if !hits.is_empty() {
+        return found(
+            Strategy::LocalScan,
+            hits,
+            Evidence {
+                pages_scanned: page.pages_scanned,
+                candidates_scanned: scanned,
+                truncated: page.truncated || more,
+                warnings,
+                canary_matched: false,
+                scan,
+            },
+            plan,
+        );
+    }
+    let (status, confidence) = if incomplete {
+        (SearchStatus::SearchIncomplete, Confidence::Low)
+    } else {
+        // Complete, but a word-level match has no stemming or synonyms: medium at most, as
+        // the reference's rule 7 for an exact-token scan.
+        (SearchStatus::NotFound, Confidence::Medium)
+    };
+    SearchOutcome {
+        status,
+        strategy: Strategy::LocalScan,
+        confidence,
+        pages_scanned: page.pages_scanned,
+        candidates_scanned: scanned,
+        truncated: page.truncated,
+        canary_matched: false,
+        warnings,
+        messages: Vec::new(),
+        scan,
+    }
+}
+
+/// What the backend's own search and its canary said, for the fallback to weigh.
+#[derive(Clone, Copy, Debug, Default)]
+struct Trust {
+    /// The backend's search answered (ok) with candidates.
+    answered_with_candidates: bool,
+    /// The backend's search answered at all.
+    answered: bool,
+    canary_matched: bool,
+    canary_failed: bool,
+    pages: u32,
+    scanned: usize,
 }
 
 async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) -> SearchOutcome {
     let req = plan.scan_request();
     let canary = canary_term(query);
-    let (real, canary_page) =
-        futures::join!(source.search(&req, query), source.search(&req, &canary));
+    let (real, canary_page) = futures::join!(
+        source.scan(&req, Some(query)),
+        source.scan(&req, Some(&canary))
+    );
 
     let mut warnings = Vec::new();
     let canary_matched = matches!(&canary_page, Ok(p) if !p.items.is_empty());
@@ -92,49 +185,69 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
     if canary_failed {
         warnings.push(warning::CANARY_FAILED);
     }
-
-    let (real_ok, real_had_candidates, real_pages, real_scanned) = match &real {
-        Ok(p) => (true, !p.items.is_empty(), p.pages_scanned, p.items.len()),
-        Err(_) => (false, false, 0, 0),
+    let mut trust = Trust {
+        canary_matched,
+        canary_failed,
+        ..Trust::default()
     };
-    if let Ok(page) = real
-        && !page.items.is_empty()
-        && !canary_matched
-        && !canary_failed
-    {
-        let truncated = page.truncated;
-        let scan = ScanReport::of(&page, plan);
-        let hits: Vec<Candidate> = page
-            .items
-            .into_iter()
-            .filter(|c| plan.filters.matches(c))
-            .collect();
-        if !hits.is_empty() {
-            return found(
-                Strategy::BackendSearch,
-                hits,
-                real_pages,
-                real_scanned,
-                truncated,
-                warnings,
-                false,
-                plan,
-                scan,
-            );
+    match real {
+        Ok(mut page) => {
+            trust.answered = true;
+            trust.answered_with_candidates = !page.items.is_empty();
+            trust.pages = page.pages_scanned;
+            trust.scanned = page.items.len();
+            if trust.answered_with_candidates && !canary_matched && !canary_failed {
+                let truncated = page.truncated || unreturned(&page);
+                let scan = ScanReport::of(&page, plan);
+                let hits = filtered(&mut page, plan);
+                if !hits.is_empty() {
+                    return found(
+                        Strategy::BackendSearch,
+                        hits,
+                        Evidence {
+                            pages_scanned: trust.pages,
+                            candidates_scanned: trust.scanned,
+                            truncated,
+                            warnings,
+                            canary_matched: false,
+                            scan,
+                        },
+                        plan,
+                    );
+                }
+            }
+            if !trust.answered_with_candidates {
+                warnings.push(warning::BACKEND_EMPTY);
+            }
+        }
+        Err(err) => {
+            warnings.push(warning::BACKEND_FAILED);
+            warnings.extend(error_warning(&err));
         }
     }
-    if !real_ok {
-        warnings.push(warning::BACKEND_FAILED);
-    } else if !real_had_candidates {
-        warnings.push(warning::BACKEND_EMPTY);
-    }
+    fallback(source, plan, query, warnings, trust).await
+}
 
-    let untrusted_backend = real_ok && real_had_candidates && (canary_matched || canary_failed);
-    let fallback = source.list(&req).await;
-    let page: Page = match fallback {
-        Err(_) => {
+/// The bounded local scan of recent messages (search.md rules 4–8): a listing within the plan's
+/// window, matched by exact tokens; a body is fetched only for a message its summary does not
+/// match, and a body that cannot be fetched leaves the answer unproven.
+async fn fallback<S: SearchSource>(
+    source: &S,
+    plan: &SearchPlan,
+    query: &str,
+    mut warnings: Vec<&'static str>,
+    trust: Trust,
+) -> SearchOutcome {
+    let untrusted_backend =
+        trust.answered_with_candidates && (trust.canary_matched || trust.canary_failed);
+    let mut req = plan.scan_request();
+    // The window, not the result count, bounds a listing the engine filters itself.
+    req.keep = plan.scan_limit;
+    let mut page = match source.scan(&req, None).await {
+        Err(err) => {
             warnings.push(warning::LOCAL_SCAN_FAILED);
-            let status = if real_ok && (canary_matched || canary_failed) {
+            warnings.extend(error_warning(&err));
+            let status = if trust.answered && (trust.canary_matched || trust.canary_failed) {
                 SearchStatus::SearchUntrusted
             } else {
                 SearchStatus::SearchFailed
@@ -143,10 +256,10 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
                 status,
                 strategy: Strategy::LocalScan,
                 confidence: Confidence::Low,
-                pages_scanned: real_pages,
-                candidates_scanned: real_scanned,
+                pages_scanned: trust.pages,
+                candidates_scanned: trust.scanned,
                 truncated: true,
-                canary_matched,
+                canary_matched: trust.canary_matched,
                 warnings,
                 messages: Vec::new(),
                 scan: ScanReport::default(),
@@ -154,27 +267,30 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
         }
         Ok(p) => p,
     };
-    let scan = ScanReport::of(&page, plan);
     let matcher = TokenQuery::new(query);
     let scanned = page.items.len();
+    let candidates = filtered(&mut page, plan);
+    let (hits, bodies_missing) = match_with_bodies(source, &matcher, candidates, plan).await;
+    if bodies_missing {
+        page.gaps.add(ContentGap::Unreadable);
+        warnings.push(warning::BODY_UNREAD);
+    }
+    let scan = ScanReport::of(&page, plan);
     let incomplete = page.is_incomplete();
-    warnings.extend(page.limit_warnings());
-    let hits: Vec<Candidate> = page
-        .items
-        .into_iter()
-        .filter(|c| plan.filters.matches(c) && matcher.matches(c))
-        .collect();
+    warnings.extend(limit_warnings(&page));
     if !hits.is_empty() {
         return found(
             Strategy::LocalScan,
             hits,
-            page.pages_scanned,
-            scanned,
-            page.truncated,
-            warnings,
-            canary_matched,
+            Evidence {
+                pages_scanned: page.pages_scanned,
+                candidates_scanned: scanned,
+                truncated: page.truncated,
+                warnings,
+                canary_matched: trust.canary_matched,
+                scan,
+            },
             plan,
-            scan,
         );
     }
     let (status, confidence) = if untrusted_backend {
@@ -192,32 +308,69 @@ async fn relevance<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) 
         pages_scanned: page.pages_scanned,
         candidates_scanned: scanned,
         truncated: page.truncated,
-        canary_matched,
+        canary_matched: trust.canary_matched,
         warnings,
         messages: Vec::new(),
         scan,
     }
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one constructor for the FOUND evidence fields"
-)]
-fn found(
-    strategy: Strategy,
-    mut hits: Vec<Candidate>,
+/// The candidates `matcher` matches, fetching a body only where the summary does not settle it;
+/// `true` when a body could not be fetched (or the deadline passed first), so a non-match among
+/// them is unproven.
+async fn match_with_bodies<S: SearchSource>(
+    source: &S,
+    matcher: &TokenQuery,
+    candidates: Vec<MessageSummary>,
+    plan: &SearchPlan,
+) -> (Vec<MessageSummary>, bool) {
+    let (mut hits, need_body): (Vec<_>, Vec<_>) = candidates
+        .into_iter()
+        .partition(|c| matcher.matches(c, None));
+    let deadline = tokio::time::Instant::from_std(plan.deadline);
+    let fetched: Vec<(MessageSummary, Option<String>)> = futures::stream::iter(need_body)
+        .map(|c| async move {
+            let body = tokio::time::timeout_at(deadline, source.body_text(&c.id)).await;
+            (c, body.ok().and_then(Result::ok))
+        })
+        .buffered(BODY_FETCHES)
+        .collect()
+        .await;
+    let mut missing = false;
+    for (c, body) in fetched {
+        match body {
+            Some(body) if matcher.matches(&c, Some(&body)) => hits.push(c),
+            Some(_) => {}
+            None => missing = true,
+        }
+    }
+    (hits, missing)
+}
+
+/// The evidence fields of a `FOUND` answer.
+struct Evidence {
     pages_scanned: u32,
     candidates_scanned: usize,
-    scan_truncated: bool,
+    truncated: bool,
     warnings: Vec<&'static str>,
     canary_matched: bool,
-    plan: &SearchPlan,
     scan: ScanReport,
+}
+
+fn found(
+    strategy: Strategy,
+    mut hits: Vec<MessageSummary>,
+    evidence: Evidence,
+    plan: &SearchPlan,
 ) -> SearchOutcome {
-    sort(&mut hits, plan.sort_by, plan.sort_order);
+    let order = Order {
+        by: plan.sort_by,
+        direction: plan.sort_order,
+    };
+    hits.sort_by(|a, b| order.compare(a, b));
     let cut = hits.len() > plan.max_results;
     hits.truncate(plan.max_results);
-    let truncated = scan_truncated || cut;
+    let truncated = evidence.truncated || cut;
     SearchOutcome {
         status: SearchStatus::Found,
         strategy,
@@ -226,43 +379,25 @@ fn found(
         } else {
             Confidence::High
         },
-        pages_scanned,
-        candidates_scanned,
+        pages_scanned: evidence.pages_scanned,
+        candidates_scanned: evidence.candidates_scanned,
         truncated,
-        canary_matched,
-        warnings,
+        canary_matched: evidence.canary_matched,
+        warnings: evidence.warnings,
         messages: hits,
-        scan,
+        scan: evidence.scan,
     }
-}
-
-pub(crate) fn sort(items: &mut [Candidate], by: SortBy, order: SortOrder) {
-    items.sort_by(|a, b| {
-        let ord = match by {
-            SortBy::ReceivedDateTime => a.received.cmp(&b.received),
-            SortBy::Subject => a
-                .subject
-                .as_deref()
-                .unwrap_or("")
-                .to_lowercase()
-                .cmp(&b.subject.as_deref().unwrap_or("").to_lowercase()),
-        }
-        .then_with(|| a.id.cmp(&b.id));
-        match order {
-            SortOrder::Asc => ord,
-            SortOrder::Desc => ord.reverse(),
-        }
-    });
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::backends::BackendError;
-    use crate::search::{ContentGap, Filters, Gaps, ScanRequest};
+    use crate::backends::model::{Capabilities, Filters, Gaps, ScanRequest, SortBy, SortOrder};
+    use crate::search::gap_warning;
 
-    pub(crate) fn candidate(id: &str, subject: &str) -> Candidate {
-        Candidate {
+    pub(crate) fn candidate(id: &str, subject: &str) -> MessageSummary {
+        MessageSummary {
             id: id.into(),
             folder_id: "INBOX".into(),
             subject: Some(subject.into()),
@@ -271,23 +406,22 @@ pub(crate) mod tests {
             sent: None,
             is_read: false,
             is_flagged: false,
-            is_answered: false,
             has_attachments: false,
             preview: String::new(),
-            body: String::new(),
             attachments: Vec::new(),
             gap: None,
         }
     }
 
-    /// A scripted backend: each field is what the corresponding call answers.
+    /// A scripted backend with a remote relevance search: each field is what the corresponding
+    /// call answers; every message's body is empty.
     struct Fake {
         real: Result<Page, ()>,
         canary: Result<Page, ()>,
         list: Result<Page, ()>,
     }
 
-    fn page(items: Vec<Candidate>, truncated: bool) -> Result<Page, ()> {
+    fn page(items: Vec<MessageSummary>, truncated: bool) -> Result<Page, ()> {
         Ok(Page {
             items,
             pages_scanned: 1,
@@ -297,7 +431,7 @@ pub(crate) mod tests {
     }
 
     /// A complete, untruncated page in which one message was not wholly read.
-    fn page_with_gap(items: Vec<Candidate>, gap: ContentGap) -> Result<Page, ()> {
+    fn page_with_gap(items: Vec<MessageSummary>, gap: ContentGap) -> Result<Page, ()> {
         let mut gaps = Gaps::default();
         gaps.add(gap);
         Ok(Page {
@@ -309,17 +443,74 @@ pub(crate) mod tests {
     }
 
     impl SearchSource for Fake {
-        async fn search(&self, _req: &ScanRequest, query: &str) -> Result<Page, BackendError> {
-            let r = if query.starts_with("__mailgate_canary_") {
-                &self.canary
-            } else {
-                &self.real
+        fn capabilities(&self) -> Capabilities {
+            Capabilities {
+                search: SearchKind::RemoteRelevance,
+            }
+        }
+        async fn scan(
+            &self,
+            _req: &ScanRequest,
+            query: Option<&str>,
+        ) -> Result<Page, BackendError> {
+            let r = match query {
+                None => &self.list,
+                Some(q) if q.starts_with("__mailgate_canary_") => &self.canary,
+                Some(_) => &self.real,
             };
-            r.clone().map_err(|()| BackendError::NotFound)
+            r.clone().map_err(|()| BackendError::Unavailable)
         }
-        async fn list(&self, _req: &ScanRequest) -> Result<Page, BackendError> {
-            self.list.clone().map_err(|()| BackendError::NotFound)
+        async fn body_text(&self, _id: &str) -> Result<String, BackendError> {
+            Ok(String::new())
         }
+    }
+
+    /// `Fake` whose bodies hold `body`, or cannot be fetched (`None`).
+    struct WithBodies(Fake, Option<&'static str>);
+
+    impl SearchSource for WithBodies {
+        fn capabilities(&self) -> Capabilities {
+            self.0.capabilities()
+        }
+        async fn scan(&self, req: &ScanRequest, query: Option<&str>) -> Result<Page, BackendError> {
+            self.0.scan(req, query).await
+        }
+        async fn body_text(&self, _id: &str) -> Result<String, BackendError> {
+            self.1.map(str::to_owned).ok_or(BackendError::Timeout)
+        }
+    }
+
+    /// Issue 10: summaries carry no body; the fallback fetches one only for a message whose
+    /// summary does not match, and a body it cannot fetch leaves the answer unproven.
+    #[tokio::test]
+    async fn the_fallback_reads_bodies_lazily_and_never_proves_absence_without_them() {
+        let fake = || Fake {
+            real: page(vec![], false),
+            canary: page(vec![], false),
+            list: page(vec![candidate("1", "other")], false),
+        };
+        let o = run(
+            &WithBodies(fake(), Some("the invoice is attached")),
+            &plan(Some("invoice")),
+        )
+        .await;
+        assert_eq!(
+            (o.status, o.strategy),
+            (SearchStatus::Found, Strategy::LocalScan)
+        );
+        let o = run(
+            &WithBodies(fake(), Some("nothing here")),
+            &plan(Some("invoice")),
+        )
+        .await;
+        assert_eq!(o.status, SearchStatus::NotFound);
+        let o = run(&WithBodies(fake(), None), &plan(Some("invoice"))).await;
+        assert_eq!(o.status, SearchStatus::SearchIncomplete);
+        assert!(
+            o.warnings.contains(&warning::BODY_UNREAD),
+            "{:?}",
+            o.warnings
+        );
     }
 
     fn plan(query: Option<&str>) -> SearchPlan {
@@ -440,7 +631,7 @@ pub(crate) mod tests {
             Fake {
                 real: page(vec![], false),
                 canary: page(vec![], false),
-                list: stopped(crate::search::ScanStop::Window),
+                list: stopped(crate::backends::model::ScanStop::Window),
             },
             Some("invoice"),
         )
@@ -459,7 +650,7 @@ pub(crate) mod tests {
             Fake {
                 real: page(vec![], false),
                 canary: page(vec![], false),
-                list: stopped(crate::search::ScanStop::Pages),
+                list: stopped(crate::backends::model::ScanStop::Pages),
             },
             Some("invoice"),
         )
@@ -560,12 +751,15 @@ pub(crate) mod tests {
         )
         .await;
         assert_eq!(failed.status, SearchStatus::SearchFailed);
-        assert_eq!(failed.warnings, vec![warning::FILTER_FAILED]);
+        assert_eq!(
+            failed.warnings,
+            vec![warning::FILTER_FAILED, warning::UNAVAILABLE]
+        );
     }
 
     #[tokio::test]
     async fn found_cut_to_max_results_is_truncated_medium() {
-        let many: Vec<Candidate> = (0..9).map(|i| candidate(&i.to_string(), "a")).collect();
+        let many: Vec<MessageSummary> = (0..9).map(|i| candidate(&i.to_string(), "a")).collect();
         let o = outcome(
             Fake {
                 real: Err(()),
@@ -600,7 +794,7 @@ pub(crate) mod tests {
             let o = outcome(fake, Some("invoice")).await;
             assert_eq!(o.status, SearchStatus::SearchIncomplete, "{gap:?}");
             assert_eq!(o.confidence, Confidence::Low);
-            assert!(o.warnings.contains(&gap.warning()), "{:?}", o.warnings);
+            assert!(o.warnings.contains(&gap_warning(gap)), "{:?}", o.warnings);
             assert!(!o.warnings.contains(&warning::EXACT_TOKEN));
 
             let fake = Fake {
@@ -612,7 +806,7 @@ pub(crate) mod tests {
             p.filters.is_read = Some(true);
             let o = run(&fake, &p).await;
             assert_eq!(o.status, SearchStatus::SearchIncomplete, "{gap:?}");
-            assert!(o.warnings.contains(&gap.warning()));
+            assert!(o.warnings.contains(&gap_warning(gap)));
         }
     }
 

@@ -8,7 +8,7 @@ use futures::StreamExt;
 
 use super::{SearchOutcome, SearchPlan, engine};
 use crate::alias::Alias;
-use crate::backends::{Backend, Registry};
+use crate::backends::Registry;
 
 /// Searches every alias (already checked against the allowlist by the caller). With
 /// `shared_slots`, each mailbox search also holds a permit of that semaphore.
@@ -28,11 +28,11 @@ pub(crate) async fn search_all(
                 Some(s) => s.acquire().await.ok(),
                 None => None,
             };
-            let outcome = match registry.get(&alias) {
-                Some(Backend::Unavailable { .. }) => {
-                    SearchOutcome::failed(super::warning::BACKEND_UNSUPPORTED)
-                }
-                Some(backend) => engine::run(backend, plan).await,
+            let outcome = match registry.get(&alias).map(|b| (b, b.ensure_built())) {
+                Some((_, Err(err))) => SearchOutcome::failed(
+                    super::error_warning(&err).unwrap_or(super::warning::MAILBOX_FAILED),
+                ),
+                Some((backend, Ok(()))) => engine::run(backend, plan).await,
                 None => SearchOutcome::failed(super::warning::MAILBOX_FAILED),
             };
             (alias, outcome)

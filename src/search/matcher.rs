@@ -4,42 +4,13 @@
 //! Normalisation (reference §6.3): NFKD, combining marks removed, HTML tags stripped, every
 //! non-alphanumeric character becomes a separator, lower-cased. A query matches a message when
 //! every query token appears as a whole token somewhere in its subject, preview, body, sender or
-//! attachment names.
+//! attachment names. Summaries carry no body: the engine matches the rest first and fetches a
+//! body only for a message the rest does not match.
 
 use std::collections::HashSet;
 
-use unicode_normalization::UnicodeNormalization;
-use unicode_normalization::char::is_combining_mark;
-
-use super::Candidate;
-
-/// Normalised tokens of `text`, in order.
-pub(crate) fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut in_tag = false;
-    for ch in text.nfkd() {
-        if is_combining_mark(ch) {
-            continue;
-        }
-        if ch == '<' {
-            in_tag = true;
-        }
-        let is_word = !in_tag && ch.is_alphanumeric();
-        if ch == '>' {
-            in_tag = false;
-        }
-        if is_word {
-            current.extend(ch.to_lowercase());
-        } else if !current.is_empty() {
-            out.push(std::mem::take(&mut current));
-        }
-    }
-    if !current.is_empty() {
-        out.push(current);
-    }
-    out
-}
+use crate::backends::model::MessageSummary;
+use crate::fold::tokens;
 
 /// A compiled query: the set of tokens that must all be present.
 #[derive(Clone, Debug)]
@@ -61,7 +32,9 @@ impl TokenQuery {
         self.required.is_empty()
     }
 
-    pub(crate) fn matches(&self, c: &Candidate) -> bool {
+    /// Whether every token occurs in `c` (subject, preview, sender, attachment names) or in
+    /// `body` when given.
+    pub(crate) fn matches(&self, c: &MessageSummary, body: Option<&str>) -> bool {
         if self.required.is_empty() {
             return false;
         }
@@ -75,7 +48,9 @@ impl TokenQuery {
             feed(s);
         }
         feed(&c.preview);
-        feed(&c.body);
+        if let Some(body) = body {
+            feed(body);
+        }
         if let Some(from) = &c.from {
             if let Some(a) = &from.address {
                 feed(a);
@@ -98,21 +73,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn folds_diacritics_case_and_punctuation() {
-        assert_eq!(
-            tokens("Relatório-FINAL, nº 42!"),
-            vec!["relatorio", "final", "no", "42"]
-        );
-        assert_eq!(tokens("<p>Olá <b>mundo</b></p>"), vec!["ola", "mundo"]);
-    }
-
-    #[test]
     fn whole_tokens_only() {
         let q = TokenQuery::new("fatura");
         let mut c = crate::search::engine::tests::candidate("1", "faturas de março");
-        assert!(!q.matches(&c));
+        assert!(!q.matches(&c, None));
+        assert!(q.matches(&c, Some("a fatura, anexa")));
         c.subject = Some("Fatura 12".into());
-        assert!(q.matches(&c));
+        assert!(q.matches(&c, None));
     }
 
     #[test]
@@ -120,6 +87,6 @@ mod tests {
         let q = TokenQuery::new("?!");
         assert!(q.is_empty());
         let c = crate::search::engine::tests::candidate("1", "anything");
-        assert!(!q.matches(&c));
+        assert!(!q.matches(&c, Some("anything")));
     }
 }

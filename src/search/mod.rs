@@ -4,7 +4,9 @@
 //! limit, a failed page, an ignored query (the canary) or a failed scan is never turned into an
 //! empty success. The rules are the reference's (spec/search.md "Rules"), restated in
 //! [`engine::run`]. The engine is generic over [`SearchSource`], so the backends plug in and the
-//! unit tests can script every outcome with a fake source.
+//! unit tests can script every outcome with a fake source; what it adds to a backend's answer
+//! (canary, fallback scan, lazily fetched bodies) follows the backend's declared
+//! [`Capabilities`].
 
 pub(crate) mod engine;
 pub(crate) mod fanout;
@@ -12,11 +14,13 @@ pub(crate) mod matcher;
 
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::backends::{AttachmentMeta, BackendError};
-use crate::mime::Mailbox;
+use crate::backends::model::{
+    Budget, Capabilities, ContentGap, Filters, FolderSelector, MessageSummary, Order, Page,
+    ScanRequest, ScanStop, SortBy, SortOrder,
+};
+use crate::backends::{Backend, BackendError};
 
 /// The five outcomes of a search, ordered so that the worst wins when aggregating.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -113,17 +117,32 @@ pub(crate) mod warning {
     pub(crate) const SCAN_WINDOW_REACHED: &str = "scan_window_reached";
     /// `maxPages` pages were read while older messages were left.
     pub(crate) const MAX_PAGES_REACHED: &str = "max_pages_reached";
+    /// The backend throttled the search (HTTP 429/503, a rate limit) beyond its budget.
+    pub(crate) const RATE_LIMITED: &str = "backend_rate_limited";
+    /// The backend refused the credentials.
+    pub(crate) const AUTH_FAILED: &str = "backend_auth_failed";
+    /// The backend did not answer within the search's deadline.
+    pub(crate) const TIMEOUT: &str = "backend_timeout";
+    /// The backend was unreachable or failed transiently.
+    pub(crate) const UNAVAILABLE: &str = "backend_unavailable";
+    /// The backend answered something unreadable.
+    pub(crate) const MALFORMED: &str = "backend_malformed_response";
+    /// A message's body could not be fetched for matching.
+    pub(crate) const BODY_UNREAD: &str = "message_body_not_fetched";
 }
 
-/// Which limit stopped a scan while messages were left.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ScanStop {
-    /// The item cap (`scanLimit`, the scan window).
-    Window,
-    /// `maxPages`.
-    Pages,
-    /// [`SEARCH_DEADLINE`].
-    Deadline,
+/// The evidence warning naming why a backend call failed, for a search to say which class of
+/// failure left it unproven (the tool boundary maps the same classes to error codes).
+pub(crate) fn error_warning(err: &BackendError) -> Option<&'static str> {
+    match err {
+        BackendError::Unsupported(_) => Some(warning::BACKEND_UNSUPPORTED),
+        BackendError::Throttled { .. } => Some(warning::RATE_LIMITED),
+        BackendError::Unauthorised => Some(warning::AUTH_FAILED),
+        BackendError::Timeout => Some(warning::TIMEOUT),
+        BackendError::Unavailable | BackendError::Io(_) => Some(warning::UNAVAILABLE),
+        BackendError::Malformed => Some(warning::MALFORMED),
+        BackendError::NotFound | BackendError::BadId | BackendError::TooLarge => None,
+    }
 }
 
 /// What one scan covered, for the answer to say which limit stopped it and what lifts it.
@@ -152,6 +171,24 @@ impl ScanReport {
             max_pages: plan.max_pages,
             page_size: page.page_size,
             with_query: plan.query.is_some(),
+        }
+    }
+
+    /// The folder's size when this scan read every message of it (an exhaustive scan no
+    /// limit stopped).
+    pub(crate) fn whole_folder(&self) -> Option<usize> {
+        self.folder_total
+            .filter(|total| self.stop.is_none() && self.examined == *total)
+    }
+
+    /// How far a scan the deadline stopped got, when the backend knows the folder's size.
+    pub(crate) fn deadline_note(&self) -> Option<String> {
+        match (self.stop, self.folder_total) {
+            (Some(ScanStop::Deadline), Some(total)) => Some(format!(
+                "the deadline stopped the scan after {} of {total} messages",
+                self.examined
+            )),
+            _ => None,
         }
     }
 
@@ -197,247 +234,60 @@ impl ScanReport {
 /// [`warning::DEADLINE`]. A search that stops early has proven nothing about the rest.
 pub(crate) const SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// Why a message in a scanned window was not wholly seen by the search, most severe first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ContentGap {
-    /// Over the backend's size bound: nothing but its file metadata was read.
-    TooLarge,
-    /// Could not be read at all.
-    Unreadable,
-    /// Parts beyond the MIME parser's structural limits were not read.
-    Structure,
-    /// A header's tail beyond the matching bound was not read.
-    Header,
-    /// The body's tail beyond the matching bound was not read.
-    Body,
-}
-
-impl ContentGap {
-    pub(crate) fn warning(self) -> &'static str {
-        match self {
-            ContentGap::TooLarge => warning::MESSAGE_TOO_LARGE,
-            ContentGap::Unreadable => warning::MESSAGE_UNREADABLE,
-            ContentGap::Structure => warning::MESSAGE_STRUCTURE_LIMIT,
-            ContentGap::Header => warning::HEADER_TRUNCATED,
-            ContentGap::Body => warning::BODY_TRUNCATED,
-        }
-    }
-
-    /// Nothing of the content was read: content filters cannot be evaluated.
-    pub(crate) fn is_total(self) -> bool {
-        matches!(self, ContentGap::TooLarge | ContentGap::Unreadable)
-    }
-
-    /// The most severe gap of a parsed view, if any.
-    pub(crate) fn of(cuts: crate::mime::Cuts) -> Option<ContentGap> {
-        if cuts.structure {
-            Some(ContentGap::Structure)
-        } else if cuts.header {
-            Some(ContentGap::Header)
-        } else if cuts.body {
-            Some(ContentGap::Body)
-        } else {
-            None
-        }
+/// The warning code of a content gap.
+pub(crate) fn gap_warning(gap: ContentGap) -> &'static str {
+    match gap {
+        ContentGap::TooLarge => warning::MESSAGE_TOO_LARGE,
+        ContentGap::Unreadable => warning::MESSAGE_UNREADABLE,
+        ContentGap::Structure => warning::MESSAGE_STRUCTURE_LIMIT,
+        ContentGap::Header => warning::HEADER_TRUNCATED,
+        ContentGap::Body => warning::BODY_TRUNCATED,
     }
 }
 
-/// The gaps met in one scanned window, by kind (each kind once, in order of severity).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Gaps {
-    kinds: Vec<ContentGap>,
-    messages: usize,
-}
-
-impl Gaps {
-    pub(crate) fn add(&mut self, gap: ContentGap) {
-        self.messages += 1;
-        if !self.kinds.contains(&gap) {
-            self.kinds.push(gap);
-            self.kinds.sort_by_key(|g| *g as u8);
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.messages == 0
-    }
-
-    pub(crate) fn warnings(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.kinds.iter().map(|g| g.warning())
-    }
-}
-
-/// One message as a search or listing sees it. Every string is sender-controlled.
-#[derive(Clone, Debug)]
-pub(crate) struct Candidate {
-    pub(crate) id: String,
-    pub(crate) folder_id: String,
-    pub(crate) subject: Option<String>,
-    pub(crate) from: Option<Mailbox>,
-    pub(crate) received: Option<DateTime<Utc>>,
-    pub(crate) sent: Option<DateTime<Utc>>,
-    pub(crate) is_read: bool,
-    pub(crate) is_flagged: bool,
-    #[expect(dead_code, reason = "flag kept for the write family (replied state)")]
-    pub(crate) is_answered: bool,
-    pub(crate) has_attachments: bool,
-    /// Start of the body text, for previews.
-    pub(crate) preview: String,
-    /// Bounded body text used by the local scan (body-aware fallback).
-    pub(crate) body: String,
-    pub(crate) attachments: Vec<AttachmentMeta>,
-    /// What of this message the fields above do not hold; `Some` makes a non-match unproven.
-    pub(crate) gap: Option<ContentGap>,
-}
-
-/// Structured filters, applied by the backend and again locally (defence against a backend that
-/// ignores part of a filter).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Filters {
-    pub(crate) sender: Option<String>,
-    pub(crate) subject: Option<String>,
-    pub(crate) date_from: Option<DateTime<Utc>>,
-    pub(crate) date_to: Option<DateTime<Utc>>,
-    pub(crate) has_attachments: Option<bool>,
-    pub(crate) is_read: Option<bool>,
-}
-
-impl Filters {
-    /// Whether a filter reads the message's content (sender, subject, attachments), which a
-    /// message whose content was not read cannot be tested against.
-    pub(crate) fn reads_content(&self) -> bool {
-        self.sender.is_some() || self.subject.is_some() || self.has_attachments.is_some()
-    }
-
-    pub(crate) fn matches(&self, c: &Candidate) -> bool {
-        if let Some(sender) = &self.sender {
-            let needle = sender.to_lowercase();
-            let from = c.from.as_ref();
-            let hit = from
-                .and_then(|m| m.address.as_deref())
-                .is_some_and(|a| a.to_lowercase().contains(&needle))
-                || from
-                    .and_then(|m| m.name.as_deref())
-                    .is_some_and(|n| n.to_lowercase().contains(&needle));
-            if !hit {
-                return false;
-            }
-        }
-        if let Some(subject) = &self.subject {
-            let needle = subject.to_lowercase();
-            if !c
-                .subject
-                .as_deref()
-                .is_some_and(|s| s.to_lowercase().contains(&needle))
-            {
-                return false;
-            }
-        }
-        if let Some(from) = self.date_from
-            && c.received.is_none_or(|d| d < from)
-        {
-            return false;
-        }
-        if let Some(to) = self.date_to
-            && c.received.is_none_or(|d| d > to)
-        {
-            return false;
-        }
-        if let Some(want) = self.has_attachments
-            && c.has_attachments != want
-        {
-            return false;
-        }
-        if let Some(want) = self.is_read
-            && c.is_read != want
-        {
-            return false;
-        }
-        true
-    }
-}
-
-/// What a backend is asked to scan: one folder, filters, and the explicit page and item limits
-/// whose hitting must be reported as `truncated`.
-#[derive(Clone, Debug)]
-pub(crate) struct ScanRequest {
-    pub(crate) folder: Option<String>,
-    pub(crate) filters: Filters,
-    pub(crate) max_items: usize,
-    pub(crate) max_pages: u32,
-    /// When the scan must stop (reporting `timed_out`), whatever is left.
-    pub(crate) deadline: Instant,
-}
-
-/// A bounded answer from a backend.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Page {
-    pub(crate) items: Vec<Candidate>,
-    pub(crate) pages_scanned: u32,
-    /// Stopped because of a limit while more items were left.
-    pub(crate) truncated: bool,
-    /// Stopped because the deadline passed (then `truncated` is set too).
-    pub(crate) timed_out: bool,
-    /// Messages of the scanned window that were not wholly read, returned or not.
-    pub(crate) gaps: Gaps,
-    /// The limit that stopped the scan while messages were left, when one did.
-    pub(crate) stop: Option<ScanStop>,
-    /// Messages looked at, matching or not.
-    pub(crate) examined: usize,
-    /// Messages in the folder, when the backend knows.
-    pub(crate) folder_total: Option<usize>,
-    /// Messages per page, when the backend pages by a fixed count.
-    pub(crate) page_size: Option<usize>,
-}
-
-impl Page {
-    /// Whether a non-match in this page proves nothing: a limit stopped it or a message in it
-    /// was not wholly read.
-    pub(crate) fn is_incomplete(&self) -> bool {
-        self.truncated || self.timed_out || !self.gaps.is_empty()
-    }
-
-    /// The warning codes naming every limit that left this page incomplete.
-    pub(crate) fn limit_warnings(&self) -> impl Iterator<Item = &'static str> + '_ {
-        let stop = match self.stop {
-            Some(ScanStop::Window) => Some(warning::SCAN_WINDOW_REACHED),
-            Some(ScanStop::Pages) => Some(warning::MAX_PAGES_REACHED),
-            Some(ScanStop::Deadline) | None => None,
-        };
-        self.timed_out
-            .then_some(warning::DEADLINE)
-            .into_iter()
-            .chain(stop)
-            .chain(self.gaps.warnings())
-    }
+/// The warning codes naming every limit that left `page` incomplete.
+pub(crate) fn limit_warnings(page: &Page) -> impl Iterator<Item = &'static str> + '_ {
+    let stop = match page.stop {
+        Some(ScanStop::Window) => Some(warning::SCAN_WINDOW_REACHED),
+        Some(ScanStop::Pages) => Some(warning::MAX_PAGES_REACHED),
+        Some(ScanStop::Deadline) | None => None,
+    };
+    page.timed_out
+        .then_some(warning::DEADLINE)
+        .into_iter()
+        .chain(stop)
+        .chain(page.gaps.kinds().iter().map(|g| gap_warning(*g)))
 }
 
 /// What the engine needs from a backend.
 pub(crate) trait SearchSource: Sync {
-    /// The backend's own relevance search for `query`, restricted by the request's filters and
-    /// limits.
-    fn search(
+    /// How the backend searches, which decides what the engine adds to prove an answer.
+    fn capabilities(&self) -> Capabilities;
+
+    /// A listing (no `query`) or the backend's own search for `query`, within the request's
+    /// filters, budget and keep count.
+    fn scan(
         &self,
         req: &ScanRequest,
-        query: &str,
+        query: Option<&str>,
     ) -> impl Future<Output = Result<Page, BackendError>> + Send;
 
-    /// A filter-only listing (newest first) within the request's limits.
-    fn list(&self, req: &ScanRequest) -> impl Future<Output = Result<Page, BackendError>> + Send;
+    /// One message's body text, for a fallback match that its summary did not settle.
+    fn body_text(&self, id: &str) -> impl Future<Output = Result<String, BackendError>> + Send;
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(crate) enum SortBy {
-    #[default]
-    ReceivedDateTime,
-    Subject,
-}
+impl SearchSource for Backend {
+    fn capabilities(&self) -> Capabilities {
+        Backend::capabilities(self)
+    }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(crate) enum SortOrder {
-    Asc,
-    #[default]
-    Desc,
+    async fn scan(&self, req: &ScanRequest, query: Option<&str>) -> Result<Page, BackendError> {
+        Backend::scan(self, req, query).await
+    }
+
+    async fn body_text(&self, id: &str) -> Result<String, BackendError> {
+        self.get_message(id).await.map(|m| m.body_text)
+    }
 }
 
 /// A fully derived search for one mailbox.
@@ -475,11 +325,18 @@ impl SearchPlan {
 
     fn scan_request(&self) -> ScanRequest {
         ScanRequest {
-            folder: self.folder.clone(),
+            folder: FolderSelector::parse(self.folder.as_deref()),
             filters: self.filters.clone(),
-            max_items: self.scan_limit,
-            max_pages: self.max_pages,
-            deadline: self.deadline,
+            budget: Budget {
+                deadline: self.deadline,
+                max_pages: self.max_pages,
+                max_items: self.scan_limit,
+            },
+            keep: self.max_results,
+            order: Order {
+                by: self.sort_by,
+                direction: self.sort_order,
+            },
         }
     }
 }
@@ -495,7 +352,7 @@ pub(crate) struct SearchOutcome {
     pub(crate) truncated: bool,
     pub(crate) canary_matched: bool,
     pub(crate) warnings: Vec<&'static str>,
-    pub(crate) messages: Vec<Candidate>,
+    pub(crate) messages: Vec<MessageSummary>,
     /// What the deciding scan covered (default when no scan ran).
     pub(crate) scan: ScanReport,
 }

@@ -262,10 +262,10 @@ fn fetch_error(err: &BackendError) -> ToolError {
         BackendError::NotFound | BackendError::BadId => {
             ToolError::new(ErrorCode::NotFound, "no such message in this mailbox")
         }
-        BackendError::Unsupported(_) => ToolError::from_backend(err),
         BackendError::TooLarge | BackendError::Io(_) => ToolError::new(
             ErrorCode::AttachmentFetchFailed,
             "the attachment could not be read",
         ),
+        other => ToolError::from_backend(other),
     }
 }

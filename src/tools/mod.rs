@@ -215,6 +215,7 @@ pub(crate) enum ErrorCode {
     ExtractionTimeout,
     ExtractionBusy,
     RateLimited,
+    AuthFailed,
     AttachmentNotFound,
     AttachmentMetadataInvalid,
     HandoffNotFound,
@@ -243,6 +244,7 @@ impl ErrorCode {
             ErrorCode::ExtractionTimeout => "EXTRACTION_TIMEOUT",
             ErrorCode::ExtractionBusy => "EXTRACTION_BUSY",
             ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::AuthFailed => "AUTH_FAILED",
             ErrorCode::AttachmentNotFound => "ATTACHMENT_NOT_FOUND",
             ErrorCode::AttachmentMetadataInvalid => "ATTACHMENT_METADATA_INVALID",
             ErrorCode::HandoffNotFound => "HANDOFF_NOT_FOUND",
@@ -264,6 +266,8 @@ pub(crate) struct ToolError {
     /// A machine-readable refinement of `code` (e.g. `corrupt` for HANDOFF_INVALID), carried in
     /// `_meta["mailgate/reason"]`.
     pub(crate) reason: Option<&'static str>,
+    /// When to retry a throttled call, in seconds (`_meta["mailgate/retryAfterSeconds"]`).
+    pub(crate) retry_after_secs: Option<u64>,
 }
 
 impl ToolError {
@@ -272,6 +276,7 @@ impl ToolError {
             code,
             message: message.into(),
             reason: None,
+            retry_after_secs: None,
         }
     }
 
@@ -280,6 +285,7 @@ impl ToolError {
         self
     }
 
+    /// The one mapping of backend error classes to tool codes.
     pub(crate) fn from_backend(err: &BackendError) -> Self {
         match err {
             BackendError::NotFound | BackendError::BadId => {
@@ -293,6 +299,39 @@ impl ToolError {
                 ErrorCode::LimitExceeded,
                 "the item exceeds a server-side limit",
             ),
+            BackendError::Throttled { retry_after } => {
+                let secs = retry_after.map(|d| d.as_secs().max(1));
+                let mut error = ToolError::new(
+                    ErrorCode::RateLimited,
+                    match secs {
+                        Some(s) => {
+                            format!("the mail server is throttling requests; retry in {s} s")
+                        }
+                        None => "the mail server is throttling requests; retry later".to_owned(),
+                    },
+                );
+                error.retry_after_secs = secs;
+                error
+            }
+            BackendError::Unauthorised => ToolError::new(
+                ErrorCode::AuthFailed,
+                "the mail server refused mailgate's credentials; the operator must renew them",
+            ),
+            BackendError::Timeout => ToolError::new(
+                ErrorCode::BackendUnavailable,
+                "the mail server did not answer in time; retry later",
+            )
+            .with_reason("timeout"),
+            BackendError::Unavailable => ToolError::new(
+                ErrorCode::BackendUnavailable,
+                "the mail server is unavailable; retry later",
+            )
+            .with_reason("unavailable"),
+            BackendError::Malformed => ToolError::new(
+                ErrorCode::BackendUnavailable,
+                "the mail server sent a response mailgate cannot read",
+            )
+            .with_reason("malformed_response"),
             BackendError::Io(_) => ToolError::new(
                 ErrorCode::BackendUnavailable,
                 "the mailbox could not be read",
@@ -425,6 +464,10 @@ pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
     if let Some(reason) = err.reason {
         meta.0.insert("mailgate/reason".into(), Value::from(reason));
     }
+    if let Some(secs) = err.retry_after_secs {
+        meta.0
+            .insert("mailgate/retryAfterSeconds".into(), Value::from(secs));
+    }
     result.meta = Some(meta);
     result
 }
@@ -542,6 +585,23 @@ impl App {
         }
         Ok(resolved)
     }
+
+    /// As [`App::resolve_for_change`], with the mailbox's write handle: the only way a handler
+    /// reaches a backend's writes. `None` from the registry means startup did not grant writes
+    /// to this alias (the write gate is closed), which the catalog already prevents.
+    pub(crate) fn resolve_writer(
+        &self,
+        mailbox: &str,
+    ) -> Result<(Resolved<'_>, crate::backends::Writer<'_>), ToolError> {
+        let resolved = self.resolve_for_change(mailbox)?;
+        let writer = self.backends.writer(&resolved.alias).ok_or_else(|| {
+            ToolError::new(
+                ErrorCode::PolicyDenied,
+                "writes are not enabled for this mailbox in this process",
+            )
+        })?;
+        Ok((resolved, writer))
+    }
 }
 
 /// The backstop over a whole answer ([`output::answer_limit`]): an answer whose structured JSON
@@ -604,4 +664,68 @@ pub(crate) fn all_tools() -> impl Iterator<Item = &'static ToolDef> {
     [Family::Read, Family::Handoff, Family::Write, Family::Send]
         .into_iter()
         .flat_map(|f| family(f).iter())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::search::{error_warning, warning};
+
+    /// Issue 10: every backend error class maps once to a tool code (with a retry hint when
+    /// throttled) and to a search warning, so a remote failure can never read as an absence.
+    #[test]
+    fn every_backend_error_class_has_a_code_and_an_evidence_warning() {
+        let cases = [
+            (
+                BackendError::Throttled {
+                    retry_after: Some(Duration::from_millis(2500)),
+                },
+                "RATE_LIMITED",
+                Some(warning::RATE_LIMITED),
+            ),
+            (
+                BackendError::Unauthorised,
+                "AUTH_FAILED",
+                Some(warning::AUTH_FAILED),
+            ),
+            (
+                BackendError::Timeout,
+                "BACKEND_UNAVAILABLE",
+                Some(warning::TIMEOUT),
+            ),
+            (
+                BackendError::Unavailable,
+                "BACKEND_UNAVAILABLE",
+                Some(warning::UNAVAILABLE),
+            ),
+            (
+                BackendError::Malformed,
+                "BACKEND_UNAVAILABLE",
+                Some(warning::MALFORMED),
+            ),
+            (
+                BackendError::Unsupported("graph"),
+                "UNSUPPORTED",
+                Some(warning::BACKEND_UNSUPPORTED),
+            ),
+            (BackendError::NotFound, "NOT_FOUND", None),
+            (BackendError::TooLarge, "LIMIT_EXCEEDED", None),
+        ];
+        for (error, code, evidence) in cases {
+            assert_eq!(
+                ToolError::from_backend(&error).code.as_str(),
+                code,
+                "{error:?}"
+            );
+            assert_eq!(error_warning(&error), evidence, "{error:?}");
+        }
+        let throttled = ToolError::from_backend(&BackendError::Throttled {
+            retry_after: Some(Duration::from_millis(2500)),
+        });
+        assert_eq!(throttled.retry_after_secs, Some(2));
+        let meta = render_error(&throttled).meta.expect("meta");
+        assert_eq!(meta.0["mailgate/retryAfterSeconds"], 2);
+    }
 }

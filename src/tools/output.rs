@@ -10,9 +10,10 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::backends::model::MessageSummary;
 use crate::backends::{AttachmentMeta, FolderInfo};
 use crate::mime::Mailbox;
-use crate::search::{Candidate, Confidence, SearchOutcome, SearchStatus, Strategy};
+use crate::search::{Confidence, SearchOutcome, SearchStatus, Strategy};
 
 pub(crate) const SUBJECT_CHARS: usize = 300;
 pub(crate) const ADDRESS_CHARS: usize = 320;
@@ -180,7 +181,7 @@ pub(crate) struct MessageSummaryOut {
 }
 
 impl MessageSummaryOut {
-    pub(crate) fn from_candidate(c: &Candidate, with_attachments: bool) -> Self {
+    pub(crate) fn from_candidate(c: &MessageSummary, with_attachments: bool) -> Self {
         let listed: Vec<&AttachmentMeta> = c.attachments.iter().filter(|a| !a.is_inline).collect();
         Self {
             id: c.id.clone(),
@@ -206,7 +207,7 @@ impl MessageSummaryOut {
                     .collect()
             }),
             attachments_truncated: with_attachments && listed.len() > SUMMARY_ATTACHMENTS,
-            content_gap: c.gap.map(|g| g.warning().to_owned()),
+            content_gap: c.gap.map(|g| crate::search::gap_warning(g).to_owned()),
         }
     }
 }

@@ -22,12 +22,11 @@ use super::{
     input_schema, output_schema,
 };
 use crate::alias::Alias;
+use crate::backends::model::{Filters, FolderSelector, SortBy, SortOrder};
 use crate::backends::{BackendError, MessageDetail};
 use crate::config::Limits;
 use crate::extract::{self, ExtractError, Format, SlotError};
-use crate::search::{
-    Filters, SearchOutcome, SearchPlan, SearchStatus, SortBy, SortOrder, engine, fanout, warning,
-};
+use crate::search::{SearchOutcome, SearchPlan, SearchStatus, engine, fanout, warning};
 
 /// Folder-tree budget (reference §5.6).
 const MAX_FOLDERS: usize = 1000;
@@ -315,10 +314,9 @@ async fn single_search(
     allow_query: bool,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
-    if let crate::backends::Backend::Unavailable { kind } = resolved.backend {
-        // Say why, instead of an uninformative SEARCH_FAILED.
-        return Err(ToolError::from_backend(&BackendError::Unsupported(kind)));
-    }
+    // Say why a mailbox of an unbuilt kind cannot search, instead of an uninformative
+    // SEARCH_FAILED.
+    resolved.backend.ensure_built()?;
     let plan = plan(&args.criteria, &app.config.limits, allow_query)?;
     let outcome = with_warnings(
         engine::run(resolved.backend, &plan).await,
@@ -350,6 +348,11 @@ fn graph_names_note<'a>(warnings: impl IntoIterator<Item = &'a String>) -> &'sta
 
 /// For an incomplete answer, the limits that left it so (warning codes) and what lifts them.
 fn unproven_note(outcome: &SearchOutcome) -> String {
+    if outcome.status == SearchStatus::NotFound
+        && let Some(total) = outcome.scan.whole_folder()
+    {
+        return format!(" All {total} messages of the folder were scanned.");
+    }
     if outcome.status != SearchStatus::SearchIncomplete {
         return String::new();
     }
@@ -360,7 +363,11 @@ fn unproven_note(outcome: &SearchOutcome) -> String {
         .filter(|w| w.starts_with("message_") || *w == warning::DEADLINE)
         .collect();
     let mut note = String::from(" Absence is not proven");
-    if !limits.is_empty() {
+    if let Some(deadline) = outcome.scan.deadline_note() {
+        note.push_str(&format!(
+            " ({deadline}; narrow with folder/dateFrom/dateTo)"
+        ));
+    } else if !limits.is_empty() {
         note.push_str(&format!(
             " (limits: {}; messages flagged contentGap were not wholly read: open them with \
              get_message or narrow the search)",
@@ -677,7 +684,10 @@ async fn get_folder_stats(app: Arc<App>, args: FolderStatsArgs) -> Result<ToolOu
     let resolved = app.resolve(&args.mailbox)?;
     let stats = resolved
         .backend
-        .folder_stats(&args.folder_id, MAX_SCAN_ITEMS)
+        .folder_stats(
+            &FolderSelector::parse(Some(&args.folder_id)),
+            MAX_SCAN_ITEMS,
+        )
         .await?;
     let out = FolderStatsOut {
         mailbox: resolved.alias.to_string(),
@@ -778,11 +788,11 @@ pub(super) async fn fetch_attachment(
             BackendError::NotFound | BackendError::BadId => {
                 ToolError::new(ErrorCode::NotFound, "no such attachment in this message")
             }
-            BackendError::Unsupported(_) => ToolError::from_backend(&e),
             BackendError::Io(_) => ToolError::new(
                 ErrorCode::AttachmentFetchFailed,
                 "the attachment could not be read",
             ),
+            other => ToolError::from_backend(&other),
         })
 }
 
@@ -898,8 +908,8 @@ mod tests {
 
     use super::*;
     use crate::backends::AttachmentMeta;
+    use crate::backends::model::MessageSummary;
     use crate::mime::Mailbox;
-    use crate::search::Candidate;
 
     /// A message whose every sender-controlled string is `len` copies of `ch`, with
     /// `attachments` attachments and `recipients` addresses in To and in Cc.
@@ -910,7 +920,7 @@ mod tests {
             address: Some(format!("{text}{i}@example.org")),
         };
         MessageDetail {
-            summary: Candidate {
+            summary: MessageSummary {
                 id: "m".into(),
                 folder_id: "INBOX".into(),
                 subject: Some(text.clone()),
@@ -919,10 +929,8 @@ mod tests {
                 sent: None,
                 is_read: false,
                 is_flagged: false,
-                is_answered: false,
                 has_attachments: attachments > 0,
                 preview: text.clone(),
-                body: String::new(),
                 attachments: (0..attachments)
                     .map(|i| AttachmentMeta {
                         id: format!("att-{i}"),
@@ -1013,5 +1021,15 @@ mod tests {
             schema["properties"]["limit"]["maximum"],
             serde_json::json!(output::ATTACHMENT_PAGE)
         );
+    }
+
+    /// The `graph_*` note accompanies exactly the answers that carry a `graph_*` code (a Maildir
+    /// search no longer produces one; the remote backends will).
+    #[test]
+    fn the_graph_names_note_follows_graph_codes() {
+        let codes = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(graph_names_note(&codes(&["graph_search_empty"])).contains("graph_*"));
+        assert_eq!(graph_names_note(&codes(&["message_too_large"])), "");
+        assert_eq!(graph_names_note(&codes(&[])), "");
     }
 }

@@ -6,7 +6,7 @@
 //!   (`app.gates.send`), configured, never sayable.
 //! - The handler never decides and never talks to a transport directly with its own arguments:
 //!   it builds a [`Proposal`], asks [`OutboundPolicy`] for a [`Decision`], and hands the permit
-//!   (consumed) to the transport chosen at startup ([`Delivery`]). A denial is a tool error with
+//!   (consumed) to the transport chosen at startup ([`Transport`]). A denial is a tool error with
 //!   the rule's code (`POLICY_DENIED`, or `RATE_LIMITED` for the per-process cap), never a
 //!   retryable failure, and its text carries counts, not addresses.
 //! - `inReplyTo` only threads: the message is looked up in the sending mailbox for its
@@ -18,8 +18,9 @@
 //!   without sending again (concurrent retries wait for the first); the same key with different
 //!   content is `POLICY_DENIED` / `IDEMPOTENCY_MISMATCH`. A call refused before any send
 //!   attempt records nothing.
-//! - After a successful send a copy is filed in the sender's Sent folder (flag `S`); a failed
-//!   copy is a warning in the receipt, never a failed send.
+//! - After a successful send exactly one copy is in the sender's Sent folder: the transport's
+//!   own when it files one (`Transport::files_sent_copy`), else ours, through the registry's
+//!   `SentFolder` handle (seen); a failed copy is a warning in the receipt, never a failed send.
 //!
 //! Who may call it: the catalog (the tool) and startup ([`SendState::open`]).
 
@@ -37,19 +38,15 @@ use super::{
     App, ErrorCode, Family, Hints, Mutates, ToolDef, ToolError, ToolOutput, handler, input_schema,
     output_schema,
 };
-use crate::backends::outbox::Outbox;
-use crate::backends::smtp::SmtpSender;
-use crate::backends::{Backend, BackendError};
-use crate::config::{BackendSpec, Settings};
+use crate::backends::transport::Transport;
+use crate::backends::{Backend, BackendError, SentFolder};
+use crate::config::Settings;
 use crate::error::StartupError;
 use crate::gates::SendSettings;
-use crate::path_guard;
 use crate::policy::outbound::{
     Decision, DenyReason, OutboundPolicy, Proposal, SendPermit, SentMessage, Thread,
 };
 
-/// Largest `caFile` accepted (a PEM bundle of a few certificates).
-const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
 /// How long an idempotency receipt is kept.
 const RECEIPT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// The receipt warning when the Sent copy could not be filed.
@@ -116,15 +113,15 @@ pub(super) static TOOLS: &[ToolDef] = &[ToolDef {
 /// Everything the send tool needs, built once at startup when the send gate is open.
 pub(crate) struct SendState {
     policy: OutboundPolicy,
-    delivery: Delivery,
+    transport: Transport,
     receipts: Receipts,
 }
 
 impl SendState {
-    /// Freezes the policy and opens the sending mailbox's transport: SMTP when its config has
-    /// an `smtp` block (credential from startup, `caFile` read through `path_guard`), else the
-    /// local outbox for a Maildir mailbox (created 0700 in the state folder, which
-    /// `open_state` opens: startup's checked opener, passed in so tools do not call startup).
+    /// Freezes the policy and opens the sending mailbox's transport
+    /// ([`Transport::open`]: SMTP, the local outbox, or a refusal for an unbuilt kind).
+    /// `open_state` is startup's checked opener of the state folder, passed in so tools do not
+    /// call startup.
     pub(crate) fn open(
         settings: &Settings,
         send: &SendSettings,
@@ -137,94 +134,27 @@ impl SendState {
             .iter()
             .find(|m| m.alias == send.from_alias)
             .ok_or_else(|| setup("the sending mailbox is not in the config"))?;
-        let smtp = match &entry.backend {
-            BackendSpec::Maildir { smtp, .. } | BackendSpec::Imap { smtp, .. } => smtp.as_ref(),
-            BackendSpec::Graph => None,
-        };
-        let delivery = match (smtp, &entry.backend) {
-            (Some(spec), _) => {
-                let ca = match &spec.ca_file {
-                    None => None,
-                    Some(path) => {
-                        let bytes = path_guard::read_optional_trusted_file(path, MAX_CA_FILE_BYTES)
-                            .map_err(|e| setup(&format!("the smtp caFile is refused: {e}")))?
-                            .ok_or_else(|| setup("the smtp caFile does not exist"))?;
-                        Some(bytes)
-                    }
-                };
-                let sender = SmtpSender::new(
-                    spec,
-                    &entry.address,
-                    send.smtp_secret.as_ref(),
-                    ca.as_deref(),
-                )
-                .map_err(|e| setup(&e.to_string()))?;
-                Delivery::Smtp(sender)
-            }
-            (None, BackendSpec::Maildir { .. }) => {
-                let state = open_state()?;
-                let outbox = Outbox::open(&state).map_err(|e| {
-                    setup(&format!(
-                        "the outbox folder (<state folder>/outbox) is refused: {e}"
-                    ))
-                })?;
-                Delivery::Outbox(outbox)
-            }
-            (None, BackendSpec::Imap { .. }) => Delivery::Unavailable {
-                why: "the sending IMAP mailbox has no smtp block",
-            },
-            (None, BackendSpec::Graph) => Delivery::Unavailable {
-                why: "sending through Microsoft Graph is not available in this version",
-            },
-        };
+        let transport = Transport::open(entry, send.smtp_secret.as_ref(), open_state)
+            .map_err(|e| setup(&e.to_string()))?;
         Ok(Self {
             policy: OutboundPolicy::new(send),
-            delivery,
+            transport,
             receipts: Receipts::default(),
         })
     }
 }
 
-/// The transport of the sending mailbox, chosen at startup. Each arm takes the permit by value.
-enum Delivery {
-    Smtp(SmtpSender),
-    Outbox(Outbox),
-    Unavailable { why: &'static str },
-}
-
-impl Delivery {
-    fn name(&self) -> &'static str {
-        match self {
-            Delivery::Smtp(_) => "smtp",
-            Delivery::Outbox(_) => crate::backends::outbox::TRANSPORT,
-            Delivery::Unavailable { .. } => "unavailable",
-        }
-    }
-
-    /// Hands the permit to the transport: one attempt, no retry.
-    async fn send(&self, permit: SendPermit) -> Result<SentMessage, ToolError> {
-        let failed = |class: &str| {
-            tracing::warn!(transport = self.name(), class, "send attempt failed");
-            ToolError::new(
-                ErrorCode::BackendUnavailable,
-                format!(
-                    "the message could not be sent ({class}); it was attempted once and not \
-                     retried"
-                ),
-            )
-        };
-        match self {
-            Delivery::Smtp(smtp) => smtp.send(permit).await.map_err(|e| failed(&e.to_string())),
-            Delivery::Outbox(outbox) => outbox
-                .deliver(permit)
-                .await
-                .map_err(|e| failed(&format!("local delivery failed: {}", e.kind()))),
-            Delivery::Unavailable { why } => {
-                drop(permit);
-                Err(ToolError::new(ErrorCode::Unsupported, *why))
-            }
-        }
-    }
+/// Hands the permit to the transport (one attempt, no retry); a failure names its class only.
+async fn transmit(transport: &Transport, permit: SendPermit) -> Result<SentMessage, ToolError> {
+    transport.send(permit).await.map_err(|class| {
+        tracing::warn!(transport = transport.name(), %class, "send attempt failed");
+        ToolError::new(
+            ErrorCode::BackendUnavailable,
+            format!(
+                "the message could not be sent ({class}); it was attempted once and not retried"
+            ),
+        )
+    })
 }
 
 async fn send_email(app: Arc<App>, args: SendEmailArgs) -> Result<ToolOutput, ToolError> {
@@ -270,7 +200,7 @@ async fn send_email(app: Arc<App>, args: SendEmailArgs) -> Result<ToolOutput, To
                 message_id: None,
                 recipients,
                 size_bytes,
-                transport: Some(state.delivery.name().into()),
+                transport: Some(state.transport.name().into()),
                 sent_item_id: None,
                 verdict: Some(verdict),
                 reason,
@@ -280,7 +210,8 @@ async fn send_email(app: Arc<App>, args: SendEmailArgs) -> Result<ToolOutput, To
         ));
     }
 
-    let attempt = || send_once(state, backend, &alias, &args);
+    let sent_folder = app.backends.sent_folder(&settings.from_alias);
+    let attempt = || send_once(state, backend, sent_folder.as_ref(), &alias, &args);
     let (out, replayed) = match &args.idempotency_key {
         None => match attempt().await {
             Attempt::NotSent(error) => return Err(error),
@@ -319,6 +250,7 @@ enum Attempt {
 async fn send_once(
     state: &SendState,
     backend: &Backend,
+    sent_folder: Option<&SentFolder<'_>>,
     alias: &str,
     args: &SendEmailArgs,
 ) -> Attempt {
@@ -327,32 +259,41 @@ async fn send_once(
         Err(error) => return Attempt::NotSent(error),
     };
     // Refused before the policy runs, so an unusable transport takes no slot of the cap.
-    if let Delivery::Unavailable { why } = &state.delivery {
-        return Attempt::NotSent(ToolError::new(ErrorCode::Unsupported, *why));
+    if let Err(why) = state.transport.ready() {
+        return Attempt::NotSent(ToolError::new(ErrorCode::Unsupported, why));
     }
     let permit = match state.policy.decide(proposal) {
         Decision::Allow(permit) => permit,
         Decision::Deny(reason) => return Attempt::NotSent(denied(reason)),
     };
     let size_bytes = u64::try_from(permit.bytes().len()).unwrap_or(u64::MAX);
-    let sent = match state.delivery.send(permit).await {
+    let sent = match transmit(&state.transport, permit).await {
         Ok(sent) => sent,
         Err(error) => return Attempt::Sent(Box::new(Err(error))),
     };
     tracing::info!(
-        transport = state.delivery.name(),
+        transport = state.transport.name(),
         recipients = sent.recipients,
         size_bytes,
         "message sent"
     );
-    let (sent_item_id, warnings) = match backend.append("sentitems", &sent.bytes, "S").await {
-        Ok(id) => (Some(id), Vec::new()),
-        Err(error) => {
-            tracing::warn!(
-                class = sent_copy_class(&error),
-                "the Sent copy could not be filed"
-            );
-            (None, vec![SENT_COPY_FAILED.to_owned()])
+    // One Sent copy: the transport's own (Graph's sendMail), else ours.
+    let (sent_item_id, warnings) = if state.transport.files_sent_copy() {
+        (None, Vec::new())
+    } else {
+        let filed = match sent_folder {
+            Some(folder) => folder.file(&sent.bytes).await,
+            None => Err(BackendError::Unsupported("sent folder")),
+        };
+        match filed {
+            Ok(id) => (Some(id), Vec::new()),
+            Err(error) => {
+                tracing::warn!(
+                    class = sent_copy_class(&error),
+                    "the Sent copy could not be filed"
+                );
+                (None, vec![SENT_COPY_FAILED.to_owned()])
+            }
         }
     };
     Attempt::Sent(Box::new(Ok(SendOut {
@@ -361,7 +302,7 @@ async fn send_once(
         message_id: Some(sent.message_id),
         recipients: sent.recipients,
         size_bytes: Some(size_bytes),
-        transport: Some(state.delivery.name().into()),
+        transport: Some(state.transport.name().into()),
         sent_item_id,
         verdict: None,
         reason: None,

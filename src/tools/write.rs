@@ -1,8 +1,9 @@
 //! The write family (gate `PLUGIN_ALLOW_WRITES`, else `allowWrites`): move, copy, mark,
 //! download and draft. There is no delete tool, and no handler here can delete anything.
 //!
-//! Invariants: every handler first applies per-alias narrowing (`App::resolve_for_change`), then
-//! its runtime caps (`maxBatchSize`, `maxDownloadBatchBytes`), and only then touches the mailbox
+//! Invariants: every handler first applies per-alias narrowing (`App::resolve_for_change`; the
+//! mailbox writes go through the `Writer` handle `App::resolve_writer` returns, the only way to
+//! reach them), then its runtime caps (`maxBatchSize`, `maxDownloadBatchBytes`), and only then touches the mailbox
 //! or the disk, so a refusal changes nothing.
 //! - move/copy resolve the destination among *existing* folders; an unknown destination is a
 //!   tool error `NOT_FOUND` for the whole call (nothing moved). Per-message failures are
@@ -30,6 +31,7 @@ use super::{
 use crate::address::EmailAddress;
 use crate::alias::Alias;
 use crate::backends::BackendError;
+use crate::backends::model::FolderSelector;
 use crate::downloads::{self, PlanError, SafeFileName};
 use crate::handoff::HandoffId;
 use crate::mime::compose::{self, ComposeError, HeaderField, Outgoing, OutgoingAttachment};
@@ -192,11 +194,11 @@ pub(super) static TOOLS: &[ToolDef] = &[
 ];
 
 async fn move_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, ToolError> {
-    let resolved = app.resolve_for_change(&args.mailbox)?;
+    let (resolved, writer) = app.resolve_writer(&args.mailbox)?;
     check_batch_size(&app, args.message_ids.len())?;
-    let results = resolved
-        .backend
-        .move_messages(&args.message_ids, &args.destination_folder_id)
+    let destination = FolderSelector::parse(Some(&args.destination_folder_id));
+    let results = writer
+        .move_messages(&args.message_ids, &destination)
         .await
         .map_err(|e| destination_error(&e))?;
     let results = results.into_iter().map(|r| r.map(Some)).collect();
@@ -209,11 +211,11 @@ async fn move_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, 
 }
 
 async fn copy_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, ToolError> {
-    let resolved = app.resolve_for_change(&args.mailbox)?;
+    let (resolved, writer) = app.resolve_writer(&args.mailbox)?;
     check_batch_size(&app, args.message_ids.len())?;
-    let results = resolved
-        .backend
-        .copy_messages(&args.message_ids, &args.destination_folder_id)
+    let destination = FolderSelector::parse(Some(&args.destination_folder_id));
+    let results = writer
+        .copy_messages(&args.message_ids, &destination)
         .await
         .map_err(|e| destination_error(&e))?;
     let results = results.into_iter().map(|r| r.map(Some)).collect();
@@ -226,12 +228,9 @@ async fn copy_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, 
 }
 
 async fn mark_messages(app: Arc<App>, args: MarkArgs) -> Result<ToolOutput, ToolError> {
-    let resolved = app.resolve_for_change(&args.mailbox)?;
+    let (resolved, writer) = app.resolve_writer(&args.mailbox)?;
     check_batch_size(&app, args.message_ids.len())?;
-    let results = resolved
-        .backend
-        .mark_messages(&args.message_ids, args.read)
-        .await?;
+    let results = writer.mark_messages(&args.message_ids, args.read).await?;
     let results = results.into_iter().map(|r| r.map(|()| None)).collect();
     let verb = if args.read {
         "Mark as read"
@@ -472,7 +471,7 @@ enum DraftSource<'a> {
 const MAX_REFERENCES: usize = 20;
 
 async fn create_draft(app: Arc<App>, args: CreateDraftArgs) -> Result<ToolOutput, ToolError> {
-    let resolved = app.resolve_for_change(&args.mailbox)?;
+    let (resolved, writer) = app.resolve_writer(&args.mailbox)?;
     // The composer's refusal names the field; every value it refuses is the caller's own
     // (the subject and the addresses), since the values taken from mail (attachment names,
     // content types, thread ids) are sanitised or dropped below before they reach it.
@@ -614,7 +613,7 @@ async fn create_draft(app: Arc<App>, args: CreateDraftArgs) -> Result<ToolOutput
             "the draft could not be built from these values; nothing was written",
         ),
     })?;
-    let draft_id = resolved.backend.append("drafts", &raw, "DS").await?;
+    let draft_id = writer.create_draft(&raw).await?;
     let summary = format!(
         "Draft created in the Drafts folder of mailbox {} with {count} attachment(s). It was \
          not sent.",

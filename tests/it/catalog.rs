@@ -157,9 +157,11 @@ async fn issue_9_list_allowed_mailboxes_is_exactly_the_reference_shape() {
     client.close().await;
 }
 
-// See: issue 9, item 5.
+// See: issue 9, item 5, and issue 10, item 5. A Maildir search is an exhaustive local scan:
+// no backend search or canary ran, so its answer carries no graph_* warning (and no note
+// explaining them), and its NOT_FOUND says the whole folder was read.
 #[tokio::test]
-async fn issue_9_graph_warning_names_are_explained_on_a_maildir_mailbox() {
+async fn issue_10_a_maildir_not_found_names_its_whole_folder_scan_and_no_graph_codes() {
     // The world owns the state folder: it must outlive the server.
     let world = World::new();
     let client = world.shared_demo_client().await;
@@ -171,25 +173,25 @@ async fn issue_9_graph_warning_names_are_explained_on_a_maildir_mailbox() {
         .await
         .unwrap();
     let answer = raw.structured_content.clone().unwrap();
+    assert_eq!(answer["status"], "NOT_FOUND", "{answer}");
+    assert_eq!(answer["strategy"], "local_scan", "{answer}");
     let warnings = answer["warnings"].as_array().unwrap();
     assert!(
-        warnings
+        !warnings
             .iter()
             .any(|w| w.as_str().unwrap().starts_with("graph_")),
         "{answer}"
     );
     let text = text_of(&raw);
-    let note = "Warning codes graph_* are the reference's names and apply to every backend.";
-    assert_eq!(text.matches(note).count(), 1, "{text}");
-    // The note is server-written: before the untrusted fence, never inside it.
-    assert!(text.find(note) < text.find("<<<UNTRUSTED_EMAIL_DATA_V1"));
-    let quiet = client
-        .call(
-            "search_mailbox",
-            serde_json::json!({"mailbox": "finance", "criteria": {"query": "invoice"}}),
-        )
-        .await
-        .unwrap();
-    assert!(!text_of(&quiet).contains(note));
+    assert!(!text.contains("Warning codes graph_*"), "{text}");
+    let scanned = answer["candidatesScanned"]
+        .as_u64()
+        .expect("candidatesScanned");
+    assert!(
+        text.contains(&format!(
+            "All {scanned} messages of the folder were scanned."
+        )),
+        "{text}"
+    );
     client.close().await;
 }

@@ -200,10 +200,11 @@ async fn issue_9_confirmed_from_a_pdf_name_says_the_content_was_not_read() {
     client.close().await;
 }
 
-/// A Maildir search whose scan window (3 × maxResults) is full: the answer names that limit, says
-/// how much was scanned, and what lifts it — and that maxPages does not.
+/// Issue 10, item 5 (was issue 9's scan-window case): a Maildir search reads the whole folder
+/// whatever maxResults is, so a query with no match is a proven NOT_FOUND over all 42 messages
+/// of the demo's personal inbox, and the answer says so.
 #[tokio::test]
-async fn issue_9_search_window_says_which_limit_stopped_it() {
+async fn issue_10_a_maildir_search_scans_the_whole_folder_whatever_max_results() {
     let world = World::new();
     let client = world.shared_demo_client().await;
     let (out, text) = call(
@@ -212,18 +213,11 @@ async fn issue_9_search_window_says_which_limit_stopped_it() {
         json!({"mailbox": "personal", "criteria": {"query": "xylophone", "maxResults": 5}}),
     )
     .await;
-    assert_eq!(out["status"], "SEARCH_INCOMPLETE", "{out}");
+    assert_eq!(out["status"], "NOT_FOUND", "{out}");
+    assert_eq!(out["candidatesScanned"], 42, "{out}");
+    assert_eq!(out["truncated"], false, "{out}");
     assert!(
-        out["warnings"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("scan_window_reached")),
-        "{out}"
-    );
-    assert!(
-        text.contains("scanned the newest 15 of 42 messages")
-            && text.contains("raise maxResults")
-            && text.contains("maxPages does not lift it"),
+        text.contains("All 42 messages of the folder were scanned."),
         "{text}"
     );
     client.close().await;

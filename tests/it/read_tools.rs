@@ -194,23 +194,23 @@ async fn search_outcomes_on_the_demo() {
         .await;
     assert_eq!(none["status"], "NOT_FOUND");
     assert_eq!(none["confidence"], "medium");
-    assert!(
-        none["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w == "fallback_exact_token_match")
+    // Maildir's search is one exhaustive scan: no backend search, canary or fallback ran.
+    assert_eq!(none["strategy"], "local_scan");
+    assert_eq!(none["canaryMatched"], false);
+    assert_eq!(
+        none["candidatesScanned"], 42,
+        "the demo's personal inbox: {none}"
     );
 
-    // A scan cut by its limit never claims absence.
-    let cut = c
+    // maxResults bounds the answer, not the scan: still the whole folder, still proven.
+    let one = c
         .ok(
             "search_mailbox",
             json!({"mailbox": "personal", "criteria": {"query": "zeppelin", "maxResults": 1}}),
         )
         .await;
-    assert_eq!(cut["status"], "SEARCH_INCOMPLETE", "{cut}");
-    assert_eq!(cut["truncated"], true);
+    assert_eq!(one["status"], "NOT_FOUND", "{one}");
+    assert_eq!(one["candidatesScanned"], 42, "{one}");
 
     let exact = c
         .ok(

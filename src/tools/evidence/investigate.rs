@@ -39,9 +39,10 @@ use serde::Serialize;
 
 use super::signals::{self, Haystack, NameMatch, Signals};
 use super::{MatchedSignalsOut, NameMatchOut, any_kind, push_once, union};
+use crate::backends::model::{ContentGap, Filters, MessageSummary, SortBy, SortOrder};
 use crate::backends::{AttachmentMeta, Backend, BackendError};
 use crate::extract::{self, ExtractError, Extracted, SlotError};
-use crate::search::{Candidate, Filters, SearchPlan, SearchStatus, SortBy, SortOrder, engine};
+use crate::search::{SearchPlan, SearchStatus, engine};
 use crate::tools::args::{InvestigateArgs, InvestigationFolder};
 use crate::tools::output::{self, AddressOut, bounded};
 use crate::tools::{App, ErrorCode, ToolError, ToolOutput};
@@ -566,7 +567,7 @@ async fn scan_folder(
         push_once(&mut cov.reasons, FolderReason::MessageTextTruncated);
     }
 
-    let messages: Vec<&Candidate> = outcome
+    let messages: Vec<&MessageSummary> = outcome
         .messages
         .iter()
         .filter(|m| {
@@ -578,12 +579,23 @@ async fn scan_folder(
         })
         .collect();
     for chunk in messages.chunks(LISTING_CONCURRENCY) {
+        // Summaries carry no body: each message's body is fetched beside its attachment list.
         let listings: Vec<_> = chunk
             .iter()
-            .map(|m| backend.list_attachments(&m.id))
+            .map(|m| {
+                futures::future::join(backend.list_attachments(&m.id), backend.get_message(&m.id))
+            })
             .collect();
         let listings = futures::future::join_all(listings).await;
-        for (message, listing) in chunk.iter().zip(listings) {
+        for (message, (listing, detail)) in chunk.iter().zip(listings) {
+            let body = match &detail {
+                Ok(detail) => Some(detail.body_text.as_str()),
+                Err(_) => {
+                    // Only the preview was matched: a signal in the rest is unproven.
+                    push_once(&mut cov.reasons, FolderReason::MessageTextTruncated);
+                    None
+                }
+            };
             cov.attachment_lists_attempted += 1;
             let listing = match listing {
                 Ok(items) => {
@@ -602,7 +614,7 @@ async fn scan_folder(
             if listing.clean {
                 cov.attachment_lists_completed += 1;
             }
-            let mut evidence = metadata_evidence(message, &listing, set, &mut cov.reasons);
+            let mut evidence = metadata_evidence(message, body, &listing, set, &mut cov.reasons);
             if set.reads_content() {
                 let (read, not_read) = reader
                     .read_message(backend, folder, message, &listing, set, &mut evidence)
@@ -682,21 +694,19 @@ impl MessageEvidence {
 
 /// Matches one message's metadata and attachment names (no content).
 fn metadata_evidence(
-    message: &Candidate,
+    message: &MessageSummary,
+    body: Option<&str>,
     listing: &Listing,
     set: &Signals,
     reasons: &mut Vec<FolderReason>,
 ) -> MessageEvidence {
     let mut in_meta = set.none_found();
     let from = message.from.as_ref();
-    // The body (already bounded by the backend, which flags a cut as a gap) is searched rather
-    // than only its preview: a signal in a body the preview cuts off is present all the same.
-    let body_cut = message.gap == Some(crate::search::ContentGap::Body);
-    let body = if message.body.is_empty() {
-        message.preview.as_str()
-    } else {
-        message.body.as_str()
-    };
+    // The body (fetched per message; a backend flags a body it cut as a gap) is searched
+    // rather than only its preview: a signal in a body the preview cuts off is present all the
+    // same.
+    let body_cut = message.gap == Some(ContentGap::Body);
+    let body = body.unwrap_or(message.preview.as_str());
     let fields = [
         (message.subject.as_deref(), false),
         (Some(body), body_cut),
@@ -742,19 +752,19 @@ fn metadata_evidence(
 #[cfg(test)]
 fn match_message(
     folder: InvestigationFolder,
-    message: &Candidate,
+    message: &MessageSummary,
     listing: &Listing,
     set: &Signals,
     reasons: &mut Vec<FolderReason>,
 ) -> Option<InvestigationMatchOut> {
-    let evidence = metadata_evidence(message, listing, set, reasons);
+    let evidence = metadata_evidence(message, None, listing, set, reasons);
     into_match(folder, message, listing, set, evidence)
 }
 
 /// The match of one message from its evidence; `None` when no signal occurs in it.
 fn into_match(
     folder: InvestigationFolder,
-    message: &Candidate,
+    message: &MessageSummary,
     listing: &Listing,
     set: &Signals,
     ev: MessageEvidence,
@@ -815,7 +825,7 @@ impl ContentReader {
         &mut self,
         backend: &Backend,
         folder: InvestigationFolder,
-        message: &Candidate,
+        message: &MessageSummary,
         listing: &Listing,
         set: &Signals,
         ev: &mut MessageEvidence,
@@ -953,7 +963,7 @@ impl ContentReader {
     }
 }
 
-fn project(m: &Candidate, listing: &Listing) -> InvestigationMessageOut {
+fn project(m: &MessageSummary, listing: &Listing) -> InvestigationMessageOut {
     let attachments = listing
         .items
         .iter()

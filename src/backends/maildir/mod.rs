@@ -10,22 +10,24 @@
 //!
 //! The filesystem API is synchronous, so every operation runs on the blocking pool.
 
-use std::collections::{BTreeSet, HashSet};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::Arc;
-use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
-use cap_std::fs::{Dir, DirBuilder, DirBuilderExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, OpenOptions};
 use chrono::{DateTime, Utc};
-use rand::RngExt;
 
-use super::{AttachmentMeta, BackendError, FolderInfo, FolderStats, MessageDetail};
+use super::model::{
+    AttachmentMeta, Capabilities, ContentGap, FolderInfo, FolderSelector, FolderStats,
+    MessageDetail, MessageSummary, PREVIEW_CHARS, Page, ScanRequest, SearchKind, WellKnown,
+};
+use super::{BackendError, MailStore};
 use crate::mime::{self, ParsedMessage};
-use crate::search::matcher::tokens;
-use crate::search::{Candidate, ContentGap, Page, ScanRequest, ScanStop};
+
+mod scan;
+mod write;
 
 /// The inbox's folder id.
 pub(crate) const INBOX: &str = "INBOX";
@@ -34,9 +36,8 @@ const PAGE_SIZE: usize = 50;
 /// Largest message file the backend reads; a bigger one is listed with a gap
 /// ([`ContentGap::TooLarge`]) and makes every search over it incomplete.
 const MAX_MESSAGE_BYTES: u64 = 64 * 1024 * 1024;
-/// Body characters kept for the local scan's matching; a longer body is a [`ContentGap::Body`].
+/// Body characters the scan matches; a longer body is a [`ContentGap::Body`].
 const MATCH_BODY_CHARS: usize = 65_536;
-const PREVIEW_CHARS: usize = 500;
 
 pub(crate) struct MaildirStore {
     root: Arc<Dir>,
@@ -65,7 +66,7 @@ impl MaildirStore {
         }
     }
 
-    async fn blocking<T, F>(&self, f: F) -> Result<T, BackendError>
+    pub(super) async fn blocking<T, F>(&self, f: F) -> Result<T, BackendError>
     where
         T: Send + 'static,
         F: FnOnce(&Dir) -> Result<T, BackendError> + Send + 'static,
@@ -75,8 +76,16 @@ impl MaildirStore {
             .await
             .map_err(|_| BackendError::Io(std::io::Error::other("maildir worker stopped")))?
     }
+}
 
-    pub(crate) async fn list_folders(&self) -> Result<Vec<FolderInfo>, BackendError> {
+impl MailStore for MaildirStore {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            search: SearchKind::ExhaustiveLocal,
+        }
+    }
+
+    async fn list_folders(&self) -> Result<Vec<FolderInfo>, BackendError> {
         self.blocking(|root| {
             let ids = discover_folders(root)?;
             let mut out = Vec::with_capacity(ids.len());
@@ -104,14 +113,14 @@ impl MaildirStore {
         .await
     }
 
-    pub(crate) async fn folder_stats(
+    async fn folder_stats(
         &self,
-        folder: &str,
+        folder: &FolderSelector,
         max_items: usize,
     ) -> Result<FolderStats, BackendError> {
-        let folder = folder.to_owned();
+        let folder = folder.clone();
         self.blocking(move |root| {
-            let id = resolve_folder(root, Some(&folder))?;
+            let id = resolve_folder(root, &folder)?;
             let dir = folder_dir(root, &id)?;
             let files = list_files(&dir)?;
             let unread = files.iter().filter(|f| !f.is_seen()).count() as u64;
@@ -169,92 +178,17 @@ impl MaildirStore {
         .await
     }
 
-    /// A bounded, newest-first scan of one folder. With `query`, this is the backend's own
-    /// relevance search: every query word must occur (case- and accent-insensitive substring)
-    /// in the subject, sender, body or an attachment name.
-    pub(crate) async fn scan(
-        &self,
-        req: &ScanRequest,
-        query: Option<&str>,
-    ) -> Result<Page, BackendError> {
-        let req = req.clone();
-        let words: Option<Vec<String>> = query.map(tokens);
-        self.blocking(move |root| {
-            let id = resolve_folder(root, req.folder.as_deref())?;
-            let dir = folder_dir(root, &id)?;
-            let files = list_files(&dir)?;
-            let mut page = Page {
-                folder_total: Some(files.len()),
-                page_size: Some(PAGE_SIZE),
-                ..Page::default()
-            };
-            let mut next = 0;
-            while next < files.len() {
-                if page.items.len() >= req.max_items {
-                    page.truncated = true;
-                    page.stop = Some(ScanStop::Window);
-                    break;
-                }
-                if page.pages_scanned >= req.max_pages {
-                    page.truncated = true;
-                    page.stop = Some(ScanStop::Pages);
-                    break;
-                }
-                page.pages_scanned += 1;
-                let end = (next + PAGE_SIZE).min(files.len());
-                for file in &files[next..end] {
-                    if page.items.len() >= req.max_items {
-                        // Stopped inside a page with items left over.
-                        page.truncated = true;
-                        page.stop = Some(ScanStop::Window);
-                        break;
-                    }
-                    if Instant::now() >= req.deadline {
-                        page.truncated = true;
-                        page.timed_out = true;
-                        page.stop = Some(ScanStop::Deadline);
-                        break;
-                    }
-                    page.examined += 1;
-                    let candidate = match read_file(&dir, file) {
-                        Ok(raw) => to_candidate(&id, file, &mime::parse(&raw)),
-                        Err(err) => unread_candidate(&id, file, &err),
-                    };
-                    if let Some(gap) = candidate.gap {
-                        // Counted whether or not it is returned: a non-match in it is unproven.
-                        page.gaps.add(gap);
-                        if gap.is_total() && (words.is_some() || req.filters.reads_content()) {
-                            // Nothing to test the query or a content filter against.
-                            continue;
-                        }
-                    }
-                    if !req.filters.matches(&candidate) {
-                        continue;
-                    }
-                    if let Some(words) = &words
-                        && !contains_all(&candidate, words)
-                    {
-                        continue;
-                    }
-                    page.items.push(candidate);
-                }
-                if page.truncated {
-                    break;
-                }
-                next = end;
-            }
-            Ok(page)
-        })
-        .await
+    async fn scan(&self, req: &ScanRequest, query: Option<&str>) -> Result<Page, BackendError> {
+        scan::run(self, req, query).await
     }
 
-    pub(crate) async fn get_message(&self, id: &str) -> Result<MessageDetail, BackendError> {
+    async fn get_message(&self, id: &str) -> Result<MessageDetail, BackendError> {
         let id = id.to_owned();
         self.blocking(move |root| {
             let (folder, dir, file) = locate(root, &id)?;
             let raw = read_file(&dir, &file)?;
             let parsed = mime::parse(&raw);
-            let summary = to_candidate(&folder, &file, &parsed);
+            let summary = to_summary(&folder, &file, &parsed);
             Ok(MessageDetail {
                 summary,
                 recipients_cut: parsed.cuts.addresses,
@@ -270,7 +204,7 @@ impl MaildirStore {
         .await
     }
 
-    pub(crate) async fn list_attachments(
+    async fn list_attachments(
         &self,
         message_id: &str,
     ) -> Result<Vec<AttachmentMeta>, BackendError> {
@@ -283,7 +217,7 @@ impl MaildirStore {
         .await
     }
 
-    pub(crate) async fn attachment(
+    async fn attachment(
         &self,
         message_id: &str,
         attachment_id: &str,
@@ -342,11 +276,11 @@ fn attachment_metas(parsed: &ParsedMessage) -> Vec<AttachmentMeta> {
         .collect()
 }
 
-fn to_candidate(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> Candidate {
+fn to_summary(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> MessageSummary {
     let attachments = attachment_metas(parsed);
     let body_cut = parsed.body_text.chars().nth(MATCH_BODY_CHARS).is_some();
     let gap = ContentGap::of(parsed.cuts).or(body_cut.then_some(ContentGap::Body));
-    Candidate {
+    MessageSummary {
         id: encode_id(folder, &file.unique),
         folder_id: folder.to_owned(),
         subject: parsed.subject.clone(),
@@ -355,10 +289,8 @@ fn to_candidate(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> Can
         sent: parsed.date,
         is_read: file.is_seen(),
         is_flagged: file.flags.contains('F'),
-        is_answered: file.flags.contains('R'),
         has_attachments: attachments.iter().any(|a| !a.is_inline),
         preview: parsed.body_text.chars().take(PREVIEW_CHARS).collect(),
-        body: parsed.body_text.chars().take(MATCH_BODY_CHARS).collect(),
         attachments,
         gap,
     }
@@ -366,8 +298,8 @@ fn to_candidate(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> Can
 
 /// A message whose file could not be read: listed from its file name alone (id, delivery
 /// time, flags), never dropped, so that a listing shows it and a search counts it.
-fn unread_candidate(folder: &str, file: &MessageFile, err: &BackendError) -> Candidate {
-    Candidate {
+fn unread_summary(folder: &str, file: &MessageFile, err: &BackendError) -> MessageSummary {
+    MessageSummary {
         id: encode_id(folder, &file.unique),
         folder_id: folder.to_owned(),
         subject: None,
@@ -376,44 +308,14 @@ fn unread_candidate(folder: &str, file: &MessageFile, err: &BackendError) -> Can
         sent: None,
         is_read: file.is_seen(),
         is_flagged: file.flags.contains('F'),
-        is_answered: file.flags.contains('R'),
         has_attachments: false,
         preview: String::new(),
-        body: String::new(),
         attachments: Vec::new(),
         gap: Some(match err {
             BackendError::TooLarge => ContentGap::TooLarge,
             _ => ContentGap::Unreadable,
         }),
     }
-}
-
-/// The backend's substring search over folded words.
-fn contains_all(c: &Candidate, words: &[String]) -> bool {
-    if words.is_empty() {
-        return false;
-    }
-    let mut hay = String::new();
-    for part in [c.subject.as_deref().unwrap_or(""), &c.body] {
-        hay.push_str(&tokens(part).join(" "));
-        hay.push(' ');
-    }
-    if let Some(from) = &c.from {
-        for part in [from.address.as_deref(), from.name.as_deref()]
-            .into_iter()
-            .flatten()
-        {
-            hay.push_str(&tokens(part).join(" "));
-            hay.push(' ');
-        }
-    }
-    for a in &c.attachments {
-        if let Some(n) = &a.name {
-            hay.push_str(&tokens(n).join(" "));
-            hay.push(' ');
-        }
-    }
-    words.iter().all(|w| hay.contains(w.as_str()))
 }
 
 pub(crate) fn encode_id(folder: &str, unique: &str) -> String {
@@ -478,29 +380,32 @@ fn discover_folders(root: &Dir) -> Result<Vec<String>, BackendError> {
     Ok(ids)
 }
 
-/// The folder ids a well-known name may be stored as, the first being the one [`ensure_folder`]
-/// creates; empty for a name that is not well known.
-fn well_known(wanted: &str) -> &'static [&'static str] {
-    match wanted.to_ascii_lowercase().as_str() {
-        "inbox" => &[INBOX],
-        "sentitems" | "sent" => &["Sent", "Sent Items", "Sent Messages"],
-        "drafts" => &["Drafts"],
-        "archive" => &["Archive"],
-        "junkemail" | "junk" => &["Junk", "Spam"],
-        "deleteditems" | "trash" => &["Trash", "Deleted Items"],
-        _ => &[],
+/// The folder ids a well-known folder may be stored as, the first being the one
+/// `write::ensure_folder` creates.
+fn well_known(name: WellKnown) -> &'static [&'static str] {
+    match name {
+        WellKnown::Inbox => &[INBOX],
+        WellKnown::SentItems => &["Sent", "Sent Items", "Sent Messages"],
+        WellKnown::Drafts => &["Drafts"],
+        WellKnown::Archive => &["Archive"],
+        WellKnown::JunkEmail => &["Junk", "Spam"],
+        WellKnown::DeletedItems => &["Trash", "Deleted Items"],
     }
 }
 
-/// Maps a caller's folder (None = inbox, a well-known name, or an id) to a folder that exists.
-fn resolve_folder(root: &Dir, requested: Option<&str>) -> Result<String, BackendError> {
+/// Maps a caller's folder (a well-known name or an id) to a folder that exists.
+fn resolve_folder(root: &Dir, requested: &FolderSelector) -> Result<String, BackendError> {
     let ids = discover_folders(root)?;
-    let wanted = requested.unwrap_or("inbox").trim();
-    for candidate in well_known(wanted) {
-        if ids.iter().any(|i| i == candidate) {
-            return Ok((*candidate).to_owned());
+    let wanted = match requested {
+        FolderSelector::WellKnown(name) => {
+            return well_known(*name)
+                .iter()
+                .find(|candidate| ids.iter().any(|i| i == *candidate))
+                .map(|id| (*id).to_owned())
+                .ok_or(BackendError::NotFound);
         }
-    }
+        FolderSelector::Id(id) => id.as_str(),
+    };
     if let Some(id) = ids.iter().find(|i| *i == wanted) {
         return Ok(id.clone());
     }
@@ -607,321 +512,6 @@ fn read_file(dir: &Dir, file: &MessageFile) -> Result<Vec<u8>, BackendError> {
     Ok(buf)
 }
 
-// ---------------------------------------------------------------------------------------------
-// Writes (write gate only; called through `Backend`). There is no delete: a move is one rename,
-// a copy writes a new file through tmp/, a mark renames the file to change its flags.
-// ---------------------------------------------------------------------------------------------
-
-/// Flag letters `append` accepts (Maildir's Draft, Flagged, Passed, Replied, Seen, Trashed).
-const SETTABLE_FLAGS: &str = "DFPRST";
-
-/// Where a newly written file is published inside a folder.
-#[derive(Clone, Copy)]
-enum Publish<'a> {
-    /// `new/<unique>`: not yet seen by any client.
-    New,
-    /// `cur/<unique>:2,<flags>`.
-    Cur(&'a str),
-}
-
-/// One item's outcome in a batch write: the new message id, or why this item failed.
-pub(crate) type ItemResult<T> = Result<T, BackendError>;
-
-impl MaildirStore {
-    /// Appends `raw` as a new message to `folder` and returns its id.
-    ///
-    /// `folder` is a well-known name (`inbox`, `sentitems`, `drafts`, `archive`, `junkemail`,
-    /// `deleteditems`) or the id of an existing folder. A well-known folder that does not exist
-    /// yet is created as a Maildir++ folder (`.Sent`, `.Drafts`, …: `cur/ new/ tmp/` mode 0700
-    /// and a `maildirfolder` marker); `inbox` creates the root's own `cur/ new/ tmp/`. Any other
-    /// missing folder is `NotFound`: a caller's string never names a new directory.
-    ///
-    /// The message is written to `tmp/<unique>` (created exclusively, mode 0600), fsynced, then
-    /// renamed to `cur/<unique>:2,<flags>` (or `new/<unique>` when `flags` is empty), so a reader
-    /// never sees a partial message. `flags` may only hold the letters `DFPRST` (`BadId`
-    /// otherwise); they are sorted as Maildir requires. A message over the backend's 64 MiB read
-    /// bound is `TooLarge` (it could never be read back).
-    pub(crate) async fn append(
-        &self,
-        folder: &str,
-        raw: &[u8],
-        flags: &str,
-    ) -> Result<String, BackendError> {
-        let flags = normalise_flags(flags)?;
-        if raw.len() as u64 > MAX_MESSAGE_BYTES {
-            return Err(BackendError::TooLarge);
-        }
-        let folder = folder.to_owned();
-        let raw = raw.to_vec();
-        self.blocking(move |root| {
-            let id = ensure_folder(root, &folder)?;
-            let dir = folder_dir(root, &id)?;
-            let publish = if flags.is_empty() {
-                Publish::New
-            } else {
-                Publish::Cur(&flags)
-            };
-            let unique = store_message(&dir, &raw, Utc::now().timestamp(), publish)?;
-            Ok(encode_id(&id, &unique))
-        })
-        .await
-    }
-
-    /// Moves each message to `destination` (a well-known name or the id of an existing folder;
-    /// never created here) with one rename per message. The outer error is the whole call's
-    /// (unknown destination, unreadable mailbox); each item answers its new id or its error.
-    /// A message already in the destination succeeds unchanged.
-    pub(crate) async fn move_messages(
-        &self,
-        ids: &[String],
-        destination: &str,
-    ) -> Result<Vec<ItemResult<String>>, BackendError> {
-        let ids = ids.to_vec();
-        let destination = destination.to_owned();
-        self.blocking(move |root| {
-            let (dest, dest_dir) = open_destination(root, &destination)?;
-            let mut taken: HashSet<String> = list_files(&dest_dir)?
-                .into_iter()
-                .map(|f| f.unique)
-                .collect();
-            Ok(ids
-                .iter()
-                .map(|id| move_one(root, id, &dest, &dest_dir, &mut taken))
-                .collect())
-        })
-        .await
-    }
-
-    /// Copies each message into `destination` (resolved as for a move) as a new file with a new
-    /// unique name, keeping its flags and its delivery time; the source is untouched.
-    pub(crate) async fn copy_messages(
-        &self,
-        ids: &[String],
-        destination: &str,
-    ) -> Result<Vec<ItemResult<String>>, BackendError> {
-        let ids = ids.to_vec();
-        let destination = destination.to_owned();
-        self.blocking(move |root| {
-            let (dest, dest_dir) = open_destination(root, &destination)?;
-            Ok(ids
-                .iter()
-                .map(|id| copy_one(root, id, &dest, &dest_dir))
-                .collect())
-        })
-        .await
-    }
-
-    /// Sets (`read`) or clears the seen flag of each message by renaming its file; a message in
-    /// `new/` moves to `cur/` when marked read. Ids do not change (they hold no flags).
-    pub(crate) async fn mark_messages(
-        &self,
-        ids: &[String],
-        read: bool,
-    ) -> Result<Vec<ItemResult<()>>, BackendError> {
-        let ids = ids.to_vec();
-        self.blocking(move |root| Ok(ids.iter().map(|id| mark_one(root, id, read)).collect()))
-            .await
-    }
-}
-
-/// Sorted, de-duplicated flags; refuses anything but [`SETTABLE_FLAGS`].
-/// An existing destination folder of a move or copy (never created here), with its
-/// `cur/ new/ tmp/` present.
-fn open_destination(root: &Dir, destination: &str) -> Result<(String, Dir), BackendError> {
-    let dest = resolve_folder(root, Some(destination))?;
-    let dest_dir = folder_dir(root, &dest)?;
-    ensure_subdirs(&dest_dir)?;
-    Ok((dest, dest_dir))
-}
-
-fn normalise_flags(flags: &str) -> Result<String, BackendError> {
-    if !flags.chars().all(|c| SETTABLE_FLAGS.contains(c)) {
-        return Err(BackendError::BadId);
-    }
-    let set: BTreeSet<char> = flags.chars().collect();
-    Ok(set.into_iter().collect())
-}
-
-/// The existing folder for `wanted`, or a newly created one when `wanted` is well known.
-fn ensure_folder(root: &Dir, wanted: &str) -> Result<String, BackendError> {
-    match resolve_folder(root, Some(wanted)) {
-        Ok(id) => {
-            ensure_subdirs(&folder_dir(root, &id)?)?;
-            Ok(id)
-        }
-        Err(BackendError::NotFound) => {
-            let Some(&id) = well_known(wanted.trim()).first() else {
-                return Err(BackendError::NotFound);
-            };
-            if id == INBOX {
-                ensure_subdirs(root)?;
-            } else {
-                let name = format!(".{id}");
-                create_private_dir(root, &name)?;
-                let dir = root.open_dir(&name)?;
-                ensure_subdirs(&dir)?;
-                let mut opts = OpenOptions::new();
-                opts.write(true).create_new(true).mode(0o600);
-                match dir.open_with("maildirfolder", &opts) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Ok(id.to_owned())
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Creates the folder's `tmp/ new/ cur/` (0700) where missing; `cur/` last, because a folder is
-/// discovered by its `cur/`.
-fn ensure_subdirs(dir: &Dir) -> Result<(), BackendError> {
-    for sub in ["tmp", "new", "cur"] {
-        if !dir.is_dir(sub) {
-            create_private_dir(dir, sub)?;
-        }
-    }
-    Ok(())
-}
-
-fn create_private_dir(dir: &Dir, name: &str) -> std::io::Result<()> {
-    let mut builder = DirBuilder::new();
-    builder.mode(0o700);
-    match dir.create_dir_with(name, &builder) {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        other => other,
-    }
-}
-
-/// A fresh unique name: `<secs>.M<micros>P<pid>R<random hex>.mailgate`. `secs` leads because
-/// [`list_files`] reads the delivery time from it.
-fn new_unique(secs: i64) -> String {
-    let random: [u8; 8] = rand::rng().random();
-    format!(
-        "{secs}.M{}P{}R{}.mailgate",
-        Utc::now().timestamp_subsec_micros(),
-        std::process::id(),
-        hex::encode(random)
-    )
-}
-
-/// Writes `raw` to `tmp/<unique>` exclusively (0600), fsyncs it, and renames it into place.
-/// Any failure after the file was created removes it, so nothing partial is ever published.
-fn store_message(
-    dir: &Dir,
-    raw: &[u8],
-    secs: i64,
-    publish: Publish<'_>,
-) -> Result<String, BackendError> {
-    let unique = new_unique(secs);
-    let tmp = format!("tmp/{unique}");
-    let mut opts = OpenOptions::new();
-    opts.write(true).create_new(true).mode(0o600);
-    // A failed exclusive open created nothing of ours, so there is nothing to remove.
-    let mut file = dir.open_with(&tmp, &opts)?;
-    let written = file.write_all(raw).and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(e) = written {
-        let _ = dir.remove_file(&tmp);
-        return Err(e.into());
-    }
-    let (sub, target) = match publish {
-        Publish::New => ("new", format!("new/{unique}")),
-        Publish::Cur(flags) => ("cur", format!("cur/{unique}:2,{flags}")),
-    };
-    if let Err(e) = dir.rename(&tmp, dir, &target) {
-        let _ = dir.remove_file(&tmp);
-        return Err(e.into());
-    }
-    sync_dir(dir, sub);
-    Ok(unique)
-}
-
-/// Best-effort fsync of a folder's subdirectory, so a published rename survives a crash.
-fn sync_dir(dir: &Dir, sub: &str) {
-    match dir.open_dir(sub) {
-        Ok(d) => crate::dir_fd::sync_best_effort(&d),
-        Err(e) => tracing::warn!(kind = ?e.kind(), "a maildir folder could not be opened to fsync"),
-    }
-}
-
-/// The flags part of a file name (`unique:2,FLAGS` → `FLAGS`), as stored.
-fn stored_flags(file: &MessageFile) -> &str {
-    file.file_name
-        .get(file.unique.len()..)
-        .and_then(|rest| rest.strip_prefix(":2,"))
-        .unwrap_or("")
-}
-
-fn move_one(
-    root: &Dir,
-    id: &str,
-    dest: &str,
-    dest_dir: &Dir,
-    taken: &mut HashSet<String>,
-) -> ItemResult<String> {
-    let (folder, dir, file) = locate(root, id)?;
-    if folder == dest {
-        return Ok(id.to_owned());
-    }
-    // Keep the unique name (the new id is then predictable) unless the destination already has
-    // it: `rename` replaces an existing target, and a move must never clobber a message.
-    let (unique, name) = if taken.contains(&file.unique) {
-        let unique = new_unique(file.received);
-        let suffix = file.file_name.get(file.unique.len()..).unwrap_or("");
-        let name = format!("{unique}{suffix}");
-        (unique, name)
-    } else {
-        (file.unique.clone(), file.file_name.clone())
-    };
-    dir.rename(
-        format!("{}/{}", file.sub, file.file_name),
-        dest_dir,
-        format!("{}/{name}", file.sub),
-    )?;
-    sync_dir(dest_dir, file.sub);
-    taken.insert(unique.clone());
-    Ok(encode_id(dest, &unique))
-}
-
-fn copy_one(root: &Dir, id: &str, dest: &str, dest_dir: &Dir) -> ItemResult<String> {
-    let (_, dir, file) = locate(root, id)?;
-    let raw = read_file(&dir, &file)?;
-    let publish = if file.sub == "new" {
-        Publish::New
-    } else {
-        Publish::Cur(stored_flags(&file))
-    };
-    // The copy keeps the original delivery time, so it sorts and dates like its source.
-    let unique = store_message(dest_dir, &raw, file.received, publish)?;
-    Ok(encode_id(dest, &unique))
-}
-
-fn mark_one(root: &Dir, id: &str, read: bool) -> ItemResult<()> {
-    let (_, dir, file) = locate(root, id)?;
-    if file.sub == "new" && !read {
-        // A message in new/ reads as unread whatever its name says.
-        return Ok(());
-    }
-    let current = stored_flags(&file);
-    let mut flags: BTreeSet<char> = current.chars().filter(|&c| c != 'S').collect();
-    if read {
-        flags.insert('S');
-    }
-    let flags: String = flags.into_iter().collect();
-    if file.sub == "cur" && flags == current && file.file_name.contains(":2,") {
-        return Ok(());
-    }
-    dir.rename(
-        format!("{}/{}", file.sub, file.file_name),
-        &dir,
-        format!("cur/{}:2,{flags}", file.unique),
-    )?;
-    sync_dir(&dir, "cur");
-    Ok(())
-}
-
 #[cfg(test)]
 #[allow(
     clippy::disallowed_methods,
@@ -929,8 +519,11 @@ fn mark_one(root: &Dir, id: &str, read: bool) -> ItemResult<()> {
 )]
 mod tests {
     use super::*;
+    use crate::backends::model::{Budget, Flags, Order};
+    use crate::backends::{MailStore, MailWrite};
     use std::os::unix::fs::PermissionsExt as _;
     use std::path::Path;
+    use std::time::Instant;
 
     const MAIL: &[u8] = b"From: ana.lima@example.com\r\nTo: finance@example.com\r\n\
 Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\n";
@@ -971,15 +564,28 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
     }
 
+    fn sel(folder: &str) -> FolderSelector {
+        FolderSelector::parse(Some(folder))
+    }
+
     fn request(folder: &str) -> ScanRequest {
         ScanRequest {
-            folder: Some(folder.to_owned()),
+            folder: sel(folder),
             filters: Default::default(),
-            max_items: 100,
-            max_pages: 10,
-            deadline: Instant::now() + crate::search::SEARCH_DEADLINE,
+            budget: Budget {
+                deadline: Instant::now() + crate::search::SEARCH_DEADLINE,
+                max_pages: 10,
+                max_items: 100,
+            },
+            keep: 100,
+            order: Order::default(),
         }
     }
+
+    const SEEN: Flags = Flags {
+        seen: true,
+        draft: false,
+    };
 
     async fn inbox_ids(store: &MaildirStore, folder: &str) -> Vec<(String, bool)> {
         let req = request(folder);
@@ -1017,11 +623,11 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         assert!(search.items.is_empty());
         assert!(search.is_incomplete(), "a non-match is unproven");
         assert_eq!(
-            search.limit_warnings().collect::<Vec<_>>(),
+            crate::search::limit_warnings(&search).collect::<Vec<_>>(),
             vec![crate::search::warning::MESSAGE_TOO_LARGE]
         );
 
-        let stats = store.folder_stats(INBOX, 100).await.unwrap();
+        let stats = store.folder_stats(&sel(INBOX), 100).await.unwrap();
         assert_eq!(stats.messages_not_read, 1);
     }
 
@@ -1057,7 +663,7 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
     async fn a_scan_past_its_deadline_stops_and_says_so() {
         let (_tmp, store) = fixture();
         let mut req = request(INBOX);
-        req.deadline = Instant::now();
+        req.budget.deadline = Instant::now();
         let page = store.scan(&req, None).await.unwrap();
         assert!(page.items.is_empty());
         assert!(page.timed_out && page.truncated && page.is_incomplete());
@@ -1068,7 +674,17 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         let (tmp, store) = fixture();
         let root = tmp.path();
         assert!(!root.join(".Drafts").exists());
-        let id = store.append("drafts", MAIL, "SD").await.unwrap();
+        let id = store
+            .append(
+                WellKnown::Drafts,
+                MAIL,
+                Flags {
+                    seen: true,
+                    draft: true,
+                },
+            )
+            .await
+            .unwrap();
         for sub in ["cur", "new", "tmp"] {
             assert_eq!(mode(&root.join(".Drafts").join(sub)), 0o700, "{sub}");
         }
@@ -1099,43 +715,28 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         assert!(detail.summary.is_read);
 
         // Sent Items: created as `.Sent`; without flags the message lands in new/.
-        let sent = store.append("sentitems", MAIL, "").await.unwrap();
+        let sent = store
+            .append(WellKnown::SentItems, MAIL, Flags::default())
+            .await
+            .unwrap();
         assert_eq!(names(&root.join(".Sent/new")).len(), 1);
         assert!(!store.get_message(&sent).await.unwrap().summary.is_read);
         // A second append reuses the folder.
-        store.append("drafts", MAIL, "D").await.unwrap();
+        store
+            .append(
+                WellKnown::Drafts,
+                MAIL,
+                Flags {
+                    seen: false,
+                    draft: true,
+                },
+            )
+            .await
+            .unwrap();
         assert_eq!(names(&root.join(".Drafts/cur")).len(), 2);
         // An existing folder by id.
-        store.append("Archive", MAIL, "S").await.unwrap();
+        store.append(WellKnown::Archive, MAIL, SEEN).await.unwrap();
         assert_eq!(names(&root.join(".Archive/cur")).len(), 1);
-    }
-
-    #[tokio::test]
-    async fn append_refuses_unknown_folders_and_bad_flags() {
-        let (tmp, store) = fixture();
-        for folder in ["Projects", "../outside", ".Drafts", "a/b"] {
-            assert!(
-                matches!(
-                    store.append(folder, MAIL, "S").await,
-                    Err(BackendError::NotFound)
-                ),
-                "{folder}"
-            );
-        }
-        for flags in ["x", "S/", ":2,S", "\n"] {
-            assert!(
-                matches!(
-                    store.append("drafts", MAIL, flags).await,
-                    Err(BackendError::BadId)
-                ),
-                "{flags:?}"
-            );
-        }
-        assert!(!tmp.path().join(".Projects").exists());
-        assert!(
-            !tmp.path().join(".Drafts").exists(),
-            "refused before creating"
-        );
     }
 
     #[tokio::test]
@@ -1143,7 +744,10 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
         let store = MaildirStore::new(dir);
-        let id = store.append("inbox", MAIL, "").await.unwrap();
+        let id = store
+            .append(WellKnown::Inbox, MAIL, Flags::default())
+            .await
+            .unwrap();
         assert_eq!(names(&tmp.path().join("new")).len(), 1);
         assert_eq!(
             store.get_message(&id).await.unwrap().summary.folder_id,
@@ -1163,7 +767,7 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         assert_eq!(ids.len(), 2);
         let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
         let before = ino(&root.join("cur/1767225700.M2P1.demo:2,S"));
-        let results = store.move_messages(&ids, "archive").await.unwrap();
+        let results = store.move_messages(&ids, &sel("archive")).await.unwrap();
         let new_ids: Vec<String> = results.into_iter().map(Result::unwrap).collect();
         assert!(
             inbox_ids(&store, "inbox").await.is_empty(),
@@ -1192,14 +796,14 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
             "a rename, not a copy"
         );
         // Moving again answers NotFound per item; an unknown destination fails the whole call.
-        let again = store.move_messages(&ids, "archive").await.unwrap();
+        let again = store.move_messages(&ids, &sel("archive")).await.unwrap();
         assert!(
             again
                 .iter()
                 .all(|r| matches!(r, Err(BackendError::NotFound)))
         );
         assert!(matches!(
-            store.move_messages(&new_ids, "Nowhere").await,
+            store.move_messages(&new_ids, &sel("Nowhere")).await,
             Err(BackendError::NotFound)
         ));
         assert!(
@@ -1207,7 +811,10 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
             "move never creates folders"
         );
         // Moving into the folder it is already in is a no-op success.
-        let same = store.move_messages(&new_ids[..1], "Archive").await.unwrap();
+        let same = store
+            .move_messages(&new_ids[..1], &sel("Archive"))
+            .await
+            .unwrap();
         assert_eq!(same[0].as_ref().unwrap(), &new_ids[0]);
     }
 
@@ -1218,7 +825,7 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         std::fs::write(root.join(".Archive/cur/1767225700.M2P1.demo:2,S"), b"other").unwrap();
         let id = encode_id(INBOX, "1767225700.M2P1.demo");
         let new_id = store
-            .move_messages(std::slice::from_ref(&id), "archive")
+            .move_messages(std::slice::from_ref(&id), &sel("archive"))
             .await
             .unwrap()
             .remove(0)
@@ -1243,7 +850,10 @@ Subject: Quarterly figures\r\nMessage-ID: <q1@demo.example.com>\r\n\r\nHello.\r\
         let seen = encode_id(INBOX, "1767225700.M2P1.demo");
         let unseen = encode_id(INBOX, "1767225600.M1P1.demo");
         let results = store
-            .copy_messages(&[seen.clone(), unseen.clone(), "bogus".into()], "archive")
+            .copy_messages(
+                &[seen.clone(), unseen.clone(), "bogus".into()],
+                &sel("archive"),
+            )
             .await
             .unwrap();
         assert!(matches!(results[2], Err(BackendError::BadId)));

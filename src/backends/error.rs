@@ -1,0 +1,56 @@
+//! The one error type of every backend, in the classes remote mailboxes need. Each class maps
+//! once to a tool code (`tools::ToolError::from_backend`) and once to search evidence
+//! (`search::engine`); a backend picks the class, never the code.
+
+use std::time::Duration;
+
+/// Why a backend operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the remote classes are raised by the Graph and IMAP backends (issues 11, 12); \
+                  their mappings are unit-tested now"
+    )
+)]
+pub(crate) enum BackendError {
+    #[error("the requested item does not exist")]
+    NotFound,
+    #[error("the id is not one this mailbox issued")]
+    BadId,
+    /// The backend kind, or this operation on it, is not available (names the kind).
+    #[error("the {0} backend does not support this operation in this build")]
+    Unsupported(&'static str),
+    #[error("a server-side limit was exceeded")]
+    TooLarge,
+    /// The server asked us to slow down (HTTP 429/503, an IMAP rate limit, our own bucket).
+    #[error("the mail server is throttling requests")]
+    Throttled { retry_after: Option<Duration> },
+    /// Credentials were refused or have expired.
+    #[error("the mail server refused the credentials")]
+    Unauthorised,
+    /// The operation's deadline passed.
+    #[error("the mail server did not answer in time")]
+    Timeout,
+    /// A transient failure (connection refused or dropped, 5xx): retrying later may work.
+    #[error("the mail server is unavailable")]
+    Unavailable,
+    /// The server answered something we cannot read (bad JSON, a protocol violation).
+    #[error("the mail server sent a malformed response")]
+    Malformed,
+    /// Local storage failed (Maildir).
+    #[error("the mailbox storage could not be read")]
+    Io(#[source] std::io::Error),
+}
+
+impl From<std::io::Error> for BackendError {
+    fn from(err: std::io::Error) -> Self {
+        if err.kind() == std::io::ErrorKind::NotFound {
+            BackendError::NotFound
+        } else {
+            BackendError::Io(err)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The send transport of the sending mailbox, chosen once at startup from its config: SMTP when
+//! the mailbox has an `smtp` block, the local outbox for a Maildir mailbox without one, and a
+//! refusal for kinds whose transport is not built. Each transport takes the outbound policy's
+//! [`SendPermit`] by value (the only value that can be sent) and says whether it files the Sent
+//! copy itself ([`Transport::files_sent_copy`]: Graph's `sendMail` does, SMTP does not), so the
+//! send tool files one copy, never two and never none.
+
+use super::outbox::{self, Outbox};
+use super::smtp::SmtpSender;
+use crate::config::env::Secret;
+use crate::config::{BackendSpec, MailboxEntry};
+use crate::path_guard;
+use crate::policy::outbound::{SendPermit, SentMessage};
+
+/// Largest `caFile` accepted (a PEM bundle of a few certificates).
+const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Why the transport could not be set up at startup (the text names the setting, never a
+/// secret).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct TransportSetupError(String);
+
+/// Why one send attempt failed, as a class that names no address.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct SendFailure(String);
+
+/// The transport of the sending mailbox.
+pub(crate) enum Transport {
+    Smtp(SmtpSender),
+    Outbox(Outbox),
+    NotBuilt { why: &'static str },
+}
+
+impl Transport {
+    /// Opens the transport for `entry`. `smtp_secret` is the value of its `passwordEnv` /
+    /// `oauth2TokenEnv`; `open_state` opens the checked state folder (the outbox lives there)
+    /// and is called only when the outbox is the transport.
+    pub(crate) fn open<E: std::fmt::Display>(
+        entry: &MailboxEntry,
+        smtp_secret: Option<&Secret>,
+        open_state: impl FnOnce() -> Result<cap_std::fs::Dir, E>,
+    ) -> Result<Self, TransportSetupError> {
+        let setup = |what: String| TransportSetupError(what);
+        let smtp = match &entry.backend {
+            BackendSpec::Maildir { smtp, .. } | BackendSpec::Imap { smtp, .. } => smtp.as_ref(),
+            BackendSpec::Graph => None,
+        };
+        Ok(match (smtp, &entry.backend) {
+            (Some(spec), _) => {
+                let ca = match &spec.ca_file {
+                    None => None,
+                    Some(path) => Some(
+                        path_guard::read_optional_trusted_file(path, MAX_CA_FILE_BYTES)
+                            .map_err(|e| setup(format!("the smtp caFile is refused: {e}")))?
+                            .ok_or_else(|| setup("the smtp caFile does not exist".to_owned()))?,
+                    ),
+                };
+                let sender = SmtpSender::new(spec, &entry.address, smtp_secret, ca.as_deref())
+                    .map_err(|e| setup(e.to_string()))?;
+                Transport::Smtp(sender)
+            }
+            (None, BackendSpec::Maildir { .. }) => {
+                let state = open_state().map_err(|e| setup(e.to_string()))?;
+                let outbox = Outbox::open(&state).map_err(|e| {
+                    setup(format!(
+                        "the outbox folder (<state folder>/outbox) is refused: {e}"
+                    ))
+                })?;
+                Transport::Outbox(outbox)
+            }
+            (None, BackendSpec::Imap { .. }) => Transport::NotBuilt {
+                why: "the sending IMAP mailbox has no smtp block",
+            },
+            (None, BackendSpec::Graph) => Transport::NotBuilt {
+                why: "sending through Microsoft Graph is not available in this version",
+            },
+        })
+    }
+
+    /// The transport's name in receipts and logs.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Transport::Smtp(_) => "smtp",
+            Transport::Outbox(_) => outbox::TRANSPORT,
+            Transport::NotBuilt { .. } => "unavailable",
+        }
+    }
+
+    /// `Err(why)` when this transport cannot send at all, so the caller refuses before the
+    /// policy runs (an unusable transport takes no slot of the send cap).
+    pub(crate) fn ready(&self) -> Result<(), &'static str> {
+        match self {
+            Transport::NotBuilt { why } => Err(why),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a successful send already left a copy in the sender's Sent folder. SMTP and the
+    /// outbox do not; Graph's `sendMail` does (`saveToSentItems`).
+    pub(crate) fn files_sent_copy(&self) -> bool {
+        match self {
+            Transport::Smtp(_) | Transport::Outbox(_) | Transport::NotBuilt { .. } => false,
+        }
+    }
+
+    /// Hands the permit to the transport: one attempt, no retry.
+    pub(crate) async fn send(&self, permit: SendPermit) -> Result<SentMessage, SendFailure> {
+        match self {
+            Transport::Smtp(smtp) => smtp
+                .send(permit)
+                .await
+                .map_err(|e| SendFailure(e.to_string())),
+            Transport::Outbox(outbox) => outbox
+                .deliver(permit)
+                .await
+                .map_err(|e| SendFailure(format!("local delivery failed: {}", e.kind()))),
+            Transport::NotBuilt { why } => {
+                drop(permit);
+                Err(SendFailure((*why).to_owned()))
+            }
+        }
+    }
+}
