@@ -26,6 +26,7 @@ use super::model::{
 use super::{BackendError, MailStore};
 use crate::mime::{self, ParsedMessage};
 
+mod prefilter;
 mod scan;
 mod write;
 

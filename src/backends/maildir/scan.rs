@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use cap_std::fs::Dir;
 
+use super::prefilter::Prefilter;
 use super::{
     MATCH_BODY_CHARS, MaildirStore, MessageFile, PAGE_SIZE, encode_id, folder_dir, list_files,
     read_file, resolve_folder, secs_to_utc, to_summary, unread_summary,
@@ -46,10 +47,10 @@ pub(super) async fn run(
 
 /// The query's folded words; a message matches when every word occurs inside one of its folded
 /// tokens (the backend's own substring search, wider than the engine's whole-token fallback).
-struct Words(Vec<String>);
+pub(super) struct Words(pub(super) Vec<String>);
 
 impl Words {
-    fn new(query: &str) -> Self {
+    pub(super) fn new(query: &str) -> Self {
         let mut words = tokens(query);
         words.sort();
         words.dedup();
@@ -82,6 +83,7 @@ fn scan_folder(root: &Dir, req: &ScanRequest, words: Option<&Words>) -> Result<P
         files: &files,
         req,
         words,
+        prefilter: words.and_then(|w| Prefilter::new(&w.0)),
         reads_content,
         cursor: AtomicUsize::new(0),
         expired: AtomicBool::new(false),
@@ -160,6 +162,7 @@ struct Scan<'a> {
     files: &'a [MessageFile],
     req: &'a ScanRequest,
     words: Option<&'a Words>,
+    prefilter: Option<Prefilter>,
     reads_content: bool,
     cursor: AtomicUsize,
     expired: AtomicBool,
@@ -201,6 +204,8 @@ impl Scan<'_> {
             return;
         }
         let parsed = match read_file(self.dir, file) {
+            // Provably no match: not parsed (see `prefilter` for why that is sound).
+            Ok(raw) if self.prefilter.as_ref().is_some_and(|p| !p.may_match(&raw)) => return,
             Ok(raw) => mime::parse(&raw),
             Err(err) => {
                 // Counted whether or not it would match: a non-match in it is unproven.
@@ -266,6 +271,25 @@ fn matches_words(words: &Words, summary: &MessageSummary, body: &str) -> bool {
         .map_or(body.len(), |(i, _)| i);
     fold_into(&body[..end], &mut hay);
     rest.iter().all(|w| hay.contains(w.as_str()))
+}
+
+/// Whether `raw` matches `words` by the full path (parse, then header-first matching): the
+/// reference the prefilter's property test holds the shortcut to.
+#[cfg(test)]
+pub(super) fn matches_parsed(words: &Words, raw: &[u8]) -> bool {
+    let file = MessageFile {
+        sub: "cur",
+        file_name: "1.test:2,S".to_owned(),
+        unique: "1.test".to_owned(),
+        flags: "S".to_owned(),
+        received: 1,
+    };
+    let parsed = mime::parse(raw);
+    matches_words(
+        words,
+        &to_summary("INBOX", &file, &parsed),
+        &parsed.body_text,
+    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,249 @@
+//! A sound shortcut for the Maildir scan: decide from a message's raw bytes, without parsing it,
+//! that it cannot match the query's words, so that a search over a large folder parses only the
+//! messages that might match.
+//!
+//! Soundness (the only property that matters: a skipped message never matches): the matcher
+//! looks for each folded word inside the folded text of the decoded subject, sender, attachment
+//! names and body. Decoding can only produce a word the raw bytes do not hold when it changes
+//! bytes: a transfer encoding (base64, quoted-printable, uuencode), an RFC 2047 encoded word, an
+//! RFC 2231 parameter (`name*=`, `name*0=`), HTML (entities; tags joining text), a charset that
+//! maps ASCII bytes to other characters (UTF-7, ISO-2022-*), or non-ASCII text that folds to
+//! ASCII (`é` → `e`, fullwidth letters). A message holding any of these is always parsed. In
+//! every other message the decoded text is a substring-preserving copy of the raw bytes, so a
+//! word absent from the raw bytes (ASCII case-insensitively) is absent from the decoded text.
+//! The property test below holds the shortcut to the matcher on generated messages.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+/// Raw-byte markers of content whose decoded text can differ from its bytes.
+const MARKERS: &[&str] = &[
+    "base64",
+    "quoted-printable",
+    "uuencode",
+    "html",
+    "=?",
+    "*=",
+    "*0",
+    "*1",
+    "*2",
+    "*3",
+    "*4",
+    "*5",
+    "*6",
+    "*7",
+    "*8",
+    "*9",
+    "charset=",
+];
+/// Index of `charset=` in [`MARKERS`]: its value decides.
+const CHARSET: usize = MARKERS.len() - 1;
+/// Charsets that decode ASCII bytes to the same characters.
+const ASCII_SAFE_CHARSETS: &[&str] = &["us-ascii", "utf-8", "iso-8859-", "windows-125"];
+
+/// The query's words compiled for the raw-byte check.
+pub(super) struct Prefilter {
+    words: Option<AhoCorasick>,
+    count: usize,
+    /// A word holds a non-ASCII character, which ASCII-only text can never fold to.
+    non_ascii_word: bool,
+    markers: AhoCorasick,
+}
+
+impl Prefilter {
+    /// `None` when the words cannot be compiled (then every message is parsed).
+    pub(super) fn new(words: &[String]) -> Option<Self> {
+        let non_ascii_word = words.iter().any(|w| !w.is_ascii());
+        let compiled = if words.is_empty() || non_ascii_word {
+            None
+        } else {
+            Some(
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .build(words)
+                    .ok()?,
+            )
+        };
+        let markers = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(MARKERS)
+            .ok()?;
+        Some(Prefilter {
+            words: compiled,
+            count: words.len(),
+            non_ascii_word,
+            markers,
+        })
+    }
+
+    /// `false` only when `raw` cannot match every word.
+    pub(super) fn may_match(&self, raw: &[u8]) -> bool {
+        if !raw.is_ascii() || self.decoding_may_differ(raw) {
+            return true;
+        }
+        if self.non_ascii_word {
+            return false;
+        }
+        let Some(words) = &self.words else {
+            return true;
+        };
+        let mut seen = vec![false; self.count];
+        let mut left = self.count;
+        for found in words.find_overlapping_iter(raw) {
+            let i = found.pattern().as_usize();
+            if !seen[i] {
+                seen[i] = true;
+                left -= 1;
+                if left == 0 {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    fn decoding_may_differ(&self, raw: &[u8]) -> bool {
+        self.markers.find_iter(raw).any(|found| {
+            found.pattern().as_usize() != CHARSET || !ascii_safe_charset(&raw[found.end()..])
+        })
+    }
+}
+
+/// Whether the charset value at the start of `rest` (optionally quoted) decodes ASCII as itself.
+fn ascii_safe_charset(rest: &[u8]) -> bool {
+    let rest = rest.strip_prefix(b"\"").unwrap_or(rest);
+    ASCII_SAFE_CHARSETS.iter().any(|safe| {
+        rest.len() >= safe.len() && rest[..safe.len()].eq_ignore_ascii_case(safe.as_bytes())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::backends::maildir::scan::{Words, matches_parsed};
+
+    fn prefilter(query: &str) -> Prefilter {
+        Prefilter::new(&Words::new(query).0).expect("compiles")
+    }
+
+    const PLAIN: &[u8] = b"From: Ana <ana@example.com>\r\nSubject: Quarterly figures\r\n\
+Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
+
+    #[test]
+    fn plain_ascii_mail_is_skipped_only_when_a_word_is_absent() {
+        assert!(prefilter("INVOICE quarterly").may_match(PLAIN));
+        assert!(
+            prefilter("voic").may_match(PLAIN),
+            "words match inside tokens"
+        );
+        assert!(!prefilter("invoice zeppelin").may_match(PLAIN));
+        assert!(
+            !prefilter("relatório").may_match(PLAIN),
+            "ASCII text never folds to ó"
+        );
+    }
+
+    #[test]
+    fn every_decoding_that_changes_bytes_forces_a_parse() {
+        let risky: [&[u8]; 8] = [
+            b"Subject: =?utf-8?q?inv=6Fice?=\r\n\r\nx",
+            b"Content-Transfer-Encoding: base64\r\n\r\naW52b2ljZQ==",
+            b"Content-Transfer-Encoding: quoted-printable\r\n\r\ninv=\r\noice",
+            b"Content-Type: text/html\r\n\r\ninv<b></b>oice &#105;",
+            b"Content-Disposition: attachment; filename*=utf-8''inv%6Fice\r\n\r\nx",
+            b"Content-Disposition: attachment; filename*0=inv; filename*1=oice\r\n\r\nx",
+            b"Content-Type: text/plain; charset=utf-7\r\n\r\n+AGkAbgB2-oice",
+            "Subject: ｉｎｖｏｉｃｅ\r\n\r\nrelatório".as_bytes(),
+        ];
+        for raw in risky {
+            assert!(
+                prefilter("invoice").may_match(raw),
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+        assert!(
+            !prefilter("invoice")
+                .may_match(b"Content-Type: text/plain; charset=\"US-ASCII\"\r\n\r\nx")
+        );
+    }
+
+    /// Ways a message can carry text whose bytes differ from its decoded characters, and the
+    /// plain way; each is applied to generated text holding (or nearly holding) the words.
+    fn encode(text: &str, subject: &str, how: u8) -> Vec<u8> {
+        use base64::Engine as _;
+        let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+        let head = |subject: &str, extra: &str| {
+            format!("From: A <a@example.org>\r\nSubject: {subject}\r\n{extra}\r\n")
+        };
+        let out = match how {
+            0 => head(subject, "Content-Type: text/plain; charset=us-ascii\r\n") + text,
+            1 => head(subject, "Content-Transfer-Encoding: base64\r\n") + &b64(text),
+            2 => {
+                let qp = text.replace('o', "=6F").replace("vo", "v=\r\no");
+                head(subject, "Content-Transfer-Encoding: quoted-printable\r\n") + &qp
+            }
+            3 => {
+                let html = text.replace('i', "&#105;").replace("vo", "v<b></b>o");
+                head(subject, "Content-Type: text/html\r\n") + &html
+            }
+            4 => head(&format!("=?utf-8?b?{}?=", b64(subject)), "") + "x",
+            5 => {
+                let wide: String = text
+                    .chars()
+                    .map(|c| {
+                        if c.is_ascii_lowercase() {
+                            char::from_u32(c as u32 - 0x61 + 0xFF41).unwrap_or(c)
+                        } else {
+                            c
+                        }
+                    })
+                    .collect();
+                head(subject, "Content-Type: text/plain; charset=utf-8\r\n") + &wide
+            }
+            6 => {
+                head(subject, "Content-Type: text/plain; charset=utf-8\r\n")
+                    + &text.replace('e', "é")
+            }
+            _ => {
+                let name = format!("filename*=utf-8''{}", text.replace('o', "%6F"));
+                head(subject, "Content-Type: multipart/mixed; boundary=b\r\n")
+                    + &format!(
+                        "--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b\r\n\
+                         Content-Type: application/pdf\r\nContent-Disposition: attachment; \
+                         {name}\r\n\r\npdf\r\n--b--\r\n"
+                    )
+            }
+        };
+        out.into_bytes()
+    }
+
+    fn message() -> impl Strategy<Value = Vec<u8>> {
+        let word = prop::sample::select(vec![
+            "invoice", "report", "notes", "zeppelin", "in", "voice",
+        ]);
+        (
+            prop::collection::vec(word.clone(), 1..4),
+            prop::collection::vec(word, 0..8),
+            0u8..8,
+        )
+            .prop_map(|(subject, body, how)| encode(&body.join(" "), &subject.join(" "), how))
+    }
+
+    proptest! {
+        /// The shortcut is sound: whatever the message, a skipped one never matches.
+        #[test]
+        fn a_skipped_message_never_matches(
+            raw in message(),
+            query in prop::sample::select(vec!["invoice", "report notes", "oice", "zeppelin"]),
+        ) {
+            let words = Words::new(query);
+            let filter = Prefilter::new(&words.0).expect("compiles");
+            if !filter.may_match(&raw) {
+                prop_assert!(!matches_parsed(&words, &raw), "{}", String::from_utf8_lossy(&raw));
+            }
+        }
+    }
+}
