@@ -472,6 +472,27 @@ pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
     result
 }
 
+/// Tool calls that run at once; more wait in arrival order (tokio's semaphore is fair). A
+/// client that pipelines hundreds of calls then costs the memory of this many, and each waiting
+/// call keeps the deadline it had on arrival ([`call_deadline`]): it is answered, late calls with
+/// `SEARCH_INCOMPLETE` and the deadline warning, never dropped.
+pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 4;
+
+tokio::task_local! {
+    /// When the running tool call arrived (set by [`App::call`]).
+    static CALL_ARRIVED: Instant;
+}
+
+/// The deadline of work allowed `budget` from the running call's arrival, so that time spent
+/// queued for a call slot counts against it; from now outside a call (tests, the CLI's
+/// helpers).
+pub(crate) fn call_deadline(budget: std::time::Duration) -> Instant {
+    CALL_ARRIVED
+        .try_with(|arrived| *arrived)
+        .unwrap_or_else(|_| Instant::now())
+        + budget
+}
+
 /// Everything a handler may use, fixed at startup.
 pub(crate) struct App {
     pub(crate) config: Config,
@@ -483,6 +504,8 @@ pub(crate) struct App {
     pub(crate) output_schemas: bool,
     /// Process-wide bound on running extractions (`maxConcurrentExtractions`).
     pub(crate) extraction_slots: Arc<tokio::sync::Semaphore>,
+    /// Process-wide bound on tool calls running at once ([`MAX_CALLS_IN_FLIGHT`]).
+    pub(crate) call_slots: tokio::sync::Semaphore,
     /// The outbound policy and transport; `Some` exactly when the send gate is open.
     pub(crate) send: Option<send::SendState>,
     /// The download root (security.md §3), opened at startup only when the write gate is open.
@@ -534,7 +557,11 @@ impl App {
             .get("mailbox")
             .and_then(Value::as_str)
             .and_then(|m| self.known_alias(m));
-        let result = (def.call)(Arc::clone(self), raw)
+        // The semaphore is never closed, so acquiring fails only in theory; then the call runs
+        // unbounded rather than unanswered.
+        let _slot = self.call_slots.acquire().await.ok();
+        let result = CALL_ARRIVED
+            .scope(started, (def.call)(Arc::clone(self), raw))
             .await
             .and_then(|out| within_answer_limit(def.name, out, &self.config.limits));
         if let Some(journal) = &self.journal {
@@ -727,5 +754,55 @@ mod tests {
         assert_eq!(throttled.retry_after_secs, Some(2));
         let meta = render_error(&throttled).meta.expect("meta");
         assert_eq!(meta.0["mailgate/retryAfterSeconds"], 2);
+    }
+
+    /// Issue 10, item 4: at most [`MAX_CALLS_IN_FLIGHT`] calls run; the rest wait for a slot
+    /// and are all answered, none dropped. (Fails with the slot acquire removed from
+    /// `App::call`: the calls finish while every slot is held.)
+    #[tokio::test]
+    async fn calls_beyond_the_cap_wait_for_a_slot_and_are_all_answered() {
+        let demo = evidence::testutil::demo_app();
+        let app = Arc::clone(&demo.app);
+        let held = app
+            .call_slots
+            .acquire_many(u32::try_from(MAX_CALLS_IN_FLIGHT).expect("small"))
+            .await
+            .expect("open");
+        let args = serde_json::json!({"mailbox": "personal", "criteria": {"query": "invoice"}});
+        let mut calls: Vec<_> = (0..10)
+            .map(|_| {
+                let app = Arc::clone(&app);
+                let raw = args.as_object().cloned().expect("object");
+                tokio::spawn(async move { app.call("search_mailbox", raw).await })
+            })
+            .collect();
+        // A negative wait: unbounded, one of these searches answers in milliseconds.
+        let first = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            futures::future::select_all(calls.iter_mut()),
+        )
+        .await;
+        assert!(first.is_err(), "no call runs while every slot is held");
+        drop(held);
+        for call in calls {
+            let out = call.await.expect("joined").expect("answered");
+            assert_eq!(
+                out.structured["candidatesScanned"], 42,
+                "{}",
+                out.structured
+            );
+        }
+    }
+
+    /// A queued call's search deadline counts from its arrival, not from when it got a slot.
+    #[tokio::test]
+    async fn the_call_deadline_counts_from_arrival() {
+        let arrived = Instant::now() - std::time::Duration::from_secs(30);
+        let budget = std::time::Duration::from_secs(20);
+        let deadline = CALL_ARRIVED
+            .scope(arrived, async { call_deadline(budget) })
+            .await;
+        assert_eq!(deadline, arrived + budget);
+        assert!(call_deadline(budget) > Instant::now());
     }
 }

@@ -283,7 +283,7 @@ pub(super) fn plan(
             Some(SortOrderArg::Asc) => SortOrder::Asc,
             _ => SortOrder::Desc,
         },
-        deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
+        deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
     })
 }
 

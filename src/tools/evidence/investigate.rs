@@ -372,7 +372,7 @@ pub(crate) async fn investigate_documents(
         slots: Arc::clone(&app.extraction_slots),
         max_input_bytes: app.config.limits.max_attachment_input_bytes,
         max_chars: app.config.limits.max_extracted_chars,
-        deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
+        deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
         coverage: ContentCoverageOut {
             searched: set.reads_content(),
             ..ContentCoverageOut::default()
@@ -542,7 +542,7 @@ async fn scan_folder(
         max_pages: limits.max_pages_per_folder,
         sort_by: SortBy::ReceivedDateTime,
         sort_order: SortOrder::Desc,
-        deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
+        deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
     };
     let outcome = engine::run(backend, &plan).await;
     cov.pages_scanned = outcome.pages_scanned;

@@ -96,7 +96,7 @@ fn any_kind(set: &signals::Signals, found: &[bool], pred: impl Fn(signals::Kind)
 }
 
 #[cfg(test)]
-mod testutil {
+pub(crate) mod testutil {
     //! A demo-corpus app in a temp dir, shared by the two tools' tests.
 
     use std::sync::Arc;
