@@ -7,7 +7,7 @@
 //! afterwards (at once and after `MAILGATE_LOAD_IDLE_SECS`, default 3, idle), beside the issue's
 //! figures. Speed and memory are reported, not asserted; the bench exits non-zero when the server
 //! cannot start or when a call is not answered exactly once (within `MAILGATE_LOAD_TIMEOUT_SECS`,
-//! default 120, of the previous answer).
+//! default 120, of the previous answer). `MAILGATE_BENCH_EXE=PATH` measures another build.
 #![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
 
 use std::collections::BTreeMap;
@@ -19,7 +19,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const EXE: &str = env!("CARGO_BIN_EXE_mailgate");
+/// The binary Cargo built with this bench.
+const BUILT: &str = env!("CARGO_BIN_EXE_mailgate");
+
+/// The binary under test: `MAILGATE_BENCH_EXE` when set (to measure another build, e.g. the
+/// code before a change, with the same bench), else the one Cargo built.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
+)]
+fn exe() -> &'static str {
+    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| std::env::var("MAILGATE_BENCH_EXE").unwrap_or_else(|_| BUILT.to_owned()))
+}
 const DEFAULT_CALLS: usize = 200;
 const SMOKE_CALLS: usize = 20;
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -57,7 +69,8 @@ fn main() {
     server.handshake();
     let rss_before = server.status("VmRSS");
     println!(
-        "load: {calls} pipelined search_mailboxes calls on the demo, one stdio session ({EXE})"
+        "load: {calls} pipelined search_mailboxes calls on the demo, one stdio session ({})",
+        exe()
     );
 
     // The writer runs on its own thread: a server that answers while we are still writing must
@@ -77,12 +90,13 @@ fn main() {
         .collect();
     let burst = Instant::now();
     let writer = std::thread::spawn(move || {
-        for line in requests {
-            writeln!(stdin, "{line}").expect("write a request");
-        }
-        stdin.flush().expect("flush the requests");
-        // Handed back so stdin stays open until every answer is in.
-        stdin
+        let written = requests
+            .iter()
+            .try_for_each(|line| writeln!(stdin, "{line}"))
+            .and_then(|()| stdin.flush());
+        // Handed back so stdin stays open until every answer is in; a server that died mid-burst
+        // shows as a write error here and as missing answers below.
+        (stdin, written)
     });
 
     let mut answers: BTreeMap<u64, usize> = BTreeMap::new();
@@ -130,7 +144,10 @@ fn main() {
     let elapsed = last - burst;
     let peak = server.status("VmHWM");
     let rss_after = server.status("VmRSS");
-    // Late duplicates: anything already queued once the last expected answer is in.
+    // The server kept its memory once the burst was over: look again after an idle spell.
+    std::thread::sleep(idle);
+    let rss_idle = server.status("VmRSS");
+    // Late duplicates: anything that came in after the last expected answer (and the idle spell).
     while let Ok((_, msg)) = server.lines.try_recv() {
         if let Some(id) = msg["id"].as_u64()
             && let Some(n) = answers.get_mut(&id)
@@ -138,11 +155,11 @@ fn main() {
             *n += 1;
         }
     }
-    // The server kept its memory once the burst was over: look again after an idle spell.
-    std::thread::sleep(idle);
-    let rss_idle = server.status("VmRSS");
-    let stdin = writer.join().expect("the writer thread");
+    let (stdin, written) = writer.join().expect("the writer thread");
     drop(stdin);
+    if let Err(e) = written {
+        println!("writing the requests failed: {e}");
+    }
     server.stop();
 
     latencies.sort();
@@ -193,7 +210,11 @@ fn main() {
     );
     println!(
         "peak RSS < 48 MB: {}",
-        if peak < 48 * 1024 { "met" } else { "NOT met" }
+        if peak.is_some_and(|kb| kb < 48 * 1024) {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
     if missing > 0 || duplicated > 0 {
         print_tail(&stderr_path);
@@ -242,8 +263,11 @@ fn knobs() -> Knobs {
     }
 }
 
-fn mb(kb: u64) -> String {
-    format!("{:.1} MB", kb as f64 / 1024.0)
+fn mb(kb: Option<u64>) -> String {
+    kb.map_or_else(
+        || "? (server gone)".to_owned(),
+        |kb| format!("{:.1} MB", kb as f64 / 1024.0),
+    )
 }
 
 /// The built binary with a private environment (as tests/it/util.rs gives it).
@@ -252,7 +276,7 @@ fn mb(kb: u64) -> String {
     reason = "the bench drives the built binary as a subprocess"
 )]
 fn mailgate(home: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(EXE);
+    let mut cmd = Command::new(exe());
     cmd.args(args)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
@@ -275,7 +299,7 @@ fn demo(home: &Path) -> std::path::PathBuf {
     let out = mailgate(home, &["demo", "--serve"])
         .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {EXE}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe()));
     let config = home.join("state/demo/plugin.json");
     assert!(
         config.exists(),
@@ -307,7 +331,7 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {EXE} serve: {e}"));
+            .unwrap_or_else(|e| panic!("cannot start {} serve: {e}", exe()));
         let stdout = child.stdout.take().expect("invariant: stdout is piped");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -367,13 +391,14 @@ impl Server {
         clippy::disallowed_methods,
         reason = "the bench reads the server's /proc status; the cap-std rule is for the library"
     )]
-    fn status(&self, field: &str) -> u64 {
+    /// None once the server is gone (the report then says so instead of panicking before it
+    /// is printed).
+    fn status(&self, field: &str) -> Option<u64> {
         let path = format!("/proc/{}/status", self.child.id());
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let text = std::fs::read_to_string(&path).ok()?;
         text.lines()
             .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or_else(|| panic!("{path}: no {field}"))
     }
 
     /// Closes stdin (done by the caller) and reaps the server, killing it if it lingers.

@@ -7,7 +7,8 @@
 //! plus `list_allowed_mailboxes` as the process-start floor. The binary is driven as a black box,
 //! so the bench survives rewrites of the search internals. It reports against the issue's
 //! targets and asserts none of them; it fails only when the binary or grep cannot run.
-//! `MAILGATE_BENCH_KEEP=1` leaves the generated folders on disk for a closer look.
+//! `MAILGATE_BENCH_KEEP=1` leaves the generated folders on disk for a closer look;
+//! `MAILGATE_BENCH_EXE=PATH` measures another build of mailgate (e.g. the code before a change).
 #![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
 
 use std::fmt::Write as _;
@@ -17,7 +18,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const EXE: &str = env!("CARGO_BIN_EXE_mailgate");
+/// The binary Cargo built with this bench.
+const BUILT: &str = env!("CARGO_BIN_EXE_mailgate");
+
+/// The binary under test: `MAILGATE_BENCH_EXE` when set (to measure another build, e.g. the
+/// code before a change, with the same bench), else the one Cargo built.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
+)]
+fn exe() -> &'static str {
+    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| std::env::var("MAILGATE_BENCH_EXE").unwrap_or_else(|_| BUILT.to_owned()))
+}
 /// The token the one needle message carries in its body (never in a header).
 const NEEDLE: &str = "quillmarvex7319";
 /// A word no generated message contains.
@@ -31,7 +44,7 @@ const DEFAULT_SIZES: &[usize] = &[20_000, 100_000];
 fn main() {
     let Knobs { sizes, smoke, keep } = knobs();
     let runs = if smoke { 1 } else { RUNS };
-    println!("maildir_search: mailgate {EXE}");
+    println!("maildir_search: mailgate {}", exe());
     println!(
         "needle {NEEDLE:?} in one body about N/2 deep (newest first); nonsense {NONSENSE:?}; \
          each figure the median of {runs} run(s){}\n",
@@ -336,7 +349,7 @@ fn search(runs: usize, home: &Path, config: &Path, query: &str) -> Search {
 /// `mailgate call TOOL JSON` with a minimal private environment (as tests/it/util.rs gives the
 /// binary), so the operator's own mailgate settings play no part.
 fn mailgate(home: &Path, config: &Path, tool: &str, json: &str) -> Command {
-    command(EXE, |c| {
+    command(exe(), |c| {
         c.args(["call", tool, json])
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
