@@ -778,7 +778,7 @@ mod tests {
             .collect();
         // A negative wait: unbounded, one of these searches answers in milliseconds.
         let first = tokio::time::timeout(
-            std::time::Duration::from_secs(1),
+            Duration::from_secs(1),
             futures::future::select_all(calls.iter_mut()),
         )
         .await;
@@ -797,8 +797,8 @@ mod tests {
     /// A queued call's search deadline counts from its arrival, not from when it got a slot.
     #[tokio::test]
     async fn the_call_deadline_counts_from_arrival() {
-        let arrived = Instant::now() - std::time::Duration::from_secs(30);
-        let budget = std::time::Duration::from_secs(20);
+        let arrived = Instant::now() - Duration::from_secs(30);
+        let budget = Duration::from_secs(20);
         let deadline = CALL_ARRIVED
             .scope(arrived, async { call_deadline(budget) })
             .await;
