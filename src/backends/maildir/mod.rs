@@ -11,7 +11,7 @@
 //! The filesystem API is synchronous, so every operation runs on the blocking pool.
 
 use std::io::Read;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -67,16 +67,38 @@ impl MaildirStore {
         }
     }
 
+    /// Runs `f` on the Maildir worker pool ([`pool`]) from the blocking pool, whose thread only
+    /// waits: every file read and parse of every mailbox and call happens on the pool's few
+    /// threads, so a client pipelining hundreds of calls cannot multiply the threads (and the
+    /// allocator arenas each keeps) that hold message bytes.
     pub(super) async fn blocking<T, F>(&self, f: F) -> Result<T, BackendError>
     where
         T: Send + 'static,
         F: FnOnce(&Dir) -> Result<T, BackendError> + Send + 'static,
     {
         let root = Arc::clone(&self.root);
-        tokio::task::spawn_blocking(move || f(&root))
+        tokio::task::spawn_blocking(move || pool()?.install(|| f(&root)))
             .await
             .map_err(|_| BackendError::Io(std::io::Error::other("maildir worker stopped")))?
     }
+}
+
+/// The Maildir worker pool: one thread per core (at most [`scan::MAX_WORKERS`]), built on first
+/// use and shared by every Maildir mailbox.
+fn pool() -> Result<&'static rayon::ThreadPool, BackendError> {
+    static POOL: OnceLock<Result<rayon::ThreadPool, String>> = OnceLock::new();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(scan::MAX_WORKERS);
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("maildir-{i}"))
+            .build()
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(|e| BackendError::Io(std::io::Error::other(e.clone())))
 }
 
 impl MailStore for MaildirStore {

@@ -6,15 +6,18 @@
 //! so the filters that need no content (read state, dates) are decided without opening a file.
 //! A file is read and parsed only when the query or a content filter needs it — once per call —
 //! and matched header-first: subject, sender and attachment names, then the body only for the
-//! words those did not contain. A pure listing reads only the messages it returns. Workers on
-//! scoped threads share the files through an atomic cursor; each keeps only its best `keep`
-//! matches by the request's order, so memory does not grow with the number of hits. The
-//! deadline is checked before every message: a scan it stops is `timed_out`, never complete.
+//! words those did not contain. A pure listing reads only the messages it returns. The files
+//! are split across the Maildir worker pool (rayon, one thread per core, shared by every call);
+//! each split keeps only its best `keep` matches by the request's order, so memory does not grow
+//! with the number of hits. The deadline is checked before every message: a scan it stops is
+//! `timed_out`, never complete.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use cap_std::fs::Dir;
+use rayon::prelude::*;
 
 use super::prefilter::Prefilter;
 use super::{
@@ -28,9 +31,9 @@ use crate::backends::model::{
 use crate::fold::{fold_into, tokens};
 use crate::mime;
 
-/// Most worker threads one scan uses.
-const MAX_WORKERS: usize = 8;
-/// Files a worker claims at a time from the shared cursor.
+/// Most threads of the Maildir worker pool.
+pub(super) const MAX_WORKERS: usize = 8;
+/// Files a split holds at least (rayon's `with_min_len`), so splitting costs little.
 const CLAIM: usize = 32;
 
 pub(super) async fn run(
@@ -47,14 +50,38 @@ pub(super) async fn run(
 
 /// The query's folded words; a message matches when every word occurs inside one of its folded
 /// tokens (the backend's own substring search, wider than the engine's whole-token fallback).
-pub(super) struct Words(pub(super) Vec<String>);
+pub(super) struct Words(pub(super) Vec<String>, Option<AhoCorasick>);
 
 impl Words {
     pub(super) fn new(query: &str) -> Self {
         let mut words = tokens(query);
         words.sort();
         words.dedup();
-        Words(words)
+        // For ASCII words, an ASCII-case-insensitive automaton: ASCII text folds to its own
+        // lower-cased alphanumeric runs, so a word absent from it case-insensitively is absent
+        // from its folding (the folding of non-ASCII text is computed, never guessed).
+        let any_case = if words.iter().all(|w| w.is_ascii()) {
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .build(&words)
+                .ok()
+        } else {
+            None
+        };
+        Words(words, any_case)
+    }
+
+    /// `false` when `text` is ASCII and lacks one of the words at `wanted` (indexes into the
+    /// words), which settles a non-match without folding `text`; `true` when unsure.
+    fn may_occur(&self, text: &str, wanted: &[usize]) -> bool {
+        let Some(any_case) = self.1.as_ref().filter(|_| text.is_ascii()) else {
+            return true;
+        };
+        let mut seen = vec![false; self.0.len()];
+        for found in any_case.find_overlapping_iter(text) {
+            seen[found.pattern().as_usize()] = true;
+        }
+        wanted.iter().all(|&i| seen[i])
     }
 }
 
@@ -85,22 +112,14 @@ fn scan_folder(root: &Dir, req: &ScanRequest, words: Option<&Words>) -> Result<P
         words,
         prefilter: words.and_then(|w| Prefilter::new(&w.0)),
         reads_content,
-        cursor: AtomicUsize::new(0),
         expired: AtomicBool::new(false),
     };
-    let workers = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(MAX_WORKERS)
-        .min(files.len().div_ceil(CLAIM))
-        .max(1);
-    let parts = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers).map(|_| s.spawn(|| scan.work())).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join())
-            .collect::<Result<Vec<Part>, _>>()
-    })
-    .map_err(|_| BackendError::Io(std::io::Error::other("a maildir scan worker failed")))?;
+    // Runs on the worker pool (`MaildirStore::blocking` installs it), so the splits do too.
+    let parts: Vec<Part> = (0..files.len())
+        .into_par_iter()
+        .with_min_len(CLAIM)
+        .fold(Part::default, |part, index| scan.visit(part, index))
+        .collect();
 
     let mut page = Page {
         folder_total: Some(files.len()),
@@ -164,32 +183,22 @@ struct Scan<'a> {
     words: Option<&'a Words>,
     prefilter: Option<Prefilter>,
     reads_content: bool,
-    cursor: AtomicUsize,
     expired: AtomicBool,
 }
 
 impl Scan<'_> {
-    fn work(&self) -> Part {
-        let mut part = Part::default();
-        let deadline: Instant = self.req.budget.deadline;
-        loop {
-            let start = self.cursor.fetch_add(CLAIM, Ordering::Relaxed);
-            if start >= self.files.len() {
-                return part;
-            }
-            let end = (start + CLAIM).min(self.files.len());
-            for index in start..end {
-                if self.expired.load(Ordering::Relaxed) || Instant::now() >= deadline {
-                    self.expired.store(true, Ordering::Relaxed);
-                    return part;
-                }
-                part.examined += 1;
-                self.examine(index, &mut part);
-            }
-            if part.summaries.len() > 2 * self.req.keep + CLAIM {
-                keep_best(&mut part.summaries, self.req.order, self.req.keep);
-            }
+    /// One message into `part`, unless the deadline has passed.
+    fn visit(&self, mut part: Part, index: usize) -> Part {
+        if self.expired.load(Ordering::Relaxed) || Instant::now() >= self.req.budget.deadline {
+            self.expired.store(true, Ordering::Relaxed);
+            return part;
         }
+        part.examined += 1;
+        self.examine(index, &mut part);
+        if part.summaries.len() > 2 * self.req.keep + CLAIM {
+            keep_best(&mut part.summaries, self.req.order, self.req.keep);
+        }
+        part
     }
 
     fn examine(&self, index: usize, part: &mut Part) {
@@ -256,21 +265,23 @@ fn matches_words(words: &Words, summary: &MessageSummary, body: &str) -> bool {
     for name in summary.attachments.iter().filter_map(|a| a.name.as_deref()) {
         fold_into(name, &mut hay);
     }
-    let rest: Vec<&String> = words
-        .0
-        .iter()
-        .filter(|w| !hay.contains(w.as_str()))
+    let rest: Vec<usize> = (0..words.0.len())
+        .filter(|&i| !hay.contains(words.0[i].as_str()))
         .collect();
     if rest.is_empty() {
         return true;
     }
-    hay.clear();
     let end = body
         .char_indices()
         .nth(MATCH_BODY_CHARS)
         .map_or(body.len(), |(i, _)| i);
-    fold_into(&body[..end], &mut hay);
-    rest.iter().all(|w| hay.contains(w.as_str()))
+    let body = &body[..end];
+    if !words.may_occur(body, &rest) {
+        return false;
+    }
+    hay.clear();
+    fold_into(body, &mut hay);
+    rest.iter().all(|&i| hay.contains(words.0[i].as_str()))
 }
 
 /// Whether `raw` matches `words` by the full path (parse, then header-first matching): the
@@ -322,5 +333,33 @@ mod tests {
         // The body beyond the matching bound is not read.
         let long = format!("{} needle", "a ".repeat(MATCH_BODY_CHARS));
         assert!(!matches_words(&Words::new("needle"), &summary("s"), &long));
+        // The ASCII shortcut agrees with folding: case, and words inside longer tokens.
+        assert!(matches_words(
+            &Words::new("needle"),
+            &summary("s"),
+            "the NEEDLES here"
+        ));
+        assert!(!matches_words(
+            &Words::new("needle"),
+            &summary("s"),
+            "nee dle"
+        ));
+        assert!(matches_words(&Words::new("ole"), &summary("s"), "Olé"));
+    }
+
+    proptest::proptest! {
+        /// The ASCII shortcut never changes a verdict: matching equals folding the body and
+        /// looking for every word.
+        #[test]
+        fn the_ascii_shortcut_agrees_with_folding(
+            body in "[a-zA-Z0-9 <>.é-]{0,60}",
+            query in proptest::sample::select(vec!["ab", "AB c", "é", "a-b", "b1"]),
+        ) {
+            let words = Words::new(query);
+            let mut folded = String::new();
+            fold_into(&body, &mut folded);
+            let expected = !words.0.is_empty() && words.0.iter().all(|w| folded.contains(w.as_str()));
+            proptest::prop_assert_eq!(matches_words(&words, &summary("-"), &body), expected);
+        }
     }
 }
