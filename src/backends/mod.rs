@@ -439,3 +439,58 @@ impl Registry {
             })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes are reachable only through the handles, and the registry hands a handle out only
+    /// for what startup granted the alias.
+    #[tokio::test]
+    async fn handles_follow_the_grants_startup_gave() {
+        let alias = |name: &str| Alias::parse(name).expect("alias");
+        let not_built = || Backend::NotBuilt(NotBuilt { kind: "graph" });
+        let registry = Registry::new(vec![
+            (alias("reader"), not_built(), Grants::default()),
+            (
+                alias("writer"),
+                not_built(),
+                Grants {
+                    write: true,
+                    file_sent: false,
+                },
+            ),
+            (
+                alias("sender"),
+                not_built(),
+                Grants {
+                    write: false,
+                    file_sent: true,
+                },
+            ),
+        ]);
+        assert!(registry.writer(&alias("reader")).is_none());
+        assert!(registry.sent_folder(&alias("reader")).is_none());
+        assert!(registry.writer(&alias("sender")).is_none());
+        assert!(registry.sent_folder(&alias("writer")).is_none());
+        assert!(registry.writer(&alias("nobody")).is_none());
+        let writer = registry.writer(&alias("writer")).expect("granted");
+        // The one place an unbuilt kind is refused answers through the handle too.
+        assert!(matches!(
+            writer.create_draft(b"x").await,
+            Err(BackendError::Unsupported("graph"))
+        ));
+        let sent = registry.sent_folder(&alias("sender")).expect("granted");
+        assert!(matches!(
+            sent.file(b"x").await,
+            Err(BackendError::Unsupported("graph"))
+        ));
+        assert!(matches!(
+            registry
+                .get(&alias("reader"))
+                .expect("listed")
+                .ensure_built(),
+            Err(BackendError::Unsupported("graph"))
+        ));
+    }
+}
