@@ -751,6 +751,10 @@ fn prefix_at_char_boundary(s: &str, max_bytes: usize) -> (&str, bool) {
 
 /// The first `max_chars` Unicode scalar values of `s`, and whether anything was cut.
 pub(crate) fn truncate_chars(mut s: String, max_chars: usize) -> (String, bool) {
+    if s.len() <= max_chars {
+        // No more characters than bytes: nothing to count.
+        return (s, false);
+    }
     match s.char_indices().nth(max_chars) {
         Some((cut_at, _)) => {
             s.truncate(cut_at);

@@ -301,7 +301,8 @@ fn attachment_metas(parsed: &ParsedMessage) -> Vec<AttachmentMeta> {
 
 fn to_summary(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> MessageSummary {
     let attachments = attachment_metas(parsed);
-    let body_cut = parsed.body_text.chars().nth(MATCH_BODY_CHARS).is_some();
+    let body_cut = parsed.body_text.len() > MATCH_BODY_CHARS
+        && parsed.body_text.chars().nth(MATCH_BODY_CHARS).is_some();
     let gap = ContentGap::of(parsed.cuts).or(body_cut.then_some(ContentGap::Body));
     MessageSummary {
         id: encode_id(folder, &file.unique),

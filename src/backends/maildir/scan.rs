@@ -271,10 +271,13 @@ fn matches_words(words: &Words, summary: &MessageSummary, body: &str) -> bool {
     if rest.is_empty() {
         return true;
     }
-    let end = body
-        .char_indices()
-        .nth(MATCH_BODY_CHARS)
-        .map_or(body.len(), |(i, _)| i);
+    let end = if body.len() <= MATCH_BODY_CHARS {
+        body.len()
+    } else {
+        body.char_indices()
+            .nth(MATCH_BODY_CHARS)
+            .map_or(body.len(), |(i, _)| i)
+    };
     let body = &body[..end];
     if !words.may_occur(body, &rest) {
         return false;
