@@ -299,11 +299,17 @@ fn attachment_metas(parsed: &ParsedMessage) -> Vec<AttachmentMeta> {
         .collect()
 }
 
-fn to_summary(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> MessageSummary {
-    let attachments = attachment_metas(parsed);
+/// What of a parsed message a search cannot see: a parser cut, or a body beyond the matching
+/// bound.
+fn content_gap(parsed: &ParsedMessage) -> Option<ContentGap> {
     let body_cut = parsed.body_text.len() > MATCH_BODY_CHARS
         && parsed.body_text.chars().nth(MATCH_BODY_CHARS).is_some();
-    let gap = ContentGap::of(parsed.cuts).or(body_cut.then_some(ContentGap::Body));
+    ContentGap::of(parsed.cuts).or(body_cut.then_some(ContentGap::Body))
+}
+
+fn to_summary(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> MessageSummary {
+    let attachments = attachment_metas(parsed);
+    let gap = content_gap(parsed);
     MessageSummary {
         id: encode_id(folder, &file.unique),
         folder_id: folder.to_owned(),

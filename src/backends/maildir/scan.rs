@@ -21,15 +21,15 @@ use rayon::prelude::*;
 
 use super::prefilter::Prefilter;
 use super::{
-    MATCH_BODY_CHARS, MaildirStore, MessageFile, PAGE_SIZE, encode_id, folder_dir, list_files,
-    read_file, resolve_folder, secs_to_utc, to_summary, unread_summary,
+    MATCH_BODY_CHARS, MaildirStore, MessageFile, PAGE_SIZE, content_gap, encode_id, folder_dir,
+    list_files, read_file, resolve_folder, secs_to_utc, to_summary, unread_summary,
 };
 use crate::backends::BackendError;
 use crate::backends::model::{
     Gaps, MessageSummary, Order, Page, ScanRequest, ScanStop, SortBy, SortOrder,
 };
 use crate::fold::{fold_into, tokens};
-use crate::mime;
+use crate::mime::{self, ParsedMessage};
 
 /// Most threads of the Maildir worker pool.
 pub(super) const MAX_WORKERS: usize = 8;
@@ -225,16 +225,19 @@ impl Scan<'_> {
                 return;
             }
         };
-        let summary = to_summary(self.folder, file, &parsed);
-        if let Some(gap) = summary.gap {
+        if let Some(gap) = content_gap(&parsed) {
+            // Counted whether or not it matches: a non-match in it is unproven.
             part.gaps.add(gap);
         }
-        if !filters.matches(&summary) {
+        // The words first, on the parsed view: a summary is built only for a message they
+        // match (most of a large folder, for a rare word, is not).
+        if let Some(words) = self.words
+            && !matches_words(words, &parsed)
+        {
             return;
         }
-        if let Some(words) = self.words
-            && !matches_words(words, &summary, &parsed.body_text)
-        {
+        let summary = to_summary(self.folder, file, &parsed);
+        if !filters.matches(&summary) {
             return;
         }
         part.matched += 1;
@@ -245,16 +248,16 @@ impl Scan<'_> {
 /// Header-first matching: the words the subject, sender and attachment names do not hold are
 /// looked for in the body (its first [`MATCH_BODY_CHARS`]; a longer body is a
 /// [`ContentGap::Body`] already recorded by `to_summary`).
-fn matches_words(words: &Words, summary: &MessageSummary, body: &str) -> bool {
+fn matches_words(words: &Words, parsed: &ParsedMessage) -> bool {
     if words.0.is_empty() {
         // A query with no alphanumeric word cannot prove anything, so it matches nothing.
         return false;
     }
     let mut hay = String::new();
-    if let Some(subject) = &summary.subject {
+    if let Some(subject) = &parsed.subject {
         fold_into(subject, &mut hay);
     }
-    if let Some(from) = &summary.from {
+    if let Some(from) = parsed.from.first() {
         for part in [from.address.as_deref(), from.name.as_deref()]
             .into_iter()
             .flatten()
@@ -262,7 +265,7 @@ fn matches_words(words: &Words, summary: &MessageSummary, body: &str) -> bool {
             fold_into(part, &mut hay);
         }
     }
-    for name in summary.attachments.iter().filter_map(|a| a.name.as_deref()) {
+    for name in parsed.attachments.iter().filter_map(|a| a.name.as_deref()) {
         fold_into(name, &mut hay);
     }
     let rest: Vec<usize> = (0..words.0.len())
@@ -271,6 +274,7 @@ fn matches_words(words: &Words, summary: &MessageSummary, body: &str) -> bool {
     if rest.is_empty() {
         return true;
     }
+    let body = parsed.body_text.as_str();
     let end = if body.len() <= MATCH_BODY_CHARS {
         body.len()
     } else {
@@ -291,63 +295,41 @@ fn matches_words(words: &Words, summary: &MessageSummary, body: &str) -> bool {
 /// reference the prefilter's property test holds the shortcut to.
 #[cfg(test)]
 pub(super) fn matches_parsed(words: &Words, raw: &[u8]) -> bool {
-    let file = MessageFile {
-        sub: "cur",
-        file_name: "1.test:2,S".to_owned(),
-        unique: "1.test".to_owned(),
-        flags: "S".to_owned(),
-        received: 1,
-    };
-    let parsed = mime::parse(raw);
-    matches_words(
-        words,
-        &to_summary("INBOX", &file, &parsed),
-        &parsed.body_text,
-    )
+    matches_words(words, &mime::parse(raw))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn summary(subject: &str) -> MessageSummary {
-        MessageSummary {
-            id: "x".into(),
-            folder_id: "INBOX".into(),
+    /// A parsed message with `subject` and `body`.
+    fn message(subject: &str, body: &str) -> ParsedMessage {
+        ParsedMessage {
             subject: Some(subject.into()),
-            from: None,
-            received: None,
-            sent: None,
-            is_read: false,
-            is_flagged: false,
-            has_attachments: false,
-            preview: String::new(),
-            attachments: Vec::new(),
-            gap: None,
+            body_text: body.into(),
+            ..ParsedMessage::default()
         }
     }
 
     #[test]
     fn words_match_inside_tokens_across_header_and_body() {
         let words = Words::new("Relatório 2026");
-        assert!(matches_words(&words, &summary("relatorios"), "ano 2026."));
-        assert!(!matches_words(&words, &summary("relatorios"), "ano 2025."));
-        assert!(!matches_words(&Words::new("?!"), &summary("?!"), "?!"));
+        assert!(matches_words(&words, &message("relatorios", "ano 2026.")));
+        assert!(!matches_words(&words, &message("relatorios", "ano 2025.")));
+        assert!(!matches_words(&Words::new("?!"), &message("?!", "?!")));
         // The body beyond the matching bound is not read.
         let long = format!("{} needle", "a ".repeat(MATCH_BODY_CHARS));
-        assert!(!matches_words(&Words::new("needle"), &summary("s"), &long));
+        assert!(!matches_words(&Words::new("needle"), &message("s", &long)));
         // The ASCII shortcut agrees with folding: case, and words inside longer tokens.
         assert!(matches_words(
             &Words::new("needle"),
-            &summary("s"),
-            "the NEEDLES here"
+            &message("s", "the NEEDLES here")
         ));
         assert!(!matches_words(
             &Words::new("needle"),
-            &summary("s"),
-            "nee dle"
+            &message("s", "nee dle")
         ));
-        assert!(matches_words(&Words::new("ole"), &summary("s"), "Olé"));
+        assert!(matches_words(&Words::new("ole"), &message("s", "Olé")));
     }
 
     proptest::proptest! {
@@ -362,7 +344,7 @@ mod tests {
             let mut folded = String::new();
             fold_into(&body, &mut folded);
             let expected = !words.0.is_empty() && words.0.iter().all(|w| folded.contains(w.as_str()));
-            proptest::prop_assert_eq!(matches_words(&words, &summary("-"), &body), expected);
+            proptest::prop_assert_eq!(matches_words(&words, &message("-", &body)), expected);
         }
     }
 }
