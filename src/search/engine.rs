@@ -28,8 +28,8 @@ pub(crate) fn canary_term(query: &str) -> String {
 
 pub(crate) async fn run<S: SearchSource>(source: &S, plan: &SearchPlan) -> SearchOutcome {
     match (plan.query.as_deref(), source.capabilities().search) {
-        (None, _) => deterministic(source, plan).await,
-        (Some(q), SearchKind::ExhaustiveLocal) => exhaustive(source, plan, q).await,
+        (None, _) => one_scan(source, plan, None).await,
+        (Some(q), SearchKind::ExhaustiveLocal) => one_scan(source, plan, Some(q)).await,
         (Some(q), SearchKind::RemoteRelevance) => relevance(source, plan, q).await,
         (Some(q), SearchKind::ListingOnly) => {
             fallback(source, plan, q, Vec::new(), Trust::default()).await
@@ -57,9 +57,34 @@ fn unreturned(page: &Page) -> bool {
     page.matched > page.items.len()
 }
 
-async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> SearchOutcome {
-    let mut page = match source.scan(&plan.scan_request(), None).await {
-        Err(err) => return failed_with(warning::FILTER_FAILED, &err),
+/// One scan is the whole answer: a filter-only listing (the backend's filter is exact: rule 10,
+/// no canary) or the search of a backend that reads every message with our matcher (no canary:
+/// it cannot ignore the query; no fallback: a second scan would read the same messages).
+async fn one_scan<S: SearchSource>(
+    source: &S,
+    plan: &SearchPlan,
+    query: Option<&str>,
+) -> SearchOutcome {
+    // A complete word search proves less than a complete filter listing: word matching has no
+    // stemming or synonyms, so its absence is medium at most (the reference's rule 7).
+    let (strategy, failure, absent) = match query {
+        None => (
+            Strategy::BackendSearch,
+            warning::FILTER_FAILED,
+            Confidence::High,
+        ),
+        Some(_) => (
+            Strategy::LocalScan,
+            warning::LOCAL_SCAN_FAILED,
+            Confidence::Medium,
+        ),
+    };
+    let mut page = match source.scan(&plan.scan_request(), query).await {
+        Err(err) => {
+            let mut outcome = failed_with(failure, &err);
+            outcome.strategy = strategy;
+            return outcome;
+        }
         Ok(page) => page,
     };
     let scanned = page.examined.max(page.items.len());
@@ -68,60 +93,9 @@ async fn deterministic<S: SearchSource>(source: &S, plan: &SearchPlan) -> Search
     let warnings: Vec<&'static str> = limit_warnings(&page).collect();
     let more = unreturned(&page);
     let hits = filtered(&mut page, plan);
-    if hits.is_empty() {
-        let (status, confidence) = if incomplete {
-            (SearchStatus::SearchIncomplete, Confidence::Low)
-        } else {
-            (SearchStatus::NotFound, Confidence::High)
-        };
-        return SearchOutcome {
-            status,
-            strategy: Strategy::BackendSearch,
-            confidence,
-            pages_scanned: page.pages_scanned,
-            candidates_scanned: scanned,
-            truncated: page.truncated,
-            canary_matched: false,
-            warnings,
-            messages: Vec::new(),
-            scan,
-        };
-    }
-    found(
-        Strategy::BackendSearch,
-        hits,
-        Evidence {
-            pages_scanned: page.pages_scanned,
-            candidates_scanned: scanned,
-            truncated: page.truncated || more,
-            warnings,
-            canary_matched: false,
-            scan,
-        },
-        plan,
-    )
-}
-
-/// A backend whose search reads every message with our matcher: one scan is the whole proof
-/// (no canary: it cannot ignore the query; no fallback: a second scan would read the same).
-async fn exhaustive<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str) -> SearchOutcome {
-    let mut page = match source.scan(&plan.scan_request(), Some(query)).await {
-        Err(err) => {
-            let mut outcome = failed_with(warning::LOCAL_SCAN_FAILED, &err);
-            outcome.strategy = Strategy::LocalScan;
-            return outcome;
-        }
-        Ok(page) => page,
-    };
-    let scanned = page.examined;
-    let incomplete = page.is_incomplete();
-    let scan = ScanReport::of(&page, plan);
-    let warnings: Vec<&'static str> = limit_warnings(&page).collect();
-    let more = unreturned(&page);
-    let hits = filtered(&mut page, plan);
     if !hits.is_empty() {
         return found(
-            Strategy::LocalScan,
+            strategy,
             hits,
             Evidence {
                 pages_scanned: page.pages_scanned,
@@ -137,13 +111,11 @@ async fn exhaustive<S: SearchSource>(source: &S, plan: &SearchPlan, query: &str)
     let (status, confidence) = if incomplete {
         (SearchStatus::SearchIncomplete, Confidence::Low)
     } else {
-        // Complete, but a word-level match has no stemming or synonyms: medium at most, as
-        // the reference's rule 7 for an exact-token scan.
-        (SearchStatus::NotFound, Confidence::Medium)
+        (SearchStatus::NotFound, absent)
     };
     SearchOutcome {
         status,
-        strategy: Strategy::LocalScan,
+        strategy,
         confidence,
         pages_scanned: page.pages_scanned,
         candidates_scanned: scanned,
@@ -860,5 +832,69 @@ pub(crate) mod tests {
     fn canary_is_stable_and_query_bound() {
         assert_eq!(canary_term("a"), canary_term("a"));
         assert_ne!(canary_term("a"), canary_term("b"));
+    }
+
+    /// A backend whose search is exhaustive: counts its scans.
+    struct Exhaustive(Result<Page, ()>, std::sync::atomic::AtomicUsize);
+
+    impl SearchSource for Exhaustive {
+        fn capabilities(&self) -> Capabilities {
+            Capabilities {
+                search: SearchKind::ExhaustiveLocal,
+            }
+        }
+        async fn scan(
+            &self,
+            _req: &ScanRequest,
+            query: Option<&str>,
+        ) -> Result<Page, BackendError> {
+            assert!(
+                !query.is_some_and(|q| q.starts_with("__mailgate_canary_")),
+                "no canary for an exhaustive search"
+            );
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.0.clone().map_err(|()| BackendError::Unavailable)
+        }
+        async fn body_text(&self, _id: &str) -> Result<String, BackendError> {
+            unreachable!("an exhaustive search matched bodies itself")
+        }
+    }
+
+    /// Issue 10, item 3: an exhaustive local search is one scan — no canary, no fallback — and
+    /// its complete non-match is NOT_FOUND; a deadline stop or a failure never is.
+    #[tokio::test]
+    async fn an_exhaustive_search_is_one_scan_without_canary_or_fallback() {
+        let run_on = |page: Result<Page, ()>| async move {
+            let source = Exhaustive(page, std::sync::atomic::AtomicUsize::new(0));
+            let outcome = run(&source, &plan(Some("invoice"))).await;
+            (outcome, source.1.into_inner())
+        };
+        let (o, scans) = run_on(page(vec![candidate("1", "invoice")], false)).await;
+        assert_eq!(
+            (o.status, o.strategy, scans),
+            (SearchStatus::Found, Strategy::LocalScan, 1)
+        );
+        assert!(o.warnings.is_empty(), "{:?}", o.warnings);
+        let (o, scans) = run_on(page(vec![], false)).await;
+        assert_eq!(
+            (o.status, o.confidence, scans),
+            (SearchStatus::NotFound, Confidence::Medium, 1)
+        );
+        assert!(!o.warnings.contains(&warning::EXACT_TOKEN));
+        let (o, _) = run_on(Ok(Page {
+            timed_out: true,
+            truncated: true,
+            stop: Some(crate::backends::model::ScanStop::Deadline),
+            ..Page::default()
+        }))
+        .await;
+        assert_eq!(o.status, SearchStatus::SearchIncomplete);
+        assert!(o.warnings.contains(&warning::DEADLINE));
+        let (o, _) = run_on(Err(())).await;
+        assert_eq!(o.status, SearchStatus::SearchFailed);
+        assert_eq!(
+            o.warnings,
+            vec![warning::LOCAL_SCAN_FAILED, warning::UNAVAILABLE]
+        );
     }
 }
