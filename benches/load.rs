@@ -19,19 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// The binary Cargo built with this bench.
-const BUILT: &str = env!("CARGO_BIN_EXE_mailgate");
-
-/// The binary under test: `MAILGATE_BENCH_EXE` when set (to measure another build, e.g. the
-/// code before a change, with the same bench), else the one Cargo built.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
-)]
-fn exe() -> &'static str {
-    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    EXE.get_or_init(|| std::env::var("MAILGATE_BENCH_EXE").unwrap_or_else(|_| BUILT.to_owned()))
-}
+mod common;
+use common::exe;
 const DEFAULT_CALLS: usize = 200;
 const SMOKE_CALLS: usize = 20;
 const DEFAULT_TIMEOUT_SECS: u64 = 120;

@@ -18,19 +18,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// The binary Cargo built with this bench.
-const BUILT: &str = env!("CARGO_BIN_EXE_mailgate");
-
-/// The binary under test: `MAILGATE_BENCH_EXE` when set (to measure another build, e.g. the
-/// code before a change, with the same bench), else the one Cargo built.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
-)]
-fn exe() -> &'static str {
-    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    EXE.get_or_init(|| std::env::var("MAILGATE_BENCH_EXE").unwrap_or_else(|_| BUILT.to_owned()))
-}
+mod common;
+use common::exe;
 /// The token the one needle message carries in its body (never in a header).
 const NEEDLE: &str = "quillmarvex7319";
 /// A word no generated message contains.
@@ -950,51 +939,16 @@ fn html(rng: &mut Rng, (lo, hi): (usize, usize)) -> String {
 }
 
 fn rfc2822(secs: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{}, {d:02} {} {y} {:02}:{:02}:{:02} +0000",
-        DAYS[(days % 7) as usize],
-        MONTHS[(m - 1) as usize],
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    i64::try_from(secs)
+        .ok()
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .map(|d| d.to_rfc2822())
+        .unwrap_or_default()
 }
 
 fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for k in 0..4 {
-            if k <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * k) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 fn wrap(s: &str, width: usize, sep: &str) -> String {
@@ -1006,47 +960,26 @@ fn wrap(s: &str, width: usize, sep: &str) -> String {
 }
 
 fn quoted_printable(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for &b in bytes {
-        if b == b'\n' {
-            out.push('\n');
-            line = 0;
-            continue;
-        }
-        if line >= 72 {
-            out.push_str("=\n");
-            line = 0;
-        }
-        if (b' '..=b'~').contains(&b) && b != b'=' {
-            out.push(char::from(b));
-            line += 1;
-        } else {
-            let _ = write!(out, "={b:02X}");
-            line += 3;
-        }
-    }
-    out
+    quoted_printable::encode_to_str(bytes)
 }
 
-/// KOI8-R: Cyrillic lower case at 0xC0..=0xDF and upper case at 0xE0..=0xFF, in the order of
-/// this table; other non-ASCII becomes '?'.
+/// KOI8-R, by inverting mail-parser's own KOI8-R decoder (the table the reader uses); a
+/// character KOI8-R cannot hold becomes '?'.
 fn koi8r(text: &str) -> Vec<u8> {
-    const ORDER: &str = "юабцдефгхийклмнопярстужвьызшэщчъ";
+    let decode = mail_parser::decoders::charsets::map::charset_decoder(b"koi8-r")
+        .expect("mail-parser knows KOI8-R");
+    let table: Vec<(char, u8)> = (0x80..=0xFFu8)
+        .filter_map(|b| decode(&[b]).chars().next().map(|c| (c, b)))
+        .collect();
     text.chars()
         .map(|c| {
             if c.is_ascii() {
                 c as u8
-            } else if let Some(pos) = ORDER.chars().position(|o| o == c) {
-                0xC0 + pos as u8
-            } else if let Some(pos) = c
-                .to_lowercase()
-                .next()
-                .and_then(|l| ORDER.chars().position(|o| o == l))
-            {
-                0xE0 + pos as u8
             } else {
-                b'?'
+                table
+                    .iter()
+                    .find(|(t, _)| *t == c)
+                    .map_or(b'?', |(_, b)| *b)
             }
         })
         .collect()

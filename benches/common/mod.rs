@@ -1,0 +1,15 @@
+//! What the black-box benches share: which `mailgate` binary they drive.
+
+/// The binary Cargo built with the bench.
+const BUILT: &str = env!("CARGO_BIN_EXE_mailgate");
+
+/// The binary under test: `MAILGATE_BENCH_EXE` when set (to measure another build, e.g. the
+/// code before a change, with the same bench), else the one Cargo built.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
+)]
+pub(crate) fn exe() -> &'static str {
+    static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| std::env::var("MAILGATE_BENCH_EXE").unwrap_or_else(|_| BUILT.to_owned()))
+}
