@@ -39,19 +39,16 @@ fn letters(flags: Flags) -> String {
 }
 
 impl MailWrite for MaildirStore {
-    /// Appends `raw` as a new message to `folder` and returns its id.
-    ///
-    /// `folder` is a well-known name (`inbox`, `sentitems`, `drafts`, `archive`, `junkemail`,
-    /// `deleteditems`) or the id of an existing folder. A well-known folder that does not exist
-    /// yet is created as a Maildir++ folder (`.Sent`, `.Drafts`, …: `cur/ new/ tmp/` mode 0700
-    /// and a `maildirfolder` marker); `inbox` creates the root's own `cur/ new/ tmp/`. Any other
-    /// missing folder is `NotFound`: a caller's string never names a new directory.
+    /// Appends `raw` as a new message to the well-known `folder` and returns its id. A folder
+    /// that does not exist yet is created as a Maildir++ folder (`.Sent`, `.Drafts`, …:
+    /// `cur/ new/ tmp/` mode 0700 and a `maildirfolder` marker); `Inbox` creates the root's own
+    /// `cur/ new/ tmp/`. No caller string ever names a new directory: the folder is one of the
+    /// well-known names, and `flags` are named, so neither can be malformed.
     ///
     /// The message is written to `tmp/<unique>` (created exclusively, mode 0600), fsynced, then
-    /// renamed to `cur/<unique>:2,<flags>` (or `new/<unique>` when `flags` is empty), so a reader
-    /// never sees a partial message. `flags` may only hold the letters `DFPRST` (`BadId`
-    /// otherwise); they are sorted as Maildir requires. A message over the backend's 64 MiB read
-    /// bound is `TooLarge` (it could never be read back).
+    /// renamed to `cur/<unique>:2,<flags>` (or `new/<unique>` without flags), so a reader never
+    /// sees a partial message. A message over the backend's 64 MiB read bound is `TooLarge` (it
+    /// could never be read back).
     async fn append(
         &self,
         folder: WellKnown,
