@@ -124,7 +124,22 @@ pub(crate) fn parse(raw: &[u8]) -> ParsedMessage {
 /// that `.eml` extraction can report a failure instead of an empty text.
 pub(crate) fn try_parse(raw: &[u8]) -> Option<ParsedMessage> {
     let (message, limited) = parse_bounded(raw);
-    Some(view(raw, &message?, limited))
+    Some(view(raw, &message?, limited, &|_, _| true))
+}
+
+/// Like [`parse`] for a search: before rendering an HTML body part, asks
+/// `render_html(view_so_far, html_source)`, where the view holds everything but the body; a
+/// part it declines is left out of `body_text`. Rendering HTML is most of the cost of reading
+/// an HTML message, and a search that can tell from the source that none of its words can be in
+/// the rendering (the caller's proof) does not need it.
+pub(crate) fn parse_gated(
+    raw: &[u8],
+    render_html: &dyn Fn(&ParsedMessage, &str) -> bool,
+) -> ParsedMessage {
+    let (message, limited) = parse_bounded(raw);
+    message
+        .map(|m| view(raw, &m, limited, render_html))
+        .unwrap_or_default()
 }
 
 /// Decoded bytes of attachment `index` (same numbering as [`ParsedMessage::attachments`]),
@@ -143,7 +158,7 @@ pub(crate) fn parse_with_attachment(raw: &[u8], index: usize) -> (ParsedMessage,
         return (ParsedMessage::default(), None);
     };
     let bytes = nth_attachment(&message, index).map(|part| part_bytes(raw, part).into_owned());
-    (view(raw, &message, limited), bytes)
+    (view(raw, &message, limited, &|_, _| true), bytes)
 }
 
 /// Decodes text that came without a usable charset label: a UTF-8 or UTF-16 BOM wins; otherwise
@@ -253,9 +268,14 @@ fn nth_attachment<'m>(message: &'m Message<'m>, index: usize) -> Option<&'m Mess
     attachment_parts(message).nth(index)
 }
 
-/// The typed view; `limited` says whether a structural limit of the parser cut `message`.
-fn view(raw: &[u8], message: &Message<'_>, limited: bool) -> ParsedMessage {
-    let (body_text, body_is_html, body_cut) = body(raw, message);
+/// The typed view; `limited` says whether a structural limit of the parser cut `message`;
+/// `render_html` as in [`parse_gated`].
+fn view(
+    raw: &[u8],
+    message: &Message<'_>,
+    limited: bool,
+    render_html: &dyn Fn(&ParsedMessage, &str) -> bool,
+) -> ParsedMessage {
     let cut = Cell::new(false);
     let clean = |value: &str| clean_header(value, &cut);
     let mut parsed = ParsedMessage {
@@ -270,14 +290,18 @@ fn view(raw: &[u8], message: &Message<'_>, limited: bool) -> ParsedMessage {
             .date()
             .filter(|d| d.is_valid())
             .and_then(|d| DateTime::from_timestamp(d.to_timestamp(), 0)),
-        body_text,
-        body_is_html,
+        body_text: String::new(),
+        body_is_html: false,
         attachments: attachment_parts(message)
             .enumerate()
             .map(|(index, part)| attachment_meta(raw, index, part, clean))
             .collect(),
         cuts: Cuts::default(),
     };
+    let (body_text, body_is_html, body_cut) =
+        body(raw, message, &|source| render_html(&parsed, source));
+    parsed.body_text = body_text;
+    parsed.body_is_html = body_is_html;
     parsed.cuts.structure = limited;
     parsed.cuts.header = cut.get();
     parsed.cuts.body = body_cut;
@@ -292,7 +316,11 @@ fn view(raw: &[u8], message: &Message<'_>, limited: bool) -> ParsedMessage {
 
 /// The body: every text/plain or text/html part mail-parser counts as body text, in order; the
 /// HTML body when there is no text body at all. The last value says whether the bound cut it.
-fn body(raw: &[u8], message: &Message<'_>) -> (String, bool, bool) {
+fn body(
+    raw: &[u8],
+    message: &Message<'_>,
+    render_html: &dyn Fn(&str) -> bool,
+) -> (String, bool, bool) {
     let ids = if message.text_body.is_empty() {
         &message.html_body
     } else {
@@ -311,7 +339,11 @@ fn body(raw: &[u8], message: &Message<'_>) -> (String, bool, bool) {
             PartType::Text(decoded) => plain_text(raw, part, decoded),
             PartType::Html(decoded) => {
                 from_html = true;
-                let rendered = html::to_text(&plain_text(raw, part, decoded), remaining);
+                let source = plain_text(raw, part, decoded);
+                if !render_html(&source) {
+                    continue;
+                }
+                let rendered = html::to_text(&source, remaining);
                 // to_text cuts silently at `remaining`: reaching it counts as cut.
                 cut |= rendered.chars().count() >= remaining;
                 Cow::Owned(rendered)

@@ -117,6 +117,55 @@ fn ascii_safe_charset(rest: &[u8]) -> bool {
     })
 }
 
+/// Whether any of `words` may occur in the folded rendering of the HTML `source` (`true` when
+/// unsure), without rendering it. Sound when the source is ASCII and holds no character
+/// reference (`&`): the renderer's letters then all come from the source's text, joined across
+/// tags, or from an image's `alt` attribute, and its own additions are list numbers and
+/// punctuation. So a word absent, ASCII case-insensitively, from both the source and the source
+/// with its tags cut out cannot be in the rendering. Words with a digit, ordered lists and form
+/// inputs are not judged.
+pub(super) fn html_may_hold(source: &str, words: &[&str]) -> bool {
+    if words.is_empty()
+        || !source.is_ascii()
+        || source.contains('&')
+        || words
+            .iter()
+            .any(|w| !w.is_ascii() || w.bytes().any(|b| b.is_ascii_digit()))
+    {
+        return true;
+    }
+    let lower = source.to_ascii_lowercase();
+    if lower.contains("<ol") || lower.contains("<input") {
+        return true;
+    }
+    let joined = without_tags(&lower);
+    words
+        .iter()
+        .any(|w| lower.contains(w) || joined.contains(w))
+}
+
+/// `source` with every tag cut out and the text around it joined. A `<` opens a tag only before
+/// a letter, `/`, `!` or `?` (as in HTML), and the cut ends at the first `>`: at or before the
+/// tag's real end, so the cut never removes text a renderer would show.
+fn without_tags(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let mut out = String::with_capacity(source.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let opens = bytes[i] == b'<'
+            && bytes
+                .get(i + 1)
+                .is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'/' | b'!' | b'?'));
+        if opens && let Some(end) = source[i..].find('>') {
+            i += end + 1;
+            continue;
+        }
+        out.push(char::from(bytes[i]));
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -269,5 +318,59 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
                 prop_assert!(!matches_parsed(&words, &raw), "{}", String::from_utf8_lossy(&raw));
             }
         }
+    }
+
+    /// HTML sources built to hide words from a naive reading: joined across tags, in an alt
+    /// text, behind a stray `<`, in entities, in non-ASCII, in list numbers.
+    fn html_source(words: &[&str], how: u8) -> String {
+        let text = words.join(" ");
+        match how {
+            0 => format!("<p>{text}</p>"),
+            1 => format!(
+                "<p>{}</p>",
+                text.replace("vo", "v<b></b>o")
+                    .replace("re", "r<span class=x>e")
+            ),
+            2 => format!("<img alt=\"{text}\" src=x>"),
+            3 => format!("<p>a < b {text} > c</p>"),
+            4 => format!("<p>{}</p>", text.replace('o', "&#111;")),
+            5 => format!("<p>{}</p>", text.replace('e', "é")),
+            6 => format!("<ol><li>{text}</li></ol>"),
+            7 => format!("<!-- x > y --><p title=\"a>b\">{text}</p>"),
+            _ => format!(
+                "<style>p{{}}</style><script>x</script><p>{}</p>",
+                text.to_uppercase()
+            ),
+        }
+    }
+
+    proptest! {
+        /// The HTML gate is sound: whenever it says no word can be in the rendering, the
+        /// rendering (what the search would match) holds none of them.
+        #[test]
+        fn the_html_gate_never_hides_a_word_the_rendering_holds(
+            body in prop::collection::vec(prop::sample::select(vec!["invoice", "report", "in", "voice", "notes"]), 0..6),
+            how in 0u8..9,
+            query in prop::sample::select(vec!["invoice", "report", "oice", "zeppelin", "1"]),
+        ) {
+            let source = html_source(&body, how);
+            let words = Words::new(query);
+            let refs: Vec<&str> = words.0.iter().map(String::as_str).collect();
+            if !html_may_hold(&source, &refs) {
+                let mut folded = String::new();
+                crate::fold::fold_into(&crate::mime::html::to_text(&source, 100_000), &mut folded);
+                for w in &refs {
+                    prop_assert!(!folded.contains(w), "{source}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_html_gate_reads_tags_as_html_does() {
+        assert_eq!(without_tags("a<b>c</b> d < e <!-- f > g"), "ac d < e  g");
+        assert_eq!(without_tags("x <unclosed"), "x <unclosed");
+        assert!(!html_may_hold("<p>nothing here</p>", &["invoice"]));
+        assert!(html_may_hold("<p>inv<i>oice</i></p>", &["invoice"]));
     }
 }

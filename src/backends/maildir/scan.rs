@@ -19,7 +19,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use cap_std::fs::Dir;
 use rayon::prelude::*;
 
-use super::prefilter::Prefilter;
+use super::prefilter::{Prefilter, html_may_hold};
 use super::{
     MATCH_BODY_CHARS, MaildirStore, MessageFile, PAGE_SIZE, content_gap, encode_id, folder_dir,
     list_files, read_file, resolve_folder, secs_to_utc, to_summary, unread_summary,
@@ -69,6 +69,36 @@ impl Words {
             None
         };
         Words(words, any_case)
+    }
+
+    /// Indexes of the words the headers (subject, sender, attachment names) do not hold.
+    fn missing_indexes(&self, parsed: &ParsedMessage) -> Vec<usize> {
+        let mut hay = String::new();
+        if let Some(subject) = &parsed.subject {
+            fold_into(subject, &mut hay);
+        }
+        if let Some(from) = parsed.from.first() {
+            for part in [from.address.as_deref(), from.name.as_deref()]
+                .into_iter()
+                .flatten()
+            {
+                fold_into(part, &mut hay);
+            }
+        }
+        for name in parsed.attachments.iter().filter_map(|a| a.name.as_deref()) {
+            fold_into(name, &mut hay);
+        }
+        (0..self.0.len())
+            .filter(|&i| !hay.contains(self.0[i].as_str()))
+            .collect()
+    }
+
+    /// The words the headers do not hold.
+    fn missing_from_headers(&self, parsed: &ParsedMessage) -> Vec<&str> {
+        self.missing_indexes(parsed)
+            .into_iter()
+            .map(|i| self.0[i].as_str())
+            .collect()
     }
 
     /// `false` when `text` is ASCII and lacks one of the words at `wanted` (indexes into the
@@ -215,7 +245,14 @@ impl Scan<'_> {
         let parsed = match read_file(self.dir, file) {
             // Provably no match: not parsed (see `prefilter` for why that is sound).
             Ok(raw) if self.prefilter.as_ref().is_some_and(|p| !p.may_match(&raw)) => return,
-            Ok(raw) => mime::parse(&raw),
+            Ok(raw) => match self.words {
+                // An HTML body is rendered only when a word the headers lack may be in it.
+                Some(words) => mime::parse_gated(&raw, &|head, source| {
+                    let rest = words.missing_from_headers(head);
+                    rest.is_empty() || html_may_hold(source, &rest)
+                }),
+                None => mime::parse(&raw),
+            },
             Err(err) => {
                 // Counted whether or not it would match: a non-match in it is unproven.
                 let summary = unread_summary(self.folder, file, &err);
@@ -253,24 +290,7 @@ fn matches_words(words: &Words, parsed: &ParsedMessage) -> bool {
         // A query with no alphanumeric word cannot prove anything, so it matches nothing.
         return false;
     }
-    let mut hay = String::new();
-    if let Some(subject) = &parsed.subject {
-        fold_into(subject, &mut hay);
-    }
-    if let Some(from) = parsed.from.first() {
-        for part in [from.address.as_deref(), from.name.as_deref()]
-            .into_iter()
-            .flatten()
-        {
-            fold_into(part, &mut hay);
-        }
-    }
-    for name in parsed.attachments.iter().filter_map(|a| a.name.as_deref()) {
-        fold_into(name, &mut hay);
-    }
-    let rest: Vec<usize> = (0..words.0.len())
-        .filter(|&i| !hay.contains(words.0[i].as_str()))
-        .collect();
+    let rest: Vec<usize> = words.missing_indexes(parsed);
     if rest.is_empty() {
         return true;
     }
@@ -286,7 +306,7 @@ fn matches_words(words: &Words, parsed: &ParsedMessage) -> bool {
     if !words.may_occur(body, &rest) {
         return false;
     }
-    hay.clear();
+    let mut hay = String::new();
     fold_into(body, &mut hay);
     rest.iter().all(|&i| hay.contains(words.0[i].as_str()))
 }
