@@ -1,9 +1,6 @@
-//! Fuzz entry points of the write, send and handoff families (compiled only under
-//! `cfg(fuzzing)`, like `fuzzing`). Each forwards to the oracle-carrying function beside the code
-//! it checks:
-//! - [`outbound`]: recipient lists, domain allowlists and header values →
-//!   `OutboundPolicy::decide`; never a permit for an unlisted domain, a local part with routing
-//!   syntax or a header with a control character.
+//! Fuzz entry points of the write and handoff families (compiled only under `cfg(fuzzing)`, like
+//! `fuzzing`). Each forwards to the oracle-carrying function beside the code it checks (the send
+//! family's target, `outbound_decide`, is the policy crate's: `mailgate_policy::fuzzing`):
 //! - [`safe_name`]: attachment names → `SafeFileName`; always one safe component, and creating
 //!   it inside a temp root touches nothing outside.
 //! - [`download_plan`]: random sequences of hostile names and planted symlinks saved through the
@@ -12,11 +9,6 @@
 //!   its canonical serialisation, round-trips, and has exactly the eleven version-2 keys.
 //! - [`handoff_id`]: strings → `HandoffId::parse`; accepts exactly `^oh_[A-Za-z0-9_-]{43}$`, and
 //!   an accepted id is one safe path component.
-
-/// See the module doc.
-pub fn outbound(data: &[u8]) {
-    crate::policy::outbound::fuzz_outbound(data);
-}
 
 /// See the module doc. `scratch` is a private directory the caller owns; each call rebuilds its
 /// sandbox inside it.

@@ -27,7 +27,9 @@
 //! own output bounds. Callers: the backends (Maildir parsing), `crate::extract` (`.eml`
 //! attachments) and the tools layer.
 
-pub(crate) mod compose;
+// Composition (lettre's builder) is policy code: the outbound policy renders the message it
+// approves (crates/mailgate-policy).
+pub(crate) use mailgate_policy::compose;
 pub(crate) mod html;
 
 use std::borrow::Cow;

@@ -828,8 +828,13 @@ async fn smtp_over_starttls_and_implicit_tls_verifies_the_server() {
 
 // --- source walk: the one chokepoint ----------------------------------------------------------
 
-/// Source files under `src/` with `//` comments removed (doc comments included), so prose that
-/// names a type does not count. String literals are kept: an outbox path in a literal counts.
+/// Where the permit is built: the policy crate's outbound module, named as [`sources`] names it.
+const OUTBOUND: &str = "crates/mailgate-policy/src/outbound.rs";
+
+/// Source files under `src/` (named relative to it) and under the policy crate's
+/// `crates/mailgate-policy/src/` (named from the repository root), with `//` comments removed
+/// (doc comments included), so prose that names a type does not count. String literals are
+/// kept: an outbox path in a literal counts.
 fn sources() -> Vec<(String, String)> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -841,21 +846,28 @@ fn sources() -> Vec<(String, String)> {
             }
         }
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    walk(&root, &mut files);
-    files
-        .into_iter()
-        .map(|path| {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for (root, name_from) in [
+        (manifest.join("src"), manifest.join("src")),
+        (
+            manifest.join("crates/mailgate-policy/src"),
+            manifest.to_path_buf(),
+        ),
+    ] {
+        let mut files = Vec::new();
+        walk(&root, &mut files);
+        out.extend(files.into_iter().map(|path| {
             let text = std::fs::read_to_string(&path).unwrap();
             let rel = path
-                .strip_prefix(&root)
+                .strip_prefix(&name_from)
                 .unwrap()
                 .to_string_lossy()
                 .into_owned();
             (rel, strip_comments(&text))
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
 fn strip_comments(text: &str) -> String {
@@ -889,10 +901,8 @@ fn chokepoint_violations(files: &[(String, String)]) -> Vec<String> {
         if text.contains("\"outbox\"") && path != "backends/outbox.rs" {
             violations.push(format!("{path}: outbox path outside backends/outbox.rs"));
         }
-        if text.contains("SendPermit {") && path != "policy/outbound.rs" {
-            violations.push(format!(
-                "{path}: a SendPermit built outside policy/outbound.rs"
-            ));
+        if text.contains("SendPermit {") && path != OUTBOUND {
+            violations.push(format!("{path}: a SendPermit built outside {OUTBOUND}"));
         }
         // Every `fn send` / `fn deliver` takes the permit by value.
         let mut rest = text.as_str();
@@ -931,6 +941,13 @@ fn every_send_path_goes_through_the_permit() {
     let files = sources();
     assert!(files.iter().any(|(p, _)| p == "backends/smtp.rs"));
     assert!(files.iter().any(|(p, _)| p == "backends/outbox.rs"));
+    // The walk sees the one place that builds a permit (so it would see a second one).
+    assert!(
+        files
+            .iter()
+            .any(|(p, t)| p == OUTBOUND && t.contains("SendPermit {")),
+        "the walk reads {OUTBOUND}"
+    );
     let violations = chokepoint_violations(&files);
     assert!(violations.is_empty(), "{violations:#?}");
     // The walk sees the real send paths (so it would see a new one).

@@ -34,7 +34,7 @@ use cap_std::fs::{Dir, DirBuilder, DirBuilderExt as _, File, OpenOptions, OpenOp
 /// Why a file was refused. Messages are fragments meant to follow a subject, e.g.
 /// "the config file is not usable: {error}", and never contain the path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum PrivateFileError {
+pub enum PrivateFileError {
     #[error("it is not available (missing, or a parent directory is not accessible)")]
     NotAvailable,
     #[error("it must be a regular file (symlinks, directories and devices are refused)")]
@@ -59,7 +59,7 @@ pub(crate) enum PrivateFileError {
 
 /// How strict the permission check is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ModeRule {
+pub enum ModeRule {
     /// `mode & 0o077 == 0` and `mode & 0o400 != 0` (the reference plugin's rule for plugin.json),
     /// and, for a file, exactly one hard link.
     Private,
@@ -123,7 +123,7 @@ enum Failure {
 ///
 /// # Ambient Authority
 /// Opens `path` relative to the process's current directory with ambient authority.
-pub(crate) fn read_private_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, PrivateFileError> {
+pub fn read_private_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, PrivateFileError> {
     match read_checked(path, max_bytes, ModeRule::Private) {
         Ok(bytes) => Ok(bytes),
         Err(Failure::Missing) => Err(PrivateFileError::NotAvailable),
@@ -137,7 +137,7 @@ pub(crate) fn read_private_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, 
 ///
 /// # Ambient Authority
 /// Opens `path` relative to the process's current directory with ambient authority.
-pub(crate) fn read_optional_trusted_file(
+pub fn read_optional_trusted_file(
     path: &Path,
     max_bytes: u64,
 ) -> Result<Option<Vec<u8>>, PrivateFileError> {
@@ -153,7 +153,7 @@ pub(crate) fn read_optional_trusted_file(
 ///
 /// # Ambient Authority
 /// Resolves `path` with ambient authority; the returned `Dir` confines everything after that.
-pub(crate) fn open_dir(path: &Path) -> io::Result<Dir> {
+pub fn open_dir(path: &Path) -> io::Result<Dir> {
     Dir::open_ambient_dir(path, ambient_authority())
 }
 
@@ -183,7 +183,7 @@ fn create_dirs(path: &Path) -> io::Result<()> {
 /// Why a directory was refused. Messages are fragments that follow a subject ("the state
 /// folder is refused: …") and name the rule; they never contain the path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum PrivateDirError {
+pub enum PrivateDirError {
     #[error("it does not exist")]
     Missing,
     #[error("it must be a real directory (a symlink or another file type is refused)")]
@@ -234,11 +234,7 @@ fn dir_io(error: io::Error) -> PrivateDirError {
     clippy::disallowed_methods,
     reason = "path_guard is the one module allowed to inspect host paths"
 )]
-pub(crate) fn open_checked_dir(
-    path: &Path,
-    rule: ModeRule,
-    create: bool,
-) -> Result<Dir, PrivateDirError> {
+pub fn open_checked_dir(path: &Path, rule: ModeRule, create: bool) -> Result<Dir, PrivateDirError> {
     if create {
         create_dirs(path).map_err(dir_io)?;
     }
@@ -256,18 +252,14 @@ pub(crate) fn open_checked_dir(
 
 /// Opens the state folder (`MAILGATE_HOME`, default `~/.mailgate`): [`open_checked_dir`] with
 /// the private rule (no group or other bits), created `0700` when `create` is set.
-pub(crate) fn open_state_dir(path: &Path, create: bool) -> Result<Dir, PrivateDirError> {
+pub fn open_state_dir(path: &Path, create: bool) -> Result<Dir, PrivateDirError> {
     open_checked_dir(path, ModeRule::Private, create)
 }
 
 /// Opens the folder `name` inside an already checked private folder without following a
 /// symlink, creating it `0700` first when `create` is set, and checks the opened descriptor:
 /// a directory owned by the effective user with no group or other bits.
-pub(crate) fn open_private_child(
-    parent: &Dir,
-    name: &str,
-    create: bool,
-) -> Result<Dir, PrivateDirError> {
+pub fn open_private_child(parent: &Dir, name: &str, create: bool) -> Result<Dir, PrivateDirError> {
     if create {
         let mut builder = DirBuilder::new();
         builder.mode(0o700);
@@ -298,8 +290,8 @@ pub(crate) fn open_private_child(
 /// are created `0700`; without it nothing is created and a missing folder (`parent` or `name`)
 /// is [`PrivateDirError::Missing`].
 // Only the handoff store's tests and the handoff bench open their roots this way.
-#[cfg(any(test, feature = "bench"))]
-pub(crate) fn open_private_subdir(
+#[cfg(any(test, feature = "test-support"))]
+pub fn open_private_subdir(
     parent: &Path,
     name: &str,
     create: bool,
@@ -311,10 +303,7 @@ pub(crate) fn open_private_subdir(
 /// Opens (creating `0600` if missing) the file `name` in a checked private folder for
 /// appending, without following a symlink and without blocking on a FIFO, and checks the
 /// descriptor with the private rule (regular, ours, no group/other bits, one hard link).
-pub(crate) fn append_private_file(
-    dir: &Dir,
-    name: &str,
-) -> Result<std::fs::File, PrivateFileError> {
+pub fn append_private_file(dir: &Dir, name: &str) -> Result<std::fs::File, PrivateFileError> {
     let mut options = OpenOptions::new();
     options
         .append(true)
@@ -337,7 +326,7 @@ pub(crate) fn append_private_file(
 /// Reads the file `name` in a checked private folder, `Ok(None)` when it does not exist;
 /// otherwise it must be a regular file (not a symlink) owned by the effective user whose mode
 /// passes `rule` (with [`ModeRule::Private`], also one hard link), at most `max_bytes` long.
-pub(crate) fn read_file_in(
+pub fn read_file_in(
     dir: &Dir,
     name: &str,
     rule: ModeRule,

@@ -21,7 +21,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Unexpected, Visitor
 use serde_json::Value;
 
 /// What a caller's error type adds to serde's error constructors.
-pub(crate) trait TreeError: de::Error {
+pub trait TreeError: de::Error {
     /// The error, located one object key further out.
     fn at_key(self, key: &str) -> Self;
     /// The error, located one array index further out.
@@ -37,7 +37,7 @@ pub(crate) trait TreeError: de::Error {
 
 /// How `null` is read where a value is optional.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Nulls {
+pub enum Nulls {
     /// As absent (`None`): MCP clients send `null` for an unset optional argument.
     AreNone,
     /// As an error: an operator's file says what it means by leaving the key out.
@@ -45,7 +45,7 @@ pub(crate) enum Nulls {
 }
 
 /// Deserialises `T` from `value`; errors are `E`, which never holds a value.
-pub(crate) fn deserialize<'a, T: Deserialize<'a>, E: TreeError>(
+pub fn deserialize<'a, T: Deserialize<'a>, E: TreeError>(
     value: &'a Value,
     nulls: Nulls,
 ) -> Result<T, E> {

@@ -34,7 +34,7 @@ const LABEL_MAX_LEN: usize = 63;
 
 /// Why a string is not an acceptable address or domain. Messages never contain the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum AddressError {
+pub enum AddressError {
     #[error("address must not be empty")]
     Empty,
     #[error("address is too long")]
@@ -59,12 +59,12 @@ pub(crate) enum AddressError {
 /// A validated, lower-cased email address (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(transparent)]
-pub(crate) struct EmailAddress(String);
+pub struct EmailAddress(String);
 
 impl EmailAddress {
     /// Parses a bare address. Surrounding whitespace is refused, not trimmed: callers that read
     /// comma lists trim each entry themselves.
-    pub(crate) fn parse(s: &str) -> Result<Self, AddressError> {
+    pub fn parse(s: &str) -> Result<Self, AddressError> {
         if s.is_empty() {
             return Err(AddressError::Empty);
         }
@@ -103,7 +103,7 @@ impl EmailAddress {
         dead_code,
         reason = "read by policy::outbound and the backends' send paths"
     )]
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 
@@ -147,7 +147,7 @@ pub(crate) fn is_local_part_byte(b: u8) -> bool {
 /// A validated, lower-cased DNS domain name (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
-pub(crate) struct Domain(String);
+pub struct Domain(String);
 
 impl Domain {
     /// Parses a domain: strips one leading `@` (so `@example.com` works in allowlists),
@@ -177,7 +177,7 @@ impl Domain {
         Ok(Domain(lower))
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 }

@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 
 use crate::address::EmailAddress;
+use crate::compose::{self, ComposeError, HeaderField, Outgoing};
 use crate::gates::SendSettings;
-use crate::mime::compose::{self, ComposeError, HeaderField, Outgoing};
 
 /// Most envelope recipients one message may have (to + cc + bcc, before deduplication): a larger
 /// list is a bulk mail, not an assistant's message.
@@ -49,34 +49,34 @@ const MAX_REFERENCES: usize = 20;
 /// What the send tool asks to send. Sender-independent: there is no `from` here, the sender is
 /// the policy's pinned `OUTLOOK_SEND_FROM`.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Proposal {
+pub struct Proposal {
     /// Recipient strings exactly as given; each is parsed here.
-    pub(crate) to: Vec<String>,
-    pub(crate) cc: Vec<String>,
-    pub(crate) bcc: Vec<String>,
-    pub(crate) subject: String,
-    pub(crate) body: String,
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub bcc: Vec<String>,
+    pub subject: String,
+    pub body: String,
     /// Threading headers taken from a message in the sending mailbox (untrusted content).
-    pub(crate) thread: Option<Thread>,
+    pub thread: Option<Thread>,
     /// Take recipients from the message answered (a reply-all). No tool input asks for this
     /// today; the rule refuses it outright because those addresses come from untrusted content.
-    pub(crate) recipients_from_original: bool,
+    pub recipients_from_original: bool,
 }
 
 /// Threading only: the ids the new message refers to. Never a source of recipients.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Thread {
+pub struct Thread {
     /// The Message-ID of the message answered.
-    pub(crate) in_reply_to: String,
+    pub in_reply_to: String,
     /// Its ancestors, oldest first (the new message's `References` ends with `in_reply_to`).
-    pub(crate) references: Vec<String>,
+    pub references: Vec<String>,
 }
 
 /// The outcome of [`OutboundPolicy::decide`]. There is no boolean shortcut: a permit can only be
 /// obtained by matching `Allow`.
 #[must_use]
 #[derive(Debug)]
-pub(crate) enum Decision {
+pub enum Decision {
     Allow(SendPermit),
     Deny(DenyReason),
 }
@@ -84,7 +84,7 @@ pub(crate) enum Decision {
 /// Why a message may not leave. Codes are stable; messages name the rule and, at most, a count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum DenyReason {
+pub enum DenyReason {
     #[error("the configured sender is not in the allowed senders")]
     SenderNotAllowed,
     #[error(
@@ -118,7 +118,7 @@ pub(crate) enum DenyReason {
 
 impl DenyReason {
     /// The stable code, shown to the caller and recorded in the journal.
-    pub(crate) fn code(self) -> &'static str {
+    pub fn code(self) -> &'static str {
         match self {
             DenyReason::SenderNotAllowed => "SENDER_NOT_ALLOWED",
             DenyReason::RecipientDomainNotAllowed { .. } => "RECIPIENT_DOMAIN_NOT_ALLOWED",
@@ -147,14 +147,15 @@ pub(crate) struct ApprovedMessage {
 }
 
 /// Proof that `OutboundPolicy::decide` approved one message. Built only in this module, not
-/// `Clone`, consumed by every send path (style rule 4). It is `pub` (in a private module) only
-/// so that the doctests below can name it through a hidden re-export and prove that outside
-/// code can neither build nor clone one — the failures are about the private fields and the
-/// missing trait, not about an unreachable path (the last example compiles):
+/// `Clone`, consumed by every send path (style rule 4). It is `pub` because the transports of
+/// the `mailgate` crate take it by value; the doctests below are such another crate and prove
+/// that it can name the type but neither build nor clone one — the failures are about the
+/// private fields and the missing trait, not about an unreachable path (the last example
+/// compiles):
 ///
 /// ```compile_fail,E0451
-/// fn forge() -> mailgate::__compile_fail::SendPermit {
-///     mailgate::__compile_fail::SendPermit { message: unreachable!(), _private: () }
+/// fn forge() -> mailgate_policy::outbound::SendPermit {
+///     mailgate_policy::outbound::SendPermit { message: unreachable!(), _private: () }
 /// }
 /// ```
 ///
@@ -162,19 +163,19 @@ pub(crate) struct ApprovedMessage {
 /// fn duplicate<T: Clone>(permit: &T) -> T {
 ///     permit.clone()
 /// }
-/// fn twice(permit: mailgate::__compile_fail::SendPermit) {
+/// fn twice(permit: mailgate_policy::outbound::SendPermit) {
 ///     let _second = duplicate(&permit);
 /// }
 /// ```
 ///
 /// ```compile_fail,E0277
 /// fn copyable<T: Copy>() {}
-/// copyable::<mailgate::__compile_fail::SendPermit>();
+/// copyable::<mailgate_policy::outbound::SendPermit>();
 /// ```
 ///
 /// ```
 /// // The type is nameable from outside; it just cannot be made or multiplied there.
-/// fn consume(_permit: mailgate::__compile_fail::SendPermit) {}
+/// fn consume(_permit: mailgate_policy::outbound::SendPermit) {}
 /// let _ = consume;
 /// ```
 pub struct SendPermit {
@@ -184,23 +185,23 @@ pub struct SendPermit {
 
 impl SendPermit {
     /// The envelope sender (`MAIL FROM`): always the pinned `OUTLOOK_SEND_FROM`.
-    pub(crate) fn envelope_from(&self) -> &EmailAddress {
+    pub fn envelope_from(&self) -> &EmailAddress {
         &self.message.from
     }
 
     /// The envelope recipients (`RCPT TO`), bcc included.
-    pub(crate) fn envelope_recipients(&self) -> &[EmailAddress] {
+    pub fn envelope_recipients(&self) -> &[EmailAddress] {
         &self.message.recipients
     }
 
     /// The message bytes to transmit.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         &self.message.bytes
     }
 
     /// Consumes the permit once a transport has delivered it; what remains can be filed (the
     /// Sent copy) and reported, but never sent again.
-    pub(crate) fn into_sent(self) -> SentMessage {
+    pub fn into_sent(self) -> SentMessage {
         let ApprovedMessage {
             recipients,
             bytes,
@@ -226,23 +227,23 @@ impl fmt::Debug for SendPermit {
 }
 
 /// A delivered message: what the receipt and the Sent copy need. No transport accepts it.
-pub(crate) struct SentMessage {
-    pub(crate) message_id: String,
-    pub(crate) recipients: usize,
-    pub(crate) bytes: Vec<u8>,
+pub struct SentMessage {
+    pub message_id: String,
+    pub recipients: usize,
+    pub bytes: Vec<u8>,
 }
 
 /// What a dry run reports when the policy would allow the message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Preview {
+pub struct Preview {
     /// Envelope recipients after deduplication.
-    pub(crate) recipients: usize,
+    pub recipients: usize,
     /// Size of the rendered message.
-    pub(crate) size_bytes: u64,
+    pub size_bytes: u64,
 }
 
 /// The frozen outbound rules plus the per-process send cap.
-pub(crate) struct OutboundPolicy {
+pub struct OutboundPolicy {
     from: EmailAddress,
     allowed_senders: Vec<EmailAddress>,
     /// Lower-case DNS names (validated [`crate::address::Domain`]s).
@@ -252,7 +253,7 @@ pub(crate) struct OutboundPolicy {
 
 impl OutboundPolicy {
     /// Freezes the resolved send settings into the policy.
-    pub(crate) fn new(settings: &SendSettings) -> Self {
+    pub fn new(settings: &SendSettings) -> Self {
         Self::from_parts(
             settings.from.clone(),
             settings.allowed_senders.clone(),
@@ -279,7 +280,7 @@ impl OutboundPolicy {
     }
 
     /// Decides a real send. An `Allow` takes a slot of the send cap.
-    pub(crate) fn decide(&self, proposal: Proposal) -> Decision {
+    pub fn decide(&self, proposal: Proposal) -> Decision {
         self.decide_at(proposal, Instant::now())
     }
 
@@ -300,7 +301,7 @@ impl OutboundPolicy {
     }
 
     /// The verdict a real send would get now, without a permit and without taking a slot.
-    pub(crate) fn preview(&self, proposal: Proposal) -> Result<Preview, DenyReason> {
+    pub fn preview(&self, proposal: Proposal) -> Result<Preview, DenyReason> {
         let message = self.approve(proposal)?;
         if !self.cap.has_room(Instant::now()) {
             return Err(DenyReason::RateLimited {
@@ -533,7 +534,7 @@ impl SendCap {
     }
 }
 
-/// Fuzz entry point (`fuzz_write::outbound`). The input is read as lossy UTF-8 after a
+/// Fuzz entry point (`fuzzing::outbound_decide`). The input is read as lossy UTF-8 after a
 /// flags byte (bit 0: the sender is listed; bit 1: a thread is given; bit 2: derived recipients
 /// are asked for) and split on U+001F into: the domain allowlist (comma list), to, cc, bcc
 /// (comma lists), the subject, the thread's in-reply-to id. Oracle, computed independently of
@@ -645,14 +646,15 @@ pub(crate) fn fuzz_outbound(data: &[u8]) {
 }
 
 /// The cap used by the fuzz target and the property tests, so the cap never decides there.
-#[cfg(any(test, fuzzing))]
+#[cfg(any(test, fuzzing, feature = "test-support"))]
 const MAX_SEND_CAP: u32 = crate::gates::MAX_SEND_MAX_PER_HOUR;
 
 /// A permit for the transports' unit tests, issued through [`OutboundPolicy::decide`] by a
 /// policy that lists the three example domains (the rules run as usual: this is no bypass, and
-/// it exists in test builds only).
-#[cfg(test)]
-pub(crate) fn test_permit(to: &[&str]) -> SendPermit {
+/// it exists in test builds only: the `test-support` feature, which only the main crate's
+/// dev-dependency turns on).
+#[cfg(any(test, feature = "test-support"))]
+pub fn test_permit(to: &[&str]) -> SendPermit {
     let from = EmailAddress::parse("finance@example.com").expect("invariant: a literal address");
     let policy = OutboundPolicy::from_parts(
         from.clone(),
@@ -734,7 +736,7 @@ mod tests {
             id.starts_with('<') && id.ends_with(".mailgate@example.com>"),
             "{id}"
         );
-        let parsed = crate::mime::parse(permit.bytes());
+        let parsed = crate::read_back::parse(permit.bytes());
         assert_eq!(parsed.subject.as_deref(), Some("Quarterly figures"));
         let sent = permit.into_sent();
         assert_eq!((sent.recipients, sent.message_id), (2, id));
@@ -917,7 +919,7 @@ mod tests {
         });
         let permit = allow(policy(&["example.com"]).decide(reply));
         assert_eq!(permit.envelope_recipients().len(), 1);
-        let parsed = crate::mime::parse(permit.bytes());
+        let parsed = crate::read_back::parse(permit.bytes());
         assert_eq!(
             parsed.in_reply_to.as_deref(),
             Some("orchard-2@demo.example.com")
@@ -935,7 +937,7 @@ mod tests {
                 .collect(),
         });
         let permit = allow(policy(&["example.com"]).decide(long));
-        let parsed = crate::mime::parse(permit.bytes());
+        let parsed = crate::read_back::parse(permit.bytes());
         assert_eq!(parsed.references.len(), MAX_REFERENCES);
         assert_eq!(
             parsed.references.last().map(String::as_str),

@@ -10,25 +10,25 @@ use std::io;
 use cap_std::fs::{Dir, OpenOptions};
 
 /// An ordinary read-only descriptor of `dir` itself.
-pub(crate) fn open(dir: &Dir) -> io::Result<std::fs::File> {
+pub fn open(dir: &Dir) -> io::Result<std::fs::File> {
     let mut opts = OpenOptions::new();
     opts.read(true);
     Ok(dir.open_with(".", &opts)?.into_std())
 }
 
 /// `fstat` of `dir`: works on the `O_PATH` descriptor itself, so no read permission is needed.
-pub(crate) fn stat(dir: &Dir) -> io::Result<std::fs::Metadata> {
+pub fn stat(dir: &Dir) -> io::Result<std::fs::Metadata> {
     dir.try_clone()?.into_std_file().metadata()
 }
 
 /// `fsync`s `dir`, so renames and new entries in it survive a crash.
-pub(crate) fn sync(dir: &Dir) -> io::Result<()> {
+pub fn sync(dir: &Dir) -> io::Result<()> {
     open(dir)?.sync_all()
 }
 
 /// As [`sync`], logging (metadata only) instead of failing: for callers whose data is already
 /// safely written and for whom the directory fsync only adds durability of the name.
-pub(crate) fn sync_best_effort(dir: &Dir) {
+pub fn sync_best_effort(dir: &Dir) {
     if let Err(e) = sync(dir) {
         tracing::warn!(kind = ?e.kind(), "a directory could not be fsynced");
     }

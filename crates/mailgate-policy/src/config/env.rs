@@ -28,7 +28,7 @@ const DOTENV_MAX_BYTES: u64 = 1024 * 1024;
 
 /// Why `./.env` was refused. Messages never contain a value or a line of the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum DotEnvError {
+pub enum DotEnvError {
     #[error("{0}")]
     File(path_guard::PrivateFileError),
     #[error(
@@ -42,7 +42,7 @@ pub(crate) enum DotEnvError {
 
 /// An immutable snapshot of the environment (process variables plus `./.env`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Env {
+pub struct Env {
     vars: BTreeMap<String, String>,
     /// The account's home folder from the password database, captured with the variables: the
     /// fallback when `HOME` is unset, as Node's `os.homedir()` does for the reference plugin.
@@ -56,7 +56,7 @@ impl Env {
     ///
     /// # Ambient Authority
     /// Reads the whole process environment, and `./.env` through `path_guard`.
-    pub(crate) fn capture() -> Result<Env, ConfigError> {
+    pub fn capture() -> Result<Env, ConfigError> {
         let dotenv =
             path_guard::read_optional_trusted_file(Path::new(DOTENV_FILE), DOTENV_MAX_BYTES)
                 .map_err(|error| ConfigError::DotEnv(DotEnvError::File(error)))?;
@@ -77,7 +77,7 @@ impl Env {
         dead_code,
         reason = "constructor for tests and fixtures; unused in some builds"
     )]
-    pub(crate) fn from_pairs<I, K, V>(pairs: I) -> Env
+    pub fn from_pairs<I, K, V>(pairs: I) -> Env
     where
         I: IntoIterator<Item = (K, V)>,
         K: Into<String>,
@@ -132,7 +132,7 @@ impl Env {
     }
 
     /// The trimmed value; `None` when the variable is absent or blank.
-    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+    pub fn get(&self, name: &str) -> Option<&str> {
         self.vars
             .get(name)
             .map(|value| value.trim())
@@ -159,11 +159,11 @@ impl Env {
 /// `Display`, so a secret cannot reach a log line or an error message through formatting; the
 /// one reader is [`Secret::expose`], called where the credential is handed to the SMTP client.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Secret(String);
+pub struct Secret(String);
 
 impl Secret {
     /// The credential itself, for the transport that authenticates with it.
-    pub(crate) fn expose(&self) -> &str {
+    pub fn expose(&self) -> &str {
         &self.0
     }
 }

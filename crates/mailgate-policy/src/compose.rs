@@ -19,7 +19,7 @@ use crate::address::EmailAddress;
 
 /// Which header a refused value was meant for, so the refusal can name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum HeaderField {
+pub enum HeaderField {
     Subject,
     InReplyTo,
     References,
@@ -43,7 +43,7 @@ impl fmt::Display for HeaderField {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
-pub(crate) enum ComposeError {
+pub enum ComposeError {
     /// A header value holds a control character (see the module invariant).
     #[error(
         "the {field} contains a control character (line break, NUL, tab, escape or another \
@@ -67,7 +67,7 @@ pub(crate) fn is_forbidden_in_header(c: char) -> bool {
 
 /// Refuses a value that will become (part of) header `field` when it holds a character of
 /// [`is_forbidden_in_header`].
-pub(crate) fn check_header_value(field: HeaderField, value: &str) -> Result<(), ComposeError> {
+pub fn check_header_value(field: HeaderField, value: &str) -> Result<(), ComposeError> {
     if value.chars().any(is_forbidden_in_header) {
         Err(ComposeError::HeaderInjection { field })
     } else {
@@ -77,25 +77,25 @@ pub(crate) fn check_header_value(field: HeaderField, value: &str) -> Result<(), 
 
 /// An attachment to include, already read and bounded by the caller.
 #[derive(Clone, Debug)]
-pub(crate) struct OutgoingAttachment {
-    pub(crate) filename: String,
-    pub(crate) content_type: String,
-    pub(crate) bytes: Vec<u8>,
+pub struct OutgoingAttachment {
+    pub filename: String,
+    pub content_type: String,
+    pub bytes: Vec<u8>,
 }
 
 /// What an outgoing message consists of.
 #[derive(Clone, Debug)]
-pub(crate) struct Outgoing {
-    pub(crate) from: EmailAddress,
-    pub(crate) to: Vec<EmailAddress>,
-    pub(crate) cc: Vec<EmailAddress>,
-    pub(crate) bcc: Vec<EmailAddress>,
-    pub(crate) subject: String,
-    pub(crate) body: String,
+pub struct Outgoing {
+    pub from: EmailAddress,
+    pub to: Vec<EmailAddress>,
+    pub cc: Vec<EmailAddress>,
+    pub bcc: Vec<EmailAddress>,
+    pub subject: String,
+    pub body: String,
     /// Message-ID of the message this one answers (threading only).
-    pub(crate) in_reply_to: Option<String>,
-    pub(crate) references: Vec<String>,
-    pub(crate) attachments: Vec<OutgoingAttachment>,
+    pub in_reply_to: Option<String>,
+    pub references: Vec<String>,
+    pub attachments: Vec<OutgoingAttachment>,
 }
 
 fn mailbox(a: &EmailAddress) -> Result<Mailbox, ComposeError> {
@@ -106,7 +106,7 @@ fn mailbox(a: &EmailAddress) -> Result<Mailbox, ComposeError> {
 
 /// Renders the message. `with_bcc_header` keeps a `Bcc:` header (drafts, which stay in the
 /// mailbox); a message on the wire never carries one — its blind recipients are in the envelope.
-pub(crate) fn render(msg: &Outgoing, with_bcc_header: bool) -> Result<Vec<u8>, ComposeError> {
+pub fn render(msg: &Outgoing, with_bcc_header: bool) -> Result<Vec<u8>, ComposeError> {
     check_header_value(HeaderField::Subject, &msg.subject)?;
     if let Some(v) = &msg.in_reply_to {
         check_header_value(HeaderField::InReplyTo, v)?;
@@ -188,11 +188,10 @@ mod tests {
     #[test]
     fn round_trips_through_the_parser() {
         let raw = render(&sample(), false).unwrap();
-        let parsed = crate::mime::parse(&raw);
+        let parsed = crate::read_back::parse(&raw);
         assert_eq!(parsed.subject.as_deref(), Some("Relatório de março"));
         assert!(parsed.body_text.contains("segue o relatório"));
-        assert_eq!(parsed.attachments.len(), 1);
-        assert_eq!(parsed.attachments[0].name.as_deref(), Some("ledger.csv"));
+        assert_eq!(parsed.attachment_names, [Some("ledger.csv".to_owned())]);
         assert_eq!(
             parsed
                 .in_reply_to

@@ -1,5 +1,5 @@
-//! A config selector byte plus `KEY=VALUE` lines → `Gates::resolve`, checked against a reference
-//! model; oracles in `mailgate::fuzzing::env_gates`.
+//! `plugin.json` bytes → `Config::from_json`; oracles in
+//! `mailgate_policy::fuzzing::config_parse`.
 #![no_main]
 // The macro's expansion reads RUST_LIBFUZZER_DEBUG_PATH with std::env and writes that file with
 // std::fs (libfuzzer-sys's debug hook); nothing in this file calls either.
@@ -8,4 +8,4 @@
     reason = "inside libfuzzer_sys::fuzz_target! only"
 )]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzzing::env_gates(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate_policy::fuzzing::config_parse(data));

@@ -24,11 +24,11 @@ pub(crate) const ALIAS_PATTERN: &str = r"^[a-z0-9][a-z0-9_-]*$";
 /// A validated mailbox alias (see the module doc for the invariant).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(transparent)]
-pub(crate) struct Alias(String);
+pub struct Alias(String);
 
 /// Why a string is not an alias. Messages never echo the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum AliasError {
+pub enum AliasError {
     #[error("alias must not be empty")]
     Empty,
     #[error("alias must be at most 64 characters")]
@@ -40,7 +40,7 @@ pub(crate) enum AliasError {
 impl Alias {
     /// Parses an alias: trims surrounding whitespace, then requires 1–64 characters matching
     /// [`ALIAS_PATTERN`]. Upper-case input is refused, not folded.
-    pub(crate) fn parse(s: &str) -> Result<Alias, AliasError> {
+    pub fn parse(s: &str) -> Result<Alias, AliasError> {
         let s = s.trim();
         if s.is_empty() {
             return Err(AliasError::Empty);
@@ -63,7 +63,7 @@ impl Alias {
         }
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 }

@@ -41,7 +41,7 @@ pub(crate) const MAX_SEND_MAX_PER_HOUR: u32 = 1000;
 
 /// A gate. Matched exhaustively elsewhere, so adding one breaks the catalog build until wired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Gate {
+pub enum Gate {
     Handoffs,
     Writes,
     Send,
@@ -52,7 +52,7 @@ impl Gate {
     pub(crate) const ALL: [Gate; 3] = [Gate::Handoffs, Gate::Writes, Gate::Send];
 
     /// The environment variable that opens this gate.
-    pub(crate) fn env_var(self) -> &'static str {
+    pub fn env_var(self) -> &'static str {
         match self {
             Gate::Handoffs => ALLOW_HANDOFFS_VAR,
             Gate::Writes => ALLOW_WRITES_VAR,
@@ -63,38 +63,38 @@ impl Gate {
 
 /// The resolved gates.
 #[derive(Clone, Debug)]
-pub(crate) struct Gates {
-    pub(crate) writes: bool,
-    pub(crate) handoffs: bool,
+pub struct Gates {
+    pub writes: bool,
+    pub handoffs: bool,
     /// `Some` exactly when the send gate is open.
-    pub(crate) send: Option<SendSettings>,
+    pub send: Option<SendSettings>,
 }
 
 /// The outbound configuration in force when the send gate is open.
 #[derive(Clone, Debug)]
-pub(crate) struct SendSettings {
+pub struct SendSettings {
     /// The alias of the sending mailbox (`access: full`).
-    pub(crate) from_alias: Alias,
+    pub from_alias: Alias,
     /// `OUTLOOK_SEND_FROM`, equal to that mailbox's address.
     pub(crate) from: EmailAddress,
     /// `OUTLOOK_ALLOWED_SENDERS`, deduplicated, in order; contains `from`.
-    pub(crate) allowed_senders: Vec<EmailAddress>,
+    pub allowed_senders: Vec<EmailAddress>,
     /// `OUTLOOK_ALLOWED_RECIPIENT_DOMAINS`, or the sender's own domain when unset.
-    pub(crate) recipient_domains: Vec<Domain>,
+    pub recipient_domains: Vec<Domain>,
     /// True when `recipient_domains` is the fail-closed default, not an operator list.
-    pub(crate) recipient_domains_defaulted: bool,
+    pub recipient_domains_defaulted: bool,
     /// `MAILGATE_SEND_MAX_PER_HOUR` (default [`DEFAULT_SEND_MAX_PER_HOUR`]), lowered to the
     /// sending mailbox's `smtp.rateLimit.smtpPerHour` when that is smaller.
-    pub(crate) max_per_hour: u32,
+    pub max_per_hour: u32,
     /// The credential of the sending mailbox's `smtp` block, when it names one.
-    pub(crate) smtp_secret: Option<Secret>,
+    pub smtp_secret: Option<Secret>,
 }
 
 impl Gates {
     /// Resolves the gates from the environment and the config (see the module doc). The first
     /// problem aborts; the order is: gate booleans in [`Gate::ALL`] order,
     /// `OUTLOOK_HTTP_ALLOW_NO_AUTH`, the sender/recipient variables, then the send rules.
-    pub(crate) fn resolve(env: &Env, config: &Config) -> Result<Gates, ConfigError> {
+    pub fn resolve(env: &Env, config: &Config) -> Result<Gates, ConfigError> {
         let mut handoffs = false;
         let mut writes = config.allow_writes;
         let mut send_on = false;
@@ -138,7 +138,7 @@ impl Gates {
     }
 
     /// All gates closed: the 12-tool read catalog (also what the HTTP transport serves).
-    pub(crate) fn read_only() -> Gates {
+    pub fn read_only() -> Gates {
         Gates {
             writes: false,
             handoffs: false,
@@ -146,7 +146,7 @@ impl Gates {
         }
     }
 
-    pub(crate) fn is_open(&self, gate: Gate) -> bool {
+    pub fn is_open(&self, gate: Gate) -> bool {
         match gate {
             Gate::Handoffs => self.handoffs,
             Gate::Writes => self.writes,

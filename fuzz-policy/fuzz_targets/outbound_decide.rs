@@ -1,4 +1,4 @@
-//! `plugin.json` bytes → `Config::from_json`; oracles in `mailgate::fuzzing::config_parse`.
+//! Oracles in `mailgate_policy::outbound::fuzz_outbound` (see its doc).
 #![no_main]
 // The macro's expansion reads RUST_LIBFUZZER_DEBUG_PATH with std::env and writes that file with
 // std::fs (libfuzzer-sys's debug hook); nothing in this file calls either.
@@ -7,4 +7,4 @@
     reason = "inside libfuzzer_sys::fuzz_target! only"
 )]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzzing::config_parse(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate_policy::fuzzing::outbound_decide(data));

@@ -23,7 +23,7 @@
 //! Who may call it: startup (`cli`, `policy explain/check`, `demo`). Everything else receives a
 //! finished [`Settings`] / [`Config`].
 
-pub(crate) mod env;
+pub mod env;
 pub(crate) mod raw;
 mod vars;
 
@@ -50,11 +50,11 @@ pub(crate) const DOWNLOAD_DIR_VAR: &str = "MAILGATE_DOWNLOAD_DIR";
 /// The reference plugin's name for the same folder; both set and different is refused.
 pub(crate) const REFERENCE_DOWNLOAD_DIR_VAR: &str = "DOWNLOAD_DIR";
 /// The reference plugin's log level (error|warn|info|debug); `MAILGATE_LOG` wins when set.
-pub(crate) const LOG_LEVEL_VAR: &str = "LOG_LEVEL";
+pub const LOG_LEVEL_VAR: &str = "LOG_LEVEL";
 /// mailgate's own log level variable (read by `cli` for `telemetry::init_tracing`).
-pub(crate) const MAILGATE_LOG_VAR: &str = "MAILGATE_LOG";
+pub const MAILGATE_LOG_VAR: &str = "MAILGATE_LOG";
 /// The download folder's name inside the state folder, when `MAILGATE_DOWNLOAD_DIR` is unset.
-pub(crate) const DOWNLOAD_DIR: &str = "downloads";
+pub const DOWNLOAD_DIR: &str = "downloads";
 /// Environment variable switching the run journal on.
 pub(crate) const JOURNAL_VAR: &str = "MAILGATE_JOURNAL";
 /// Lifetime of a handoff bundle in hours (security.md §4).
@@ -94,7 +94,7 @@ const GIB: u64 = 1024 * MIB;
 /// file's own path ([`ConfigError::InFile`]) and the name of an unknown variable.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum ConfigError {
+pub enum ConfigError {
     #[error("the config file is not usable: {0}")]
     File(PrivateFileError),
     /// A failure of the config file, with the path it was read from (as given, or the default
@@ -184,7 +184,7 @@ impl ConfigError {
 /// variables and the rule, never an address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub(crate) enum SendRefusal {
+pub enum SendRefusal {
     #[error("PLUGIN_ALLOW_SEND is on but OUTLOOK_SEND_FROM is not set")]
     FromMissing,
     #[error("OUTLOOK_SEND_FROM does not match any mailbox address in the config")]
@@ -222,36 +222,36 @@ pub(crate) fn parse_bool(
 
 /// The validated `plugin.json`.
 #[derive(Clone, Debug)]
-pub(crate) struct Config {
+pub struct Config {
     /// The allowlist, in config order.
-    pub(crate) mailboxes: Vec<MailboxEntry>,
-    pub(crate) limits: Limits,
+    pub mailboxes: Vec<MailboxEntry>,
+    pub limits: Limits,
     /// The file's `allowWrites` (default false); the effective gate is in `gates::Gates`.
     pub(crate) allow_writes: bool,
     /// `searchMemoryPath`, resolved against the config directory; [`read_config`] replaces it
     /// with `PLUGIN_SEARCH_MEMORY_PATH` when that is set.
-    pub(crate) search_memory_path: Option<PathBuf>,
+    pub search_memory_path: Option<PathBuf>,
 }
 
 /// One allowlisted mailbox.
 #[derive(Clone, Debug)]
-pub(crate) struct MailboxEntry {
-    pub(crate) alias: Alias,
-    pub(crate) address: EmailAddress,
-    pub(crate) access: Access,
-    pub(crate) backend: BackendSpec,
+pub struct MailboxEntry {
+    pub alias: Alias,
+    pub address: EmailAddress,
+    pub access: Access,
+    pub backend: BackendSpec,
 }
 
 /// Per-alias narrowing (catalog.md): `read` refuses write and handoff tools for this alias.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Access {
+pub enum Access {
     Full,
     Read,
 }
 
 impl Access {
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Access::Full => "full",
             Access::Read => "read",
@@ -265,7 +265,7 @@ impl Access {
     dead_code,
     reason = "read by the IMAP/SMTP backends, which are not written yet"
 )]
-pub(crate) enum BackendSpec {
+pub enum BackendSpec {
     Graph,
     Imap {
         imap: ServerSpec,
@@ -283,23 +283,23 @@ pub(crate) enum BackendSpec {
     dead_code,
     reason = "read by the IMAP/SMTP backends, which are not written yet"
 )]
-pub(crate) struct ServerSpec {
+pub struct ServerSpec {
     /// Lower-cased host name or IP address.
-    pub(crate) host: String,
-    pub(crate) port: u16,
-    pub(crate) security: Security,
+    pub host: String,
+    pub port: u16,
+    pub security: Security,
     /// `None`: log in as the mailbox address.
-    pub(crate) username: Option<String>,
-    pub(crate) password_env: Option<String>,
-    pub(crate) oauth2_token_env: Option<String>,
-    pub(crate) ca_file: Option<PathBuf>,
+    pub username: Option<String>,
+    pub password_env: Option<String>,
+    pub oauth2_token_env: Option<String>,
+    pub ca_file: Option<PathBuf>,
     /// Overrides of the default rate limits (IMAP 60/minute, SMTP 100/hour).
-    pub(crate) rate_limit: Option<RateLimit>,
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// Transport security. `Plain` is only accepted for loopback hosts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Security {
+pub enum Security {
     Tls,
     Starttls,
     Plain,
@@ -308,7 +308,7 @@ pub(crate) enum Security {
 /// Rate-limit overrides for one server block (`imapPerMinute` on `imap`, `smtpPerHour` on
 /// `smtp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RateLimit {
+pub struct RateLimit {
     pub(crate) imap_per_minute: Option<u32>,
     pub(crate) smtp_per_hour: Option<u32>,
 }
@@ -371,8 +371,8 @@ macro_rules! limits {
         /// Resource limits from `plugin.json` (catalog.md "Limits"), each within its bounds.
         #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
         #[serde(rename_all = "camelCase")]
-        pub(crate) struct Limits {
-            $(pub(crate) $field: $ty,)*
+        pub struct Limits {
+            $(pub $field: $ty,)*
         }
 
         /// Every limit key with min, max and default, in catalog order.
@@ -428,12 +428,12 @@ limits! {
 impl Config {
     /// Strictly parses `plugin.json` bytes; `base_dir` (normally the config file's directory)
     /// resolves relative `path`, `caFile` and `searchMemoryPath` values.
-    pub(crate) fn from_json(bytes: &[u8], base_dir: &Path) -> Result<Config, ConfigError> {
+    pub fn from_json(bytes: &[u8], base_dir: &Path) -> Result<Config, ConfigError> {
         Config::from_raw(raw::parse(bytes)?, base_dir)
     }
 
     /// The entry for `alias`, if it is allowlisted (exact match).
-    pub(crate) fn mailbox(&self, alias: &Alias) -> Option<&MailboxEntry> {
+    pub fn mailbox(&self, alias: &Alias) -> Option<&MailboxEntry> {
         self.mailboxes.iter().find(|entry| &entry.alias == alias)
     }
 
@@ -743,7 +743,7 @@ fn file_path(value: &str, at: &str, base_dir: &Path) -> Result<PathBuf, ConfigEr
 /// `MAILGATE_TEST_HANDOFF_CRASH_AT=<step>` aborts the process there (`handoff::store`). Release builds
 /// never read the variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CrashPoint {
+pub enum CrashPoint {
     /// The payload temp file is written and fsynced, not yet renamed.
     AfterPayloadTemp,
     /// `payload.bin` is in place; no manifest yet.
@@ -761,14 +761,14 @@ pub(crate) enum CrashPoint {
 // Only debug builds read the crash variable (see `resolve_settings`).
 #[cfg(debug_assertions)]
 impl CrashPoint {
-    pub(crate) const ALL: [CrashPoint; 4] = [
+    pub const ALL: [CrashPoint; 4] = [
         CrashPoint::AfterPayloadTemp,
         CrashPoint::AfterPayloadRename,
         CrashPoint::DuringManifest,
         CrashPoint::BeforeCommit,
     ];
 
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             CrashPoint::AfterPayloadTemp => "after_payload_temp",
             CrashPoint::AfterPayloadRename => "after_payload_rename",
@@ -778,7 +778,7 @@ impl CrashPoint {
         }
     }
 
-    pub(crate) fn parse(s: &str) -> Option<CrashPoint> {
+    pub fn parse(s: &str) -> Option<CrashPoint> {
         if s == "hold_before_lock" {
             return Some(CrashPoint::HoldBeforeLock);
         }
@@ -788,8 +788,8 @@ impl CrashPoint {
 
 /// Everything resolved once at startup.
 #[derive(Clone, Debug)]
-pub(crate) struct Settings {
-    pub(crate) config: Config,
+pub struct Settings {
+    pub config: Config,
     /// Absolute path of the config file that was read.
     #[allow(
         dead_code,
@@ -801,20 +801,20 @@ pub(crate) struct Settings {
     state_dir: Option<PathBuf>,
     /// `None` exactly when no download variable is set and the state folder is unknown.
     download_dir: Option<PathBuf>,
-    pub(crate) journal: bool,
+    pub journal: bool,
     /// Whether `tools/list` declares output schemas ([`env::OUTPUT_SCHEMAS_VAR`]).
-    pub(crate) output_schemas: bool,
+    pub output_schemas: bool,
     /// How long a handoff bundle is served ([`HANDOFF_TTL_VAR`]).
-    pub(crate) handoff_ttl: std::time::Duration,
+    pub handoff_ttl: std::time::Duration,
     /// Crash tests only; always `None` in release builds.
-    pub(crate) handoff_crash_at: Option<CrashPoint>,
+    pub handoff_crash_at: Option<CrashPoint>,
 }
 
 impl Settings {
     /// The state folder, or the refusal naming `MAILGATE_HOME` when no home folder is known.
     /// Only what is opened (journal, handoff store, outbox, default downloads) asks for it, so
     /// a process whose open gates need no state folder starts without `HOME`.
-    pub(crate) fn state_dir(&self) -> Result<&Path, ConfigError> {
+    pub fn state_dir(&self) -> Result<&Path, ConfigError> {
         self.state_dir.as_deref().ok_or(ConfigError::NoHome {
             what: "state directory",
             instead: HOME_DIR_VAR,
@@ -823,7 +823,7 @@ impl Settings {
 
     /// The download folder (`MAILGATE_DOWNLOAD_DIR` or `DOWNLOAD_DIR`, else
     /// `<state folder>/downloads`).
-    pub(crate) fn download_dir(&self) -> Result<&Path, ConfigError> {
+    pub fn download_dir(&self) -> Result<&Path, ConfigError> {
         self.download_dir.as_deref().ok_or(ConfigError::NoHome {
             what: "download folder",
             instead: DOWNLOAD_DIR_VAR,
@@ -842,7 +842,7 @@ impl Settings {
 ///   `~` is `HOME`, else the account's home folder ([`env::Env::home`]).
 /// - `searchMemoryPath`: `PLUGIN_SEARCH_MEMORY_PATH` (trimmed, non-empty) wins over the file.
 /// - Unknown variables with a reserved prefix: [`check_unknown_variables`].
-pub(crate) fn read_config(
+pub fn read_config(
     env: &env::Env,
     config_override: Option<&Path>,
 ) -> Result<(Config, PathBuf), ConfigError> {
@@ -870,7 +870,7 @@ pub(crate) fn read_config(
 ///   and different is refused) > `<state dir>/downloads`. Nothing is created here.
 /// - Journal: `MAILGATE_JOURNAL`, strict boolean, default off. Output schemas in `tools/list`:
 ///   `MAILGATE_OUTPUT_SCHEMAS`, strict boolean, default off.
-pub(crate) fn resolve_settings(
+pub fn resolve_settings(
     env: &env::Env,
     config: Config,
     config_path: PathBuf,
@@ -1004,7 +1004,7 @@ fn download_var(env: &env::Env) -> Result<Option<PathBuf>, ConfigError> {
 
 /// [`HANDOFF_TTL_VAR`]: whole hours, 1 to [`MAX_HANDOFF_TTL_HOURS`], default seven days. Also
 /// read by `mailgate handoff`, which needs no plugin.json.
-pub(crate) fn handoff_ttl(env: &env::Env) -> Result<std::time::Duration, ConfigError> {
+pub fn handoff_ttl(env: &env::Env) -> Result<std::time::Duration, ConfigError> {
     let hours = match env.get(HANDOFF_TTL_VAR) {
         None => DEFAULT_HANDOFF_TTL_HOURS,
         Some(raw) => raw
@@ -1020,7 +1020,7 @@ pub(crate) fn handoff_ttl(env: &env::Env) -> Result<std::time::Duration, ConfigE
 /// The state directory: `MAILGATE_HOME` (must be absolute) > `~/.mailgate` (`HOME` when set
 /// and absolute, else the account's home folder, as the reference plugin resolves `~`).
 /// Nothing is created here.
-pub(crate) fn state_dir(env: &env::Env) -> Result<PathBuf, ConfigError> {
+pub fn state_dir(env: &env::Env) -> Result<PathBuf, ConfigError> {
     match env.get(HOME_DIR_VAR) {
         Some(path) => absolute_var(path, HOME_DIR_VAR),
         None => env
@@ -1060,9 +1060,21 @@ mod tests {
     use super::env::Env;
     use super::*;
 
-    /// Startup's whole resolution (file, gates, paths), as every command runs it.
+    /// Startup's whole resolution (file, gates, paths), in the order `startup::load_settings`
+    /// of the main crate runs it (that function is these three calls; it cannot be called from
+    /// this crate).
+    fn load_settings_and_gates(
+        env: &Env,
+        config: Option<&Path>,
+    ) -> Result<(Settings, crate::gates::Gates), ConfigError> {
+        let (config, config_path) = read_config(env, config)?;
+        let gates = crate::gates::Gates::resolve(env, &config)?;
+        let settings = resolve_settings(env, config, config_path)?;
+        Ok((settings, gates))
+    }
+
     fn load_settings(env: &Env, config: Option<&Path>) -> Result<Settings, ConfigError> {
-        crate::startup::load_settings(env, config).map(|(settings, _gates)| settings)
+        load_settings_and_gates(env, config).map(|(settings, _gates)| settings)
     }
 
     const BASE: &str = "/etc/mailgate";
@@ -1607,7 +1619,7 @@ mod tests {
             0o600,
         );
         let env = Env::from_pairs([("HOME", home.to_str().expect("utf-8"))]);
-        let (settings, gates) = crate::startup::load_settings(&env, None).expect("loads");
+        let (settings, gates) = load_settings_and_gates(&env, None).expect("loads");
         assert_eq!(
             settings.config_path,
             home.join(".config/mailgate/plugin.json")

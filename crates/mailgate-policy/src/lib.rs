@@ -1,0 +1,28 @@
+//! mailgate-policy: the rules that decide what mailgate may read, write and send, as one small
+//! crate to review. It holds the parsed address and alias types, `plugin.json` and environment
+//! parsing ([`config`]), the three gates ([`gates`]), message composition ([`compose`]) and the
+//! outbound chokepoint ([`outbound`]), the only constructor of the send permit every transport
+//! requires; plus the two disk helpers config needs to read its own files ([`path_guard`],
+//! [`dir_fd`]). Nothing here opens a network connection or starts a runtime: the crate's
+//! dependency closure has no tokio, rmcp, rustls, aws-lc or SMTP transport, so its fuzz targets
+//! (`fuzz-policy/`) build without them.
+//!
+//! Who may call it: the `mailgate` crate, which re-exports these modules at its root so its code
+//! keeps saying `crate::config`, `crate::gates`, …; and the fuzz targets, through [`fuzzing`]
+//! (compiled only under `cfg(fuzzing)`).
+#![forbid(unsafe_code)]
+
+pub mod address;
+pub mod alias;
+pub mod compose;
+pub mod config;
+pub mod dir_fd;
+pub mod gates;
+pub mod json_tree;
+pub mod outbound;
+pub mod path_guard;
+
+#[cfg(fuzzing)]
+pub mod fuzzing;
+#[cfg(test)]
+mod read_back;
