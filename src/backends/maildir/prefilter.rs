@@ -122,22 +122,19 @@ fn ascii_safe_charset(rest: &[u8]) -> bool {
 /// reference (`&`): the renderer's letters then all come from the source's text, joined across
 /// tags, or from an image's `alt` attribute, and its own additions are list numbers and
 /// punctuation. So a word absent, ASCII case-insensitively, from both the source and the source
-/// with its tags cut out cannot be in the rendering. Words with a digit, ordered lists and form
-/// inputs are not judged.
+/// with its tags cut out cannot be in the rendering. All-digit words are not judged: an ordered
+/// list's number is a token of digits alone. (html2text 0.17 renders no form control.)
 pub(super) fn html_may_hold(source: &str, words: &[&str]) -> bool {
     if words.is_empty()
         || !source.is_ascii()
         || source.contains('&')
         || words
             .iter()
-            .any(|w| !w.is_ascii() || w.bytes().any(|b| b.is_ascii_digit()))
+            .any(|w| !w.is_ascii() || w.bytes().all(|b| b.is_ascii_digit()))
     {
         return true;
     }
     let lower = source.to_ascii_lowercase();
-    if lower.contains("<ol") || lower.contains("<input") {
-        return true;
-    }
     let joined = without_tags(&lower);
     words
         .iter()
@@ -351,7 +348,7 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
         fn the_html_gate_never_hides_a_word_the_rendering_holds(
             body in prop::collection::vec(prop::sample::select(vec!["invoice", "report", "in", "voice", "notes"]), 0..6),
             how in 0u8..9,
-            query in prop::sample::select(vec!["invoice", "report", "oice", "zeppelin", "1"]),
+            query in prop::sample::select(vec!["invoice", "report", "oice", "zeppelin", "1", "in1"]),
         ) {
             let source = html_source(&body, how);
             let words = Words::new(query);
