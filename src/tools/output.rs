@@ -181,7 +181,7 @@ pub(crate) struct MessageSummaryOut {
 }
 
 impl MessageSummaryOut {
-    pub(crate) fn from_candidate(c: &MessageSummary, with_attachments: bool) -> Self {
+    pub(crate) fn from_summary(c: &MessageSummary, with_attachments: bool) -> Self {
         let listed: Vec<&AttachmentMeta> = c.attachments.iter().filter(|a| !a.is_inline).collect();
         Self {
             id: c.id.clone(),
@@ -251,7 +251,7 @@ impl SearchProjection {
             messages: o
                 .messages
                 .iter()
-                .map(|c| MessageSummaryOut::from_candidate(c, with_attachments))
+                .map(|c| MessageSummaryOut::from_summary(c, with_attachments))
                 .collect(),
         }
     }

@@ -619,7 +619,7 @@ fn message_out(detail: &MessageDetail, args: &GetMessageArgs, max_body: usize) -
     let to = output::page(&detail.to, from, output::MESSAGE_RECIPIENTS);
     let cc = output::page(&detail.cc, from, output::MESSAGE_RECIPIENTS);
     let next_recipient = to.next.max(cc.next);
-    let mut summary = MessageSummaryOut::from_candidate(&detail.summary, false);
+    let mut summary = MessageSummaryOut::from_summary(&detail.summary, false);
     summary.attachments_truncated = shown.next.is_some();
     MessageOut {
         summary,
