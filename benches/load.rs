@@ -224,9 +224,7 @@ struct Knobs {
     reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
 )]
 fn knobs() -> Knobs {
-    // `cargo test --all-targets` runs this binary too, without `--bench`: a smoke run there.
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let smoke = args.iter().any(|a| a == "--smoke") || !args.iter().any(|a| a == "--bench");
+    let smoke = common::smoke();
     let calls = match std::env::var("MAILGATE_LOAD_CALLS") {
         Ok(v) => v
             .parse::<usize>()

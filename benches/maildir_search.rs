@@ -59,12 +59,7 @@ struct Knobs {
     reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
 )]
 fn knobs() -> Knobs {
-    // `cargo test --all-targets` runs this binary too, without `--bench`: there it is a smoke
-    // run, so the test suite proves the bench works without paying minutes for it.
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let smoke = args.iter().any(|a| a == "--smoke")
-        || !args.iter().any(|a| a == "--bench")
-        || std::env::var("MAILGATE_BENCH_SMOKE").is_ok_and(|v| v == "1");
+    let smoke = common::smoke();
     let keep = std::env::var("MAILGATE_BENCH_KEEP").is_ok_and(|v| v == "1");
     let sizes = match std::env::var("MAILGATE_BENCH_SIZES") {
         _ if smoke => vec![SMOKE_SIZE],

@@ -13,3 +13,17 @@ pub(crate) fn exe() -> &'static str {
     static EXE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     EXE.get_or_init(|| std::env::var("MAILGATE_BENCH_EXE").unwrap_or_else(|_| BUILT.to_owned()))
 }
+
+/// Whether this is a smoke run: `--smoke`, `MAILGATE_BENCH_SMOKE=1`, or a run without `--bench`
+/// (`cargo test --all-targets` runs bench binaries too; there a smoke run proves the bench works
+/// without paying minutes for it).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
+)]
+pub(crate) fn smoke() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    args.iter().any(|a| a == "--smoke")
+        || !args.iter().any(|a| a == "--bench")
+        || std::env::var("MAILGATE_BENCH_SMOKE").is_ok_and(|v| v == "1")
+}
