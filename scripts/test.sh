@@ -71,6 +71,10 @@ step tests cargo test --locked --workspace --all-targets
 # --all-targets leaves out doctests; they hold the compile_fail proof that a send permit cannot
 # be forged or cloned outside mailgate_policy::outbound (the policy crate's doctests).
 step doctests cargo test --locked --workspace --doc
+# The API docs of both crates, private items included (ARCHITECTURE.md and the module docs
+# link into them): a broken intra-doc link fails here instead of rotting.
+step docs env RUSTDOCFLAGS="-D warnings" \
+  cargo doc --locked --no-deps --workspace --document-private-items
 
 # Both fuzz projects (fuzz-policy/ builds without the network stack, fuzz/ with the whole crate).
 if [ -z "$fuzz_seconds" ]; then

@@ -3,7 +3,7 @@
 //! A backend is created at startup for exactly one mailbox and pinned to it: nothing can point
 //! it at another mailbox afterwards. Each backend is a module here implementing [`MailStore`]
 //! (reads) and [`MailWrite`] (writes) over the neutral [`model`]; [`Backend`] is the closed set
-//! of them, and its one delegating macro ([`on_backend!`]) is the only code that names the
+//! of them, and its one delegating macro (`on_backend!`) is the only code that names the
 //! variants — including [`NotBuilt`], the one place a configured but unbuilt backend kind turns
 //! into `Unsupported`. Reads are open to every holder of a [`Backend`]; writes are reachable only
 //! through a [`Writer`] or a [`SentFolder`], handles the [`Registry`] hands out for the mailboxes
@@ -191,7 +191,7 @@ impl MailWrite for NotBuilt {
 }
 
 /// The backend pinned to one mailbox. Adding a backend adds a variant here and an arm to
-/// [`on_backend!`]; nothing else in the crate names the variants.
+/// `on_backend!`; nothing else in the crate names the variants.
 pub(crate) enum Backend {
     Maildir(maildir::MaildirStore),
     NotBuilt(NotBuilt),

@@ -284,7 +284,8 @@ impl Scan<'_> {
 
 /// Header-first matching: the words the subject, sender and attachment names do not hold are
 /// looked for in the body (its first [`MATCH_BODY_CHARS`]; a longer body is a
-/// [`ContentGap::Body`] already recorded by `to_summary`).
+/// [`ContentGap::Body`](crate::backends::model::ContentGap::Body) already recorded by
+/// `to_summary`).
 fn matches_words(words: &Words, parsed: &ParsedMessage) -> bool {
     if words.0.is_empty() {
         // A query with no alphanumeric word cannot prove anything, so it matches nothing.

@@ -364,7 +364,7 @@ fn limit<T: FromLimit>(
         .ok_or_else(|| ConfigError::schema(key, "does not fit this platform's integer size"))
 }
 
-/// Declares [`Limits`], its defaults, the [`LIMIT_BOUNDS`] table and the raw → validated step
+/// Declares [`Limits`], its defaults, the `LIMIT_BOUNDS` table and the raw → validated step
 /// from one list, so the three cannot drift apart.
 macro_rules! limits {
     ($($field:ident: $ty:ty = $key:literal, $min:expr, $max:expr, $default:expr;)*) => {
