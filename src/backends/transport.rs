@@ -15,11 +15,14 @@ use crate::policy::outbound::{SendPermit, SentMessage};
 /// Largest `caFile` accepted (a PEM bundle of a few certificates).
 const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
 
-/// Why the transport could not be set up at startup (the text names the setting, never a
-/// secret).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct TransportSetupError(String);
+/// Why the transport could not be set up at startup.
+#[derive(Debug)]
+pub(crate) enum TransportSetupError<E> {
+    /// The state folder (the outbox's home) was refused; the opener's own error, unchanged.
+    State(E),
+    /// A setting of the mailbox's block (the text names it, never a secret).
+    Setting(String),
+}
 
 /// Why one send attempt failed, as a class that names no address.
 #[derive(Debug, thiserror::Error)]
@@ -37,12 +40,12 @@ impl Transport {
     /// Opens the transport for `entry`. `smtp_secret` is the value of its `passwordEnv` /
     /// `oauth2TokenEnv`; `open_state` opens the checked state folder (the outbox lives there)
     /// and is called only when the outbox is the transport.
-    pub(crate) fn open<E: std::fmt::Display>(
+    pub(crate) fn open<E>(
         entry: &MailboxEntry,
         smtp_secret: Option<&Secret>,
         open_state: impl FnOnce() -> Result<cap_std::fs::Dir, E>,
-    ) -> Result<Self, TransportSetupError> {
-        let setup = |what: String| TransportSetupError(what);
+    ) -> Result<Self, TransportSetupError<E>> {
+        let setup = |what: String| TransportSetupError::Setting(what);
         let smtp = match &entry.backend {
             BackendSpec::Maildir { smtp, .. } | BackendSpec::Imap { smtp, .. } => smtp.as_ref(),
             BackendSpec::Graph => None,
@@ -62,7 +65,7 @@ impl Transport {
                 Transport::Smtp(sender)
             }
             (None, BackendSpec::Maildir { .. }) => {
-                let state = open_state().map_err(|e| setup(e.to_string()))?;
+                let state = open_state().map_err(TransportSetupError::State)?;
                 let outbox = Outbox::open(&state).map_err(|e| {
                     setup(format!(
                         "the outbox folder (<state folder>/outbox) is refused: {e}"

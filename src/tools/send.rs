@@ -38,7 +38,7 @@ use super::{
     App, ErrorCode, Family, Hints, Mutates, ToolDef, ToolError, ToolOutput, handler, input_schema,
     output_schema,
 };
-use crate::backends::transport::Transport;
+use crate::backends::transport::{Transport, TransportSetupError};
 use crate::backends::{Backend, BackendError, SentFolder};
 use crate::config::Settings;
 use crate::error::StartupError;
@@ -134,8 +134,11 @@ impl SendState {
             .iter()
             .find(|m| m.alias == send.from_alias)
             .ok_or_else(|| setup("the sending mailbox is not in the config"))?;
-        let transport = Transport::open(entry, send.smtp_secret.as_ref(), open_state)
-            .map_err(|e| setup(&e.to_string()))?;
+        let transport =
+            Transport::open(entry, send.smtp_secret.as_ref(), open_state).map_err(|e| match e {
+                TransportSetupError::State(error) => error,
+                TransportSetupError::Setting(what) => setup(&what),
+            })?;
         Ok(Self {
             policy: OutboundPolicy::new(send),
             transport,
