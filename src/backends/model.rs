@@ -115,6 +115,8 @@ pub(crate) const PREVIEW_CHARS: usize = 500;
 /// A whole message as the reader tools see it.
 #[derive(Clone, Debug)]
 pub(crate) struct MessageDetail {
+    /// Its summary, whose `attachments` is the message's whole attachment list (what
+    /// `list_attachments` answers), so one read serves a caller that needs both.
     pub(crate) summary: MessageSummary,
     pub(crate) to: Vec<Mailbox>,
     pub(crate) cc: Vec<Mailbox>,

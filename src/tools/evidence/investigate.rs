@@ -579,21 +579,17 @@ async fn scan_folder(
         })
         .collect();
     for chunk in messages.chunks(LISTING_CONCURRENCY) {
-        // Summaries carry no body: each message's body is fetched beside its attachment list.
-        let listings: Vec<_> = chunk
-            .iter()
-            .map(|m| {
-                futures::future::join(backend.list_attachments(&m.id), backend.get_message(&m.id))
-            })
-            .collect();
-        let listings = futures::future::join_all(listings).await;
-        for (message, (listing, detail)) in chunk.iter().zip(listings) {
-            let body = match &detail {
-                Ok(detail) => Some(detail.body_text.as_str()),
-                Err(_) => {
+        // Summaries carry no body: one read of each message gives its body and its whole
+        // attachment list (`MessageDetail`'s contract).
+        let details: Vec<_> = chunk.iter().map(|m| backend.get_message(&m.id)).collect();
+        let details = futures::future::join_all(details).await;
+        for (message, detail) in chunk.iter().zip(details) {
+            let (body, listing) = match detail {
+                Ok(detail) => (Some(detail.body_text), Ok(detail.summary.attachments)),
+                Err(error) => {
                     // Only the preview was matched: a signal in the rest is unproven.
                     push_once(&mut cov.reasons, FolderReason::MessageTextTruncated);
-                    None
+                    (None, Err(error))
                 }
             };
             cov.attachment_lists_attempted += 1;
@@ -614,7 +610,8 @@ async fn scan_folder(
             if listing.clean {
                 cov.attachment_lists_completed += 1;
             }
-            let mut evidence = metadata_evidence(message, body, &listing, set, &mut cov.reasons);
+            let mut evidence =
+                metadata_evidence(message, body.as_deref(), &listing, set, &mut cov.reasons);
             if set.reads_content() {
                 let (read, not_read) = reader
                     .read_message(backend, folder, message, &listing, set, &mut evidence)
