@@ -326,6 +326,14 @@ fn to_summary(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> Messa
     }
 }
 
+/// Why a message whose file could not be read holds nothing a search can see.
+fn unread_gap(err: &BackendError) -> ContentGap {
+    match err {
+        BackendError::TooLarge => ContentGap::TooLarge,
+        _ => ContentGap::Unreadable,
+    }
+}
+
 /// A message whose file could not be read: listed from its file name alone (id, delivery
 /// time, flags), never dropped, so that a listing shows it and a search counts it.
 fn unread_summary(folder: &str, file: &MessageFile, err: &BackendError) -> MessageSummary {
@@ -341,10 +349,7 @@ fn unread_summary(folder: &str, file: &MessageFile, err: &BackendError) -> Messa
         has_attachments: false,
         preview: String::new(),
         attachments: Vec::new(),
-        gap: Some(match err {
-            BackendError::TooLarge => ContentGap::TooLarge,
-            _ => ContentGap::Unreadable,
-        }),
+        gap: Some(unread_gap(err)),
     }
 }
 

@@ -15,6 +15,8 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
+use super::scan::Words;
+
 /// Raw-byte markers of content whose decoded text can differ from its bytes.
 const MARKERS: &[&str] = &[
     "base64",
@@ -40,66 +42,36 @@ const CHARSET: usize = MARKERS.len() - 1;
 /// Charsets that decode ASCII bytes to the same characters.
 const ASCII_SAFE_CHARSETS: &[&str] = &["us-ascii", "utf-8", "iso-8859-", "windows-125"];
 
-/// The query's words compiled for the raw-byte check.
+/// The raw-byte check for one query.
 pub(super) struct Prefilter {
-    words: Option<AhoCorasick>,
-    count: usize,
     /// A word holds a non-ASCII character, which ASCII-only text can never fold to.
     non_ascii_word: bool,
     markers: AhoCorasick,
 }
 
 impl Prefilter {
-    /// `None` when the words cannot be compiled (then every message is parsed).
-    pub(super) fn new(words: &[String]) -> Option<Self> {
-        let non_ascii_word = words.iter().any(|w| !w.is_ascii());
-        let compiled = if words.is_empty() || non_ascii_word {
-            None
-        } else {
-            Some(
-                AhoCorasickBuilder::new()
-                    .ascii_case_insensitive(true)
-                    .build(words)
-                    .ok()?,
-            )
-        };
+    /// `None` when the markers cannot be compiled (then every message is parsed).
+    pub(super) fn new(words: &Words) -> Option<Self> {
         let markers = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .build(MARKERS)
             .ok()?;
         Some(Prefilter {
-            words: compiled,
-            count: words.len(),
-            non_ascii_word,
+            non_ascii_word: words.0.iter().any(|w| !w.is_ascii()),
             markers,
         })
     }
 
-    /// `false` only when `raw` cannot match every word.
-    pub(super) fn may_match(&self, raw: &[u8]) -> bool {
+    /// `false` only when `raw` cannot match every one of `words` (those `new` was given).
+    pub(super) fn may_match(&self, words: &Words, raw: &[u8]) -> bool {
         if !raw.is_ascii() || self.decoding_may_differ(raw) {
             return true;
         }
         if self.non_ascii_word {
             return false;
         }
-        let Some(words) = &self.words else {
-            return true;
-        };
-        let mut seen = vec![false; self.count];
-        let mut left = self.count;
-        for found in words.find_overlapping_iter(raw) {
-            let i = found.pattern().as_usize();
-            if !seen[i] {
-                seen[i] = true;
-                left -= 1;
-                if left == 0 {
-                    return true;
-                }
-            }
-        }
-        false
+        words.all_occur(raw, 0..words.0.len()).unwrap_or(true)
     }
 
     fn decoding_may_differ(&self, raw: &[u8]) -> bool {
@@ -168,10 +140,14 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::backends::maildir::scan::{Words, matches_parsed};
+    use crate::backends::maildir::scan::matches_parsed;
 
-    fn prefilter(query: &str) -> Prefilter {
-        Prefilter::new(&Words::new(query).0).expect("compiles")
+    /// `raw` through the prefilter of `query`.
+    fn may_match(query: &str, raw: &[u8]) -> bool {
+        let words = Words::new(query);
+        Prefilter::new(&words)
+            .expect("compiles")
+            .may_match(&words, raw)
     }
 
     const PLAIN: &[u8] = b"From: Ana <ana@example.com>\r\nSubject: Quarterly figures\r\n\
@@ -179,14 +155,11 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
 
     #[test]
     fn plain_ascii_mail_is_skipped_only_when_a_word_is_absent() {
-        assert!(prefilter("INVOICE quarterly").may_match(PLAIN));
+        assert!(may_match("INVOICE quarterly", PLAIN));
+        assert!(may_match("voic", PLAIN), "words match inside tokens");
+        assert!(!may_match("invoice zeppelin", PLAIN));
         assert!(
-            prefilter("voic").may_match(PLAIN),
-            "words match inside tokens"
-        );
-        assert!(!prefilter("invoice zeppelin").may_match(PLAIN));
-        assert!(
-            !prefilter("relatório").may_match(PLAIN),
+            !may_match("relatório", PLAIN),
             "ASCII text never folds to ó"
         );
     }
@@ -205,15 +178,15 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
         ];
         for raw in risky {
             assert!(
-                prefilter("invoice").may_match(raw),
+                may_match("invoice", raw),
                 "{}",
                 String::from_utf8_lossy(raw)
             );
         }
-        assert!(
-            !prefilter("invoice")
-                .may_match(b"Content-Type: text/plain; charset=\"US-ASCII\"\r\n\r\nx")
-        );
+        assert!(!may_match(
+            "invoice",
+            b"Content-Type: text/plain; charset=\"US-ASCII\"\r\n\r\nx"
+        ));
     }
 
     /// Ways a message can carry text whose bytes differ from its decoded characters, and the
@@ -310,8 +283,8 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
             query in prop::sample::select(vec!["invoice", "report notes", "oice", "zeppelin", "inva3ice"]),
         ) {
             let words = Words::new(query);
-            let filter = Prefilter::new(&words.0).expect("compiles");
-            if !filter.may_match(&raw) {
+            let filter = Prefilter::new(&words).expect("compiles");
+            if !filter.may_match(&words, &raw) {
                 prop_assert!(!matches_parsed(&words, &raw), "{}", String::from_utf8_lossy(&raw));
             }
         }

@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use super::prefilter::{Prefilter, html_may_hold};
 use super::{
     MATCH_BODY_CHARS, MaildirStore, MessageFile, PAGE_SIZE, content_gap, encode_id, folder_dir,
-    list_files, read_file, resolve_folder, secs_to_utc, to_summary, unread_summary,
+    list_files, read_file, resolve_folder, secs_to_utc, to_summary, unread_gap, unread_summary,
 };
 use crate::backends::BackendError;
 use crate::backends::model::{
@@ -93,25 +93,47 @@ impl Words {
             .collect()
     }
 
-    /// The words the headers do not hold.
-    fn missing_from_headers(&self, parsed: &ParsedMessage) -> Vec<&str> {
-        self.missing_indexes(parsed)
-            .into_iter()
-            .map(|i| self.0[i].as_str())
-            .collect()
+    /// The words at `indexes`.
+    fn pick(&self, indexes: &[usize]) -> Vec<&str> {
+        indexes.iter().map(|&i| self.0[i].as_str()).collect()
     }
 
     /// `false` when `text` is ASCII and lacks one of the words at `wanted` (indexes into the
     /// words), which settles a non-match without folding `text`; `true` when unsure.
     fn may_occur(&self, text: &str, wanted: &[usize]) -> bool {
-        let Some(any_case) = self.1.as_ref().filter(|_| text.is_ascii()) else {
-            return true;
-        };
-        let mut seen = vec![false; self.0.len()];
-        for found in any_case.find_overlapping_iter(text) {
-            seen[found.pattern().as_usize()] = true;
+        !text.is_ascii()
+            || self
+                .all_occur(text.as_bytes(), wanted.iter().copied())
+                .unwrap_or(true)
+    }
+
+    /// Whether every word at `wanted` occurs in `hay`, ASCII case-insensitively; `None` when
+    /// the words have no such automaton (one is not ASCII).
+    pub(super) fn all_occur(
+        &self,
+        hay: &[u8],
+        wanted: impl Iterator<Item = usize>,
+    ) -> Option<bool> {
+        let any_case = self.1.as_ref()?;
+        let mut needed = vec![false; self.0.len()];
+        let mut left = 0;
+        for i in wanted {
+            if !needed[i] {
+                needed[i] = true;
+                left += 1;
+            }
         }
-        wanted.iter().all(|&i| seen[i])
+        for found in any_case.find_overlapping_iter(hay) {
+            if left == 0 {
+                break;
+            }
+            let i = found.pattern().as_usize();
+            if needed[i] {
+                needed[i] = false;
+                left -= 1;
+            }
+        }
+        Some(left == 0)
     }
 }
 
@@ -140,7 +162,7 @@ fn scan_folder(root: &Dir, req: &ScanRequest, words: Option<&Words>) -> Result<P
         files: &files,
         req,
         words,
-        prefilter: words.and_then(|w| Prefilter::new(&w.0)),
+        prefilter: words.and_then(Prefilter::new),
         reads_content,
         expired: AtomicBool::new(false),
     };
@@ -242,23 +264,31 @@ impl Scan<'_> {
             part.unread.push(index);
             return;
         }
+        // The words the headers lack, folded once per message (the HTML gate may need them
+        // first, while the message is parsed).
+        let missing = std::cell::OnceCell::new();
         let parsed = match read_file(self.dir, file) {
             // Provably no match: not parsed (see `prefilter` for why that is sound).
-            Ok(raw) if self.prefilter.as_ref().is_some_and(|p| !p.may_match(&raw)) => return,
+            Ok(raw)
+                if self
+                    .prefilter
+                    .as_ref()
+                    .zip(self.words)
+                    .is_some_and(|(p, words)| !p.may_match(words, &raw)) =>
+            {
+                return;
+            }
             Ok(raw) => match self.words {
                 // An HTML body is rendered only when a word the headers lack may be in it.
                 Some(words) => mime::parse_gated(&raw, &|head, source| {
-                    let rest = words.missing_from_headers(head);
-                    rest.is_empty() || html_may_hold(source, &rest)
+                    let rest = missing.get_or_init(|| words.missing_indexes(head));
+                    rest.is_empty() || html_may_hold(source, &words.pick(rest))
                 }),
                 None => mime::parse(&raw),
             },
             Err(err) => {
                 // Counted whether or not it would match: a non-match in it is unproven.
-                let summary = unread_summary(self.folder, file, &err);
-                if let Some(gap) = summary.gap {
-                    part.gaps.add(gap);
-                }
+                part.gaps.add(unread_gap(&err));
                 return;
             }
         };
@@ -267,9 +297,14 @@ impl Scan<'_> {
             part.gaps.add(gap);
         }
         // The words first, on the parsed view: a summary is built only for a message they
-        // match (most of a large folder, for a rare word, is not).
+        // match (most of a large folder, for a rare word, is not). The headers were folded
+        // once, by the HTML gate, when the message has an HTML body.
         if let Some(words) = self.words
-            && !matches_words(words, &parsed)
+            && !matches_rest(
+                words,
+                &parsed,
+                missing.get_or_init(|| words.missing_indexes(&parsed)),
+            )
         {
             return;
         }
@@ -282,16 +317,22 @@ impl Scan<'_> {
     }
 }
 
+/// [`matches_rest`] with the headers folded here (the reference path of the tests).
+#[cfg(test)]
+fn matches_words(words: &Words, parsed: &ParsedMessage) -> bool {
+    matches_rest(words, parsed, &words.missing_indexes(parsed))
+}
+
 /// Header-first matching: the words the subject, sender and attachment names do not hold are
 /// looked for in the body (its first [`MATCH_BODY_CHARS`]; a longer body is a
 /// [`ContentGap::Body`](crate::backends::model::ContentGap::Body) already recorded by
 /// `to_summary`).
-fn matches_words(words: &Words, parsed: &ParsedMessage) -> bool {
+/// `rest`: the indexes of the words the headers lack.
+fn matches_rest(words: &Words, parsed: &ParsedMessage, rest: &[usize]) -> bool {
     if words.0.is_empty() {
         // A query with no alphanumeric word cannot prove anything, so it matches nothing.
         return false;
     }
-    let rest: Vec<usize> = words.missing_indexes(parsed);
     if rest.is_empty() {
         return true;
     }
@@ -304,7 +345,7 @@ fn matches_words(words: &Words, parsed: &ParsedMessage) -> bool {
             .map_or(body.len(), |(i, _)| i)
     };
     let body = &body[..end];
-    if !words.may_occur(body, &rest) {
+    if !words.may_occur(body, rest) {
         return false;
     }
     let mut hay = String::new();
