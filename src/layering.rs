@@ -4,18 +4,12 @@
 //! `crate::` path (or a `super::` chain that reaches the crate root), and fails on any circle,
 //! printing it with the files that make each step. Comments, string literals and `#[cfg(test)]`
 //! code (inline items and test-only files) do not count: a test may reach up the layers, a build
-//! may not. Invariant: the only circle allowed is the one listed in [`SEAM_EDGES`], edge by edge,
-//! and a listed edge that no longer exists fails too, so the list can only shrink. The scanner is
-//! lexical, not a Rust parser; its blind spots (macros that build paths, `#[path]`) are not used in
-//! this crate.
+//! may not. Invariant: no circle is allowed, in either crate (the backends ↔ search circle, the
+//! last one allowed, went with the backend seam of issue 10). The scanner is lexical, not a Rust
+//! parser; its blind spots (macros that build paths, `#[path]`) are not used in this crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// Edges allowed although they close a circle, as (file relative to `src/`, module it names).
-/// Empty since the backend seam of issue 10 removed the backends ↔ search circle; adding an
-/// entry needs a written justification, and a listed edge that no longer exists fails too.
-const SEAM_EDGES: &[(&str, &str)] = &[];
 
 /// Directions the backend seam forbids outright, circle or not (issue 10: the backend model
 /// imports nothing from search; backends never look at tools; search never looks at tools). A
@@ -49,44 +43,13 @@ type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 #[test]
 fn top_level_modules_have_no_import_circles() {
     let graph = module_graph(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
-    let allowed: BTreeSet<(String, String)> = SEAM_EDGES
-        .iter()
-        .map(|&(file, to)| (file.to_owned(), to.to_owned()))
-        .collect();
-    let mut problems = Vec::new();
-    let mut seen_allowed = BTreeSet::new();
-    for circle in circles(&graph) {
-        let mut unexplained = Vec::new();
-        for (from, to, files) in circle_edges(&graph, &circle) {
-            for file in files {
-                let key = (file.clone(), to.clone());
-                if allowed.contains(&key) {
-                    seen_allowed.insert(key);
-                } else {
-                    unexplained.push(format!("  {from} -> {to} (in {file})"));
-                }
-            }
-        }
-        if !unexplained.is_empty() {
-            problems.push(format!(
-                "import circle {}:\n{}",
-                describe(&graph, &circle),
-                unexplained.join("\n")
-            ));
-        }
-    }
-    for stale in allowed.difference(&seen_allowed) {
-        problems.push(format!(
-            "SEAM_EDGES lists {} -> {} but that edge closes no circle any more: remove it",
-            stale.0, stale.1
-        ));
-    }
+    let problems = circle_problems(&graph);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 /// The policy crate (crates/mailgate-policy: config, gates, address types, compose, outbound) is
-/// scanned the same way, with no circle allowed. The mailgate crate cannot form a circle with it
-/// (Cargo forbids a dependency cycle), so the two graphs are checked apart.
+/// scanned the same way. The mailgate crate cannot form a circle with it (Cargo forbids a
+/// dependency cycle), so the two graphs are checked apart.
 #[test]
 fn policy_crate_modules_have_no_import_circles() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/mailgate-policy/src");
@@ -95,21 +58,26 @@ fn policy_crate_modules_have_no_import_circles() {
         graph.contains_key("outbound") && graph.contains_key("gates"),
         "the scan found the policy crate's modules: {graph:?}"
     );
-    let problems: Vec<String> = circles(&graph)
+    let problems = circle_problems(&graph);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every circle of `graph`, each with the files that make each of its steps.
+fn circle_problems(graph: &Graph) -> Vec<String> {
+    circles(graph)
         .iter()
         .map(|circle| {
-            let steps: Vec<String> = circle_edges(&graph, circle)
+            let steps: Vec<String> = circle_edges(graph, circle)
                 .into_iter()
                 .map(|(from, to, files)| format!("  {from} -> {to} (in {files:?})"))
                 .collect();
             format!(
                 "import circle {}:\n{}",
-                describe(&graph, circle),
+                describe(graph, circle),
                 steps.join("\n")
             )
         })
-        .collect();
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+        .collect()
 }
 
 /// The module graph of `src`: nodes are top-level modules (`lib.rs` and `main.rs` are the root,
