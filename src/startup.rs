@@ -43,13 +43,22 @@ pub(crate) fn load_settings(
 
 /// Builds the app for `gates` (the HTTP transport passes read-only gates whatever the settings).
 pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
+    // One Graph client (connection pool, app token) for every Graph mailbox; its settings exist
+    // exactly when one is listed, and a bad credential or URL stops startup here.
+    let graph = settings
+        .graph
+        .as_ref()
+        .map(crate::backends::graph::client)
+        .transpose()
+        .map_err(StartupError::Graph)?;
     let mut entries = Vec::with_capacity(settings.config.mailboxes.len());
     for mailbox in &settings.config.mailboxes {
-        let backend =
-            Backend::open(&mailbox.backend).map_err(|e| StartupError::MaildirUnavailable {
+        let backend = Backend::open(mailbox, graph.as_ref()).map_err(|e| {
+            StartupError::MaildirUnavailable {
                 alias: mailbox.alias.to_string(),
                 kind: e.kind(),
-            })?;
+            }
+        })?;
         let grants = Grants {
             write: gates.writes && mailbox.access != Access::Read,
             file_sent: gates
@@ -87,7 +96,11 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
     let send = gates
         .send
         .as_ref()
-        .map(|send| crate::tools::send::SendState::open(settings, send, || open_state(settings)))
+        .map(|send| {
+            crate::tools::send::SendState::open(settings, send, graph.as_ref(), || {
+                open_state(settings)
+            })
+        })
         .transpose()?;
     let tools = catalog::build(&gates);
     Ok(Arc::new(App {

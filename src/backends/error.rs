@@ -7,14 +7,6 @@ use std::time::Duration;
 /// Why a backend operation failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the remote classes are raised by the Graph and IMAP backends (issues 11, 12); \
-                  their mappings are unit-tested now"
-    )
-)]
 pub(crate) enum BackendError {
     #[error("the requested item does not exist")]
     NotFound,
@@ -43,6 +35,20 @@ pub(crate) enum BackendError {
     /// Local storage failed (Maildir).
     #[error("the mailbox storage could not be read")]
     Io(#[source] std::io::Error),
+}
+
+impl BackendError {
+    /// The class of this failure when it ends a paged scan part-way.
+    pub(crate) fn fault(&self) -> super::model::Fault {
+        use super::model::Fault;
+        match self {
+            BackendError::Throttled { .. } => Fault::Throttled,
+            BackendError::Unauthorised => Fault::Unauthorised,
+            BackendError::Timeout => Fault::Timeout,
+            BackendError::Malformed => Fault::Malformed,
+            _ => Fault::Unavailable,
+        }
+    }
 }
 
 impl From<std::io::Error> for BackendError {

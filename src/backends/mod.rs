@@ -13,6 +13,7 @@
 //! [`OPERATION_DEADLINE`].
 
 pub(crate) mod error;
+pub(crate) mod graph;
 pub(crate) mod maildir;
 pub(crate) mod model;
 pub(crate) mod outbox;
@@ -20,6 +21,7 @@ pub(crate) mod smtp;
 pub(crate) mod transport;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) use error::BackendError;
@@ -30,7 +32,7 @@ pub(crate) use model::{
 use model::{Flags, WellKnown};
 
 use crate::alias::Alias;
-use crate::config::BackendSpec;
+use crate::config::{BackendSpec, MailboxEntry};
 use crate::path_guard;
 
 /// How long one backend operation other than a scan may take before it is a
@@ -115,7 +117,7 @@ pub(in crate::backends) trait MailWrite: MailStore {
     ) -> impl Future<Output = Result<Vec<ItemResult<()>>, BackendError>> + Send;
 }
 
-/// A mailbox whose backend kind is configured but not built in this version (Graph, IMAP):
+/// A mailbox whose backend kind is configured but not built in this version (IMAP):
 /// every operation answers `Unsupported` naming the kind, so the catalog and the allowlist still
 /// work.
 pub(crate) struct NotBuilt {
@@ -132,6 +134,7 @@ impl MailStore for NotBuilt {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             search: model::SearchKind::ListingOnly,
+            ids_survive_move: false,
         }
     }
     async fn list_folders(&self) -> Result<Vec<FolderInfo>, BackendError> {
@@ -194,6 +197,7 @@ impl MailWrite for NotBuilt {
 /// `on_backend!`; nothing else in the crate names the variants.
 pub(crate) enum Backend {
     Maildir(maildir::MaildirStore),
+    Graph(graph::GraphStore),
     NotBuilt(NotBuilt),
 }
 
@@ -202,6 +206,7 @@ macro_rules! on_backend {
     ($self:expr, $b:ident => $body:expr) => {
         match $self {
             Backend::Maildir($b) => $body,
+            Backend::Graph($b) => $body,
             Backend::NotBuilt($b) => $body,
         }
     };
@@ -215,15 +220,23 @@ async fn bounded<T>(fut: impl Future<Output = Result<T, BackendError>>) -> Resul
 }
 
 impl Backend {
-    /// Opens the backend a mailbox's config block names; a Maildir root must be an openable
-    /// directory (startup refuses the config otherwise).
-    pub(crate) fn open(spec: &BackendSpec) -> std::io::Result<Self> {
-        Ok(match spec {
-            BackendSpec::Maildir { path, .. } => {
+    /// Opens the backend a mailbox's config block names, pinned to its address; a Maildir root
+    /// must be an openable directory (startup refuses the config otherwise). `graph` is the
+    /// process's Graph client, which startup builds whenever a Graph mailbox is listed.
+    pub(crate) fn open(
+        entry: &MailboxEntry,
+        graph: Option<&Arc<graph::client::GraphClient>>,
+    ) -> std::io::Result<Self> {
+        Ok(match (&entry.backend, graph) {
+            (BackendSpec::Maildir { path, .. }, _) => {
                 Backend::Maildir(maildir::MaildirStore::new(path_guard::open_dir(path)?))
             }
-            BackendSpec::Graph => Backend::NotBuilt(NotBuilt { kind: "graph" }),
-            BackendSpec::Imap { .. } => Backend::NotBuilt(NotBuilt { kind: "imap" }),
+            (BackendSpec::Graph, Some(client)) => Backend::Graph(graph::GraphStore::new(
+                Arc::clone(client),
+                entry.address.as_str(),
+            )),
+            (BackendSpec::Graph, None) => Backend::NotBuilt(NotBuilt { kind: "graph" }),
+            (BackendSpec::Imap { .. }, _) => Backend::NotBuilt(NotBuilt { kind: "imap" }),
         })
     }
 

@@ -322,11 +322,6 @@ impl Order {
 /// What one call may spend on a listing or search: a deadline, and for backends that page, the
 /// page and item limits whose hitting must be reported.
 #[derive(Clone, Copy, Debug)]
-#[expect(
-    dead_code,
-    reason = "the page and item limits bind paging backends (Graph, IMAP; issues 11, 12); \
-              Maildir's scan is exhaustive"
-)]
 pub(crate) struct Budget {
     /// When the work must stop (reporting `timed_out`), whatever is left.
     pub(crate) deadline: Instant,
@@ -349,13 +344,6 @@ pub(crate) struct ScanRequest {
 
 /// Which limit stopped a scan while messages were left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "window and page stops come from paging backends (issues 11, 12)"
-    )
-)]
 pub(crate) enum ScanStop {
     /// The item cap (`scanLimit`, the scan window).
     Window,
@@ -363,6 +351,20 @@ pub(crate) enum ScanStop {
     Pages,
     /// The budget's deadline.
     Deadline,
+    /// The server's own cap on results (Graph's `$search` returns at most 1,000).
+    ServerCap,
+    /// A page after the first failed: what was read before it is kept, the rest is unknown.
+    Fault(Fault),
+}
+
+/// The class of a failure that ended a scan part-way (see [`BackendError::fault`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    Throttled,
+    Unauthorised,
+    Timeout,
+    Unavailable,
+    Malformed,
 }
 
 /// A bounded answer from a backend.
@@ -401,14 +403,6 @@ impl Page {
 /// How a backend searches, which decides what the search engine must add to prove an answer
 /// (search.md rules; issue 10's cost model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "remote relevance search is Graph's and IMAP's (issues 11, 12); the engine's \
-                  tests drive it with a scripted backend"
-    )
-)]
 pub(crate) enum SearchKind {
     /// No server-side search: the engine scans listings itself (the bounded fallback scan).
     ListingOnly,
@@ -426,4 +420,7 @@ pub(crate) enum SearchKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Capabilities {
     pub(crate) search: SearchKind,
+    /// A message keeps its id when moved (Graph's immutable ids); otherwise a move answers the
+    /// new id.
+    pub(crate) ids_survive_move: bool,
 }

@@ -1,10 +1,14 @@
 //! The send transport of the sending mailbox, chosen once at startup from its config: SMTP when
-//! the mailbox has an `smtp` block, the local outbox for a Maildir mailbox without one, and a
-//! refusal for kinds whose transport is not built. Each transport takes the outbound policy's
+//! the mailbox has an `smtp` block, Graph's `sendMail` for a Graph mailbox, the local outbox for
+//! a Maildir mailbox without one, and a refusal for an IMAP mailbox without SMTP. Each transport takes the outbound policy's
 //! [`SendPermit`] by value (the only value that can be sent) and says whether it files the Sent
 //! copy itself ([`Transport::files_sent_copy`]: Graph's `sendMail` does, SMTP does not), so the
 //! send tool files one copy, never two and never none.
 
+use std::sync::Arc;
+
+use super::graph::GraphSender;
+use super::graph::client::GraphClient;
 use super::outbox::{self, Outbox};
 use super::smtp::SmtpSender;
 use crate::config::env::Secret;
@@ -32,17 +36,20 @@ pub(crate) struct SendFailure(String);
 /// The transport of the sending mailbox.
 pub(crate) enum Transport {
     Smtp(SmtpSender),
+    Graph(GraphSender),
     Outbox(Outbox),
     NotBuilt { why: &'static str },
 }
 
 impl Transport {
     /// Opens the transport for `entry`. `smtp_secret` is the value of its `passwordEnv` /
-    /// `oauth2TokenEnv`; `open_state` opens the checked state folder (the outbox lives there)
+    /// `oauth2TokenEnv`; `graph` is the process's Graph client (present whenever a Graph
+    /// mailbox is listed); `open_state` opens the checked state folder (the outbox lives there)
     /// and is called only when the outbox is the transport.
     pub(crate) fn open<E>(
         entry: &MailboxEntry,
         smtp_secret: Option<&Secret>,
+        graph: Option<&Arc<GraphClient>>,
         open_state: impl FnOnce() -> Result<cap_std::fs::Dir, E>,
     ) -> Result<Self, TransportSetupError<E>> {
         let setup = |what: String| TransportSetupError::Setting(what);
@@ -76,8 +83,11 @@ impl Transport {
             (None, BackendSpec::Imap { .. }) => Transport::NotBuilt {
                 why: "the sending IMAP mailbox has no smtp block",
             },
-            (None, BackendSpec::Graph) => Transport::NotBuilt {
-                why: "sending through Microsoft Graph is not available in this version",
+            (None, BackendSpec::Graph) => match graph {
+                Some(client) => Transport::Graph(GraphSender::new(Arc::clone(client))),
+                None => Transport::NotBuilt {
+                    why: "the Microsoft Graph client is not configured",
+                },
             },
         })
     }
@@ -86,6 +96,7 @@ impl Transport {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             Transport::Smtp(_) => "smtp",
+            Transport::Graph(_) => "graph",
             Transport::Outbox(_) => outbox::TRANSPORT,
             Transport::NotBuilt { .. } => "unavailable",
         }
@@ -104,6 +115,7 @@ impl Transport {
     /// outbox do not; Graph's `sendMail` does (`saveToSentItems`).
     pub(crate) fn files_sent_copy(&self) -> bool {
         match self {
+            Transport::Graph(_) => true,
             Transport::Smtp(_) | Transport::Outbox(_) | Transport::NotBuilt { .. } => false,
         }
     }
@@ -112,6 +124,10 @@ impl Transport {
     pub(crate) async fn send(&self, permit: SendPermit) -> Result<SentMessage, SendFailure> {
         match self {
             Transport::Smtp(smtp) => smtp
+                .send(permit)
+                .await
+                .map_err(|e| SendFailure(e.to_string())),
+            Transport::Graph(graph) => graph
                 .send(permit)
                 .await
                 .map_err(|e| SendFailure(e.to_string())),

@@ -418,6 +418,7 @@ pub(crate) mod tests {
         fn capabilities(&self) -> Capabilities {
             Capabilities {
                 search: SearchKind::RemoteRelevance,
+                ids_survive_move: false,
             }
         }
         async fn scan(
@@ -841,6 +842,7 @@ pub(crate) mod tests {
         fn capabilities(&self) -> Capabilities {
             Capabilities {
                 search: SearchKind::ExhaustiveLocal,
+                ids_survive_move: false,
             }
         }
         async fn scan(

@@ -17,7 +17,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::backends::model::{
-    Budget, Capabilities, ContentGap, Filters, FolderSelector, MessageSummary, Order, Page,
+    Budget, Capabilities, ContentGap, Fault, Filters, FolderSelector, MessageSummary, Order, Page,
     ScanRequest, ScanStop, SortBy, SortOrder,
 };
 use crate::backends::{Backend, BackendError};
@@ -117,6 +117,9 @@ pub(crate) mod warning {
     pub(crate) const SCAN_WINDOW_REACHED: &str = "scan_window_reached";
     /// `maxPages` pages were read while older messages were left.
     pub(crate) const MAX_PAGES_REACHED: &str = "max_pages_reached";
+    /// The server stopped returning results at its own cap (Graph's `$search` returns at most
+    /// 1,000): narrow the query, folder or dates.
+    pub(crate) const SERVER_RESULT_CAP: &str = "server_result_cap_reached";
     /// The backend throttled the search (HTTP 429/503, a rate limit) beyond its budget.
     pub(crate) const RATE_LIMITED: &str = "backend_rate_limited";
     /// The backend refused the credentials.
@@ -129,6 +132,17 @@ pub(crate) mod warning {
     pub(crate) const MALFORMED: &str = "backend_malformed_response";
     /// A message's body could not be fetched for matching.
     pub(crate) const BODY_UNREAD: &str = "message_body_not_fetched";
+}
+
+/// The warning naming the failure that ended a paged scan part-way.
+fn fault_warning(fault: Fault) -> &'static str {
+    match fault {
+        Fault::Throttled => warning::RATE_LIMITED,
+        Fault::Unauthorised => warning::AUTH_FAILED,
+        Fault::Timeout => warning::TIMEOUT,
+        Fault::Unavailable => warning::UNAVAILABLE,
+        Fault::Malformed => warning::MALFORMED,
+    }
 }
 
 /// The evidence warning naming why a backend call failed, for a search to say which class of
@@ -225,6 +239,14 @@ impl ScanReport {
                     .map(|s| format!(" pages of {s} messages"))
                     .unwrap_or_default()
             )),
+            ScanStop::ServerCap => Some(format!(
+                "{scanned}: the mail server returns at most that many search results; narrow \
+                 the query or search with dateFrom/dateTo/folder"
+            )),
+            ScanStop::Fault(_) => Some(format!(
+                "{scanned}: a later page could not be read (see the warnings); retry, or narrow \
+                 with dateFrom/dateTo/folder"
+            )),
             ScanStop::Deadline => None,
         }
     }
@@ -250,6 +272,8 @@ pub(crate) fn limit_warnings(page: &Page) -> impl Iterator<Item = &'static str> 
     let stop = match page.stop {
         Some(ScanStop::Window) => Some(warning::SCAN_WINDOW_REACHED),
         Some(ScanStop::Pages) => Some(warning::MAX_PAGES_REACHED),
+        Some(ScanStop::ServerCap) => Some(warning::SERVER_RESULT_CAP),
+        Some(ScanStop::Fault(fault)) => Some(fault_warning(fault)),
         Some(ScanStop::Deadline) | None => None,
     };
     page.timed_out

@@ -125,6 +125,7 @@ impl SendState {
     pub(crate) fn open(
         settings: &Settings,
         send: &SendSettings,
+        graph: Option<&Arc<crate::backends::graph::client::GraphClient>>,
         open_state: impl FnOnce() -> Result<cap_std::fs::Dir, StartupError>,
     ) -> Result<Self, StartupError> {
         let setup = |what: &str| StartupError::SendSetup(what.to_owned());
@@ -134,8 +135,8 @@ impl SendState {
             .iter()
             .find(|m| m.alias == send.from_alias)
             .ok_or_else(|| setup("the sending mailbox is not in the config"))?;
-        let transport =
-            Transport::open(entry, send.smtp_secret.as_ref(), open_state).map_err(|e| match e {
+        let transport = Transport::open(entry, send.smtp_secret.as_ref(), graph, open_state)
+            .map_err(|e| match e {
                 TransportSetupError::State(error) => error,
                 TransportSetupError::Setting(what) => setup(&what),
             })?;

@@ -104,6 +104,44 @@ fn mailbox(a: &EmailAddress) -> Result<Mailbox, ComposeError> {
         .map_err(|_| ComposeError::Address)
 }
 
+/// Renders the message once and returns it twice: as it goes on an SMTP wire (no `Bcc:` header;
+/// the blind recipients are in the envelope) and header-addressed (with the `Bcc:` header, for a
+/// transport that takes every recipient from the headers, as Graph's MIME `sendMail` does).
+/// Both are the same bytes but for that one header field, so Message-ID and Date agree.
+pub fn render_for_sending(msg: &Outgoing) -> Result<(Vec<u8>, Vec<u8>), ComposeError> {
+    let addressed = render(msg, true)?;
+    let wire = without_header(&addressed, "bcc");
+    Ok((wire, addressed))
+}
+
+/// `raw` without the header field `name` (lower-case), continuation lines included.
+fn without_header(raw: &[u8], name: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut in_headers = true;
+    let mut dropping = false;
+    for line in raw.split_inclusive(|b| *b == b'\n') {
+        if in_headers {
+            if line == b"\r\n" || line == b"\n" {
+                in_headers = false;
+            } else if line.starts_with(b" ") || line.starts_with(b"\t") {
+                if dropping {
+                    continue;
+                }
+            } else {
+                dropping = line
+                    .iter()
+                    .position(|b| *b == b':')
+                    .is_some_and(|colon| line[..colon].eq_ignore_ascii_case(name.as_bytes()));
+                if dropping {
+                    continue;
+                }
+            }
+        }
+        out.extend_from_slice(line);
+    }
+    out
+}
+
 /// Renders the message. `with_bcc_header` keeps a `Bcc:` header (drafts, which stay in the
 /// mailbox); a message on the wire never carries one — its blind recipients are in the envelope.
 pub fn render(msg: &Outgoing, with_bcc_header: bool) -> Result<Vec<u8>, ComposeError> {
@@ -205,6 +243,47 @@ mod tests {
             "no Bcc on the wire"
         );
         assert!(!text.contains("records@example.net"));
+    }
+
+    /// The two renders of a send differ in exactly the `Bcc:` field (folded lines included), so
+    /// the header-addressed copy Graph receives is the wire message plus its blind recipients.
+    #[test]
+    fn sending_renders_differ_only_in_the_bcc_field() {
+        let mut m = sample();
+        m.bcc = (0..12)
+            .map(|i| addr(&format!("blind-recipient-number-{i}@example.net")))
+            .collect();
+        let (wire, addressed) = render_for_sending(&m).unwrap();
+        let wire_text = String::from_utf8_lossy(&wire).into_owned();
+        let addressed_text = String::from_utf8_lossy(&addressed).into_owned();
+        assert!(
+            !wire_text.to_ascii_lowercase().contains("bcc:"),
+            "{wire_text}"
+        );
+        assert!(!wire_text.contains("blind-recipient"), "{wire_text}");
+        for i in 0..12 {
+            assert!(addressed_text.contains(&format!("blind-recipient-number-{i}@")));
+        }
+        // Remove the Bcc field (its first line up to the next line that starts a field) from
+        // the addressed copy: what is left is the wire copy, byte for byte.
+        let start = addressed_text.find("Bcc:").expect("bcc field");
+        let end = start
+            + addressed_text[start..]
+                .match_indices("\r\n")
+                .map(|(i, _)| i + 2)
+                .find(|&i| {
+                    !addressed_text[start + i..].starts_with(' ')
+                        && !addressed_text[start + i..].starts_with('\t')
+                })
+                .expect("field end");
+        let mut rebuilt = addressed_text.clone();
+        rebuilt.replace_range(start..end, "");
+        assert_eq!(rebuilt, wire_text);
+        // A body line that looks like a Bcc header is body, and stays.
+        let mut m = sample();
+        m.body = "Bcc: not-a-header@example.net".into();
+        let (wire, _) = render_for_sending(&m).unwrap();
+        assert!(String::from_utf8_lossy(&wire).contains("Bcc: not-a-header@example.net"));
     }
 
     #[test]

@@ -142,6 +142,9 @@ pub(crate) struct ApprovedMessage {
     recipients: Vec<EmailAddress>,
     /// The RFC 5322 message as it goes on the wire (no `Bcc:` header).
     bytes: Vec<u8>,
+    /// The same message with its `Bcc:` header, for a transport that takes every recipient
+    /// from the headers (Graph's MIME `sendMail`).
+    header_addressed: Vec<u8>,
     /// The `Message-ID` header value, angle brackets included.
     message_id: String,
 }
@@ -197,6 +200,13 @@ impl SendPermit {
     /// The message bytes to transmit.
     pub fn bytes(&self) -> &[u8] {
         &self.message.bytes
+    }
+
+    /// The message with a `Bcc:` header naming the blind recipients, for a transport that takes
+    /// every recipient from the headers instead of an envelope (Graph's MIME `sendMail`). Never
+    /// for SMTP `DATA`: there it would show the blind recipients to everyone.
+    pub fn header_addressed_bytes(&self) -> &[u8] {
+        &self.message.header_addressed
     }
 
     /// Consumes the permit once a transport has delivered it; what remains can be filed (the
@@ -423,16 +433,20 @@ impl OutboundPolicy {
             references,
             attachments: Vec::new(),
         };
-        // On the wire the blind recipients are in the envelope only, never in a header.
-        let rendered = compose::render(&outgoing, false).map_err(|error| match error {
-            ComposeError::HeaderInjection { field } => DenyReason::HeaderInjection { field },
-            _ => DenyReason::MessageInvalid,
-        })?;
-        let (bytes, message_id) = with_message_id(rendered, &self.from);
+        // On the wire the blind recipients are in the envelope only, never in a header; the
+        // header-addressed copy is for transports without an envelope.
+        let (wire, addressed) =
+            compose::render_for_sending(&outgoing).map_err(|error| match error {
+                ComposeError::HeaderInjection { field } => DenyReason::HeaderInjection { field },
+                _ => DenyReason::MessageInvalid,
+            })?;
+        let (header_addressed, message_id) = with_message_id(addressed, &self.from, None);
+        let (bytes, _) = with_message_id(wire, &self.from, Some(&message_id));
         Ok(ApprovedMessage {
             from: self.from.clone(),
             recipients,
             bytes,
+            header_addressed,
             message_id,
         })
     }
@@ -457,13 +471,23 @@ fn normalize_message_id(raw: &str) -> Option<String> {
 /// Gives the rendered message a `Message-ID` (the receipt, the Sent copy and later replies need
 /// one). `compose::render` sets none and lettre adds none, so the header is prepended here —
 /// one line whose value is generated from random bytes and the validated sender domain, with no
-/// caller text in it. Should the composer start setting one, that one is kept instead.
-fn with_message_id(rendered: Vec<u8>, from: &EmailAddress) -> (Vec<u8>, String) {
+/// caller text in it (or `given`, the id already chosen for the other render of the same
+/// message). Should the composer start setting one, that one is kept instead.
+fn with_message_id(
+    rendered: Vec<u8>,
+    from: &EmailAddress,
+    given: Option<&str>,
+) -> (Vec<u8>, String) {
     if let Some(existing) = header_value(&rendered, "message-id") {
         return (rendered, existing);
     }
-    let random: [u8; 16] = rand::rng().random();
-    let id = format!("<{}.mailgate@{}>", hex::encode(random), from.domain());
+    let id = given.map_or_else(
+        || {
+            let random: [u8; 16] = rand::rng().random();
+            format!("<{}.mailgate@{}>", hex::encode(random), from.domain())
+        },
+        str::to_owned,
+    );
     let mut bytes = format!("Message-ID: {id}\r\n").into_bytes();
     bytes.extend_from_slice(&rendered);
     (bytes, id)
@@ -655,6 +679,12 @@ const MAX_SEND_CAP: u32 = crate::gates::MAX_SEND_MAX_PER_HOUR;
 /// dev-dependency turns on).
 #[cfg(any(test, feature = "test-support"))]
 pub fn test_permit(to: &[&str]) -> SendPermit {
+    test_permit_with_bcc(to, &[])
+}
+
+/// [`test_permit`] with blind recipients too.
+#[cfg(any(test, feature = "test-support"))]
+pub fn test_permit_with_bcc(to: &[&str], bcc: &[&str]) -> SendPermit {
     let from = EmailAddress::parse("finance@example.com").expect("invariant: a literal address");
     let policy = OutboundPolicy::from_parts(
         from.clone(),
@@ -664,6 +694,7 @@ pub fn test_permit(to: &[&str]) -> SendPermit {
     );
     let proposal = Proposal {
         to: to.iter().map(|s| (*s).to_owned()).collect(),
+        bcc: bcc.iter().map(|s| (*s).to_owned()).collect(),
         subject: "Test message".into(),
         body: "Hello from the tests.\n".into(),
         ..Proposal::default()

@@ -105,6 +105,7 @@ impl MailStore for MaildirStore {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             search: SearchKind::ExhaustiveLocal,
+            ids_survive_move: false,
         }
     }
 

@@ -147,7 +147,7 @@ impl Env {
     /// A credential named by the config (`passwordEnv`, `oauth2TokenEnv`): the exact value, not
     /// trimmed (a password may end in a space), `None` when absent or empty. The value is wrapped
     /// so that it cannot be printed by accident.
-    pub(crate) fn secret(&self, name: &str) -> Option<Secret> {
+    pub fn secret(&self, name: &str) -> Option<Secret> {
         self.vars
             .get(name)
             .filter(|value| !value.is_empty())

@@ -24,6 +24,7 @@
 //! finished [`Settings`] / [`Config`].
 
 pub mod env;
+pub mod graph;
 pub(crate) mod raw;
 mod vars;
 
@@ -156,6 +157,17 @@ pub enum ConfigError {
     DotEnv(env::DotEnvError),
     #[error("MAILGATE_HANDOFF_TTL_HOURS must be a whole number of hours from 1 to 8784")]
     BadHandoffTtl,
+    #[error(
+        "a Microsoft Graph mailbox is configured but its app credentials are missing or \
+         malformed: {vars} (tenant and client id are UUIDs; the secret, or a certificate by \
+         absolute path, is required; values not shown)"
+    )]
+    GraphCredentials { vars: String },
+    #[error(
+        "MICROSOFT_GRAPH_CLIENT_SECRET and a certificate (MICROSOFT_GRAPH_CLIENT_CERTIFICATE_PATH \
+         or MICROSOFT_GRAPH_CLIENT_KEY_PATH) are both set; set only one"
+    )]
+    GraphCredentialConflict,
     #[cfg(debug_assertions)]
     #[error("MAILGATE_TEST_HANDOFF_CRASH_AT names no crash point")]
     BadCrashPoint,
@@ -808,6 +820,8 @@ pub struct Settings {
     pub handoff_ttl: std::time::Duration,
     /// Crash tests only; always `None` in release builds.
     pub handoff_crash_at: Option<CrashPoint>,
+    /// The Graph app credentials and endpoints; `Some` exactly when a Graph mailbox is listed.
+    pub graph: Option<graph::GraphSettings>,
 }
 
 impl Settings {
@@ -888,6 +902,7 @@ pub fn resolve_settings(
     let output_schemas =
         parse_bool(env::OUTPUT_SCHEMAS_VAR, env.raw(env::OUTPUT_SCHEMAS_VAR))?.unwrap_or(false);
     let handoff_ttl = handoff_ttl(env)?;
+    let graph = graph::resolve(env, &config)?;
     #[cfg(debug_assertions)]
     let handoff_crash_at = env
         .get(HANDOFF_CRASH_VAR)
@@ -905,6 +920,7 @@ pub fn resolve_settings(
         output_schemas,
         handoff_ttl,
         handoff_crash_at,
+        graph,
     })
 }
 
@@ -1096,6 +1112,9 @@ mod tests {
     }
 
     const FINANCE: &str = r#"{"alias": "finance", "address": "finance@example.com"}"#;
+    /// A Maildir mailbox: loading settings for it needs no Graph credentials.
+    const LOCAL: &str = r#"{"alias": "finance", "address": "finance@example.com",
+        "backend": {"kind": "maildir", "path": "/srv/mail/finance"}}"#;
 
     #[test]
     fn minimal_config_gets_defaults() {
@@ -1647,14 +1666,9 @@ mod tests {
     #[test]
     fn load_settings_precedence_and_refusals() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let good = write_config(dir.path(), "good.json", &with_mailboxes(FINANCE, ""), 0o600);
-        let other = write_config(
-            dir.path(),
-            "other.json",
-            &with_mailboxes(FINANCE, ""),
-            0o600,
-        );
-        let open = write_config(dir.path(), "open.json", &with_mailboxes(FINANCE, ""), 0o644);
+        let good = write_config(dir.path(), "good.json", &with_mailboxes(LOCAL, ""), 0o600);
+        let other = write_config(dir.path(), "other.json", &with_mailboxes(LOCAL, ""), 0o600);
+        let open = write_config(dir.path(), "open.json", &with_mailboxes(LOCAL, ""), 0o644);
         let state = dir.path().join("state");
         let good_s = good.to_str().expect("utf-8");
         let state_s = state.to_str().expect("utf-8");
@@ -1792,7 +1806,7 @@ mod tests {
         let reference = write_config(
             &home.join(".config/mcp-outlook"),
             "plugin.json",
-            &with_mailboxes(FINANCE, ""),
+            &with_mailboxes(LOCAL, ""),
             0o600,
         );
         assert_eq!(
@@ -1805,7 +1819,7 @@ mod tests {
         let ours = write_config(
             &home.join(".config/mailgate"),
             "plugin.json",
-            &with_mailboxes(FINANCE, ""),
+            &with_mailboxes(LOCAL, ""),
             0o644,
         );
         match load_settings(&env, None) {
@@ -1817,7 +1831,7 @@ mod tests {
     #[test]
     fn download_dir_accepts_the_reference_name() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let good = write_config(dir.path(), "good.json", &with_mailboxes(FINANCE, ""), 0o600);
+        let good = write_config(dir.path(), "good.json", &with_mailboxes(LOCAL, ""), 0o600);
         let with = |pairs: &[(&str, &str)]| {
             load_settings(&Env::from_pairs(pairs.iter().copied()), Some(&good))
         };

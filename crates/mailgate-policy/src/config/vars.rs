@@ -27,8 +27,10 @@ const KNOWN: &[&str] = &[
     super::SEND_MAX_PER_HOUR_VAR,
     "MAILGATE_OUTPUT_SCHEMAS",
     "MAILGATE_TEST_HANDOFF_CRASH_AT",
-    "MAILGATE_GRAPH_BASE_URL",
-    "MAILGATE_GRAPH_LOGIN_URL",
+    super::graph::BASE_URL_VAR,
+    super::graph::LOGIN_URL_VAR,
+    super::graph::CERTIFICATE_VAR,
+    super::graph::PRIVATE_KEY_VAR,
     "MAILGATE_HTTP_ALLOWED_ORIGINS",
     // the reference plugin's, read by mailgate
     super::CONFIG_PATH_VAR,
@@ -40,10 +42,11 @@ const KNOWN: &[&str] = &[
     super::SEND_FROM_VAR,
     super::ALLOWED_SENDERS_VAR,
     super::ALLOWED_RECIPIENT_DOMAINS_VAR,
+    // the reference plugin's Graph app credentials
+    super::graph::CLIENT_ID_VAR,
+    super::graph::CLIENT_SECRET_VAR,
+    super::graph::TENANT_VAR,
     // the reference plugin's, accepted and not used
-    "MICROSOFT_GRAPH_CLIENT_ID",
-    "MICROSOFT_GRAPH_CLIENT_SECRET",
-    "MICROSOFT_GRAPH_TENANT_ID",
     "OUTLOOK_HTTP_HOST",
     "OUTLOOK_HTTP_PORT",
     "OUTLOOK_HTTP_BEARER_TOKEN",

@@ -1,0 +1,480 @@
+//! The Graph client's retry, refresh and paging rules against wiremock: narrow scripted
+//! answers, so each rule fails alone when broken. (The stateful fake Graph of the integration
+//! tests covers the tools end to end.)
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use wiremock::matchers::{method, path, path_regex, query_param};
+use wiremock::{Mock, MockServer, Request as Seen, ResponseTemplate};
+
+use super::*;
+use crate::backends::model::{Budget, Filters, Order};
+use crate::config::env::Env;
+
+const TENANT: &str = "22222222-2222-4222-8222-222222222222";
+const USER: &str = "finance@example.com";
+const MESSAGES: &str = "/v1.0/users/finance@example.com/mailFolders/inbox/messages";
+
+async fn server() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(format!("/{TENANT}/oauth2/v2.0/token")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "token_type": "Bearer", "expires_in": 3599, "access_token": "tok-1"
+        })))
+        .mount(&server)
+        .await;
+    server
+}
+
+fn store(server: &MockServer) -> GraphStore {
+    let settings = GraphSettings {
+        tenant_id: TENANT.into(),
+        client_id: "11111111-1111-4111-8111-111111111111".into(),
+        credential: GraphCredential::ClientSecret(
+            Env::from_pairs([("S", "app-secret-value")])
+                .secret("S")
+                .expect("secret"),
+        ),
+        base_url: format!("{}/v1.0", server.uri()),
+        login_url: server.uri(),
+    };
+    GraphStore::new(client(&settings).expect("client"), USER)
+}
+
+fn message(i: usize) -> serde_json::Value {
+    json!({
+        "id": format!("AAMkAG{i:04}"),
+        "parentFolderId": "AAMkInbox",
+        "subject": format!("Message {i}"),
+        "from": {"emailAddress": {"name": "Dana Example", "address": "dana@example.com"}},
+        "receivedDateTime": format!("2024-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60),
+        "isRead": false,
+        "hasAttachments": false,
+        "bodyPreview": "preview"
+    })
+}
+
+/// A page of `items` messages starting at `from`, with a nextLink to `next` when given.
+fn page(server: &MockServer, from: usize, items: usize, next: Option<&str>) -> ResponseTemplate {
+    let value: Vec<_> = (from..from + items).map(message).collect();
+    let mut body = json!({ "value": value });
+    if let Some(skip) = next {
+        body["@odata.nextLink"] = json!(format!("{}{MESSAGES}?$skip={skip}", server.uri()));
+    }
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+fn request(max_items: usize, max_pages: u32) -> ScanRequest {
+    ScanRequest {
+        folder: FolderSelector::WellKnown(WellKnown::Inbox),
+        filters: Filters::default(),
+        budget: Budget {
+            deadline: Instant::now() + Duration::from_secs(10),
+            max_pages,
+            max_items,
+        },
+        keep: 1_000,
+        order: Order::default(),
+    }
+}
+
+/// Mounts a chain of `pages` pages of ten (page n answers `$skip=10n`).
+async fn chain(server: &MockServer, pages: usize) {
+    for n in 0..pages {
+        let next = (n + 1 < pages).then(|| ((n + 1) * 10).to_string());
+        let mock = Mock::given(method("GET")).and(path(MESSAGES));
+        let mock = if n == 0 {
+            mock.and(|r: &Seen| !r.url.query().unwrap_or("").contains("skip"))
+        } else {
+            mock.and(query_param("$skip", (n * 10).to_string()))
+        };
+        mock.respond_with(page(server, n * 10, 10, next.as_deref()))
+            .mount(server)
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn a_listing_follows_next_links_to_the_end_and_is_complete() {
+    let server = server().await;
+    chain(&server, 3).await;
+    let page = store(&server)
+        .scan(&request(500, 10), None)
+        .await
+        .expect("page");
+    assert_eq!(page.examined, 30);
+    assert_eq!(page.pages_scanned, 3);
+    assert!(!page.truncated && page.stop.is_none(), "{page:?}");
+    assert_eq!(page.items.len(), 30);
+    // Every request carried the token and asked for immutable ids.
+    for r in server.received_requests().await.expect("recorded") {
+        if r.url.path().starts_with("/v1.0/") {
+            assert_eq!(r.headers["authorization"], "Bearer tok-1");
+            assert!(
+                r.headers["prefer"]
+                    .to_str()
+                    .expect("ascii")
+                    .contains("ImmutableId")
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn limits_stop_a_listing_and_say_which() {
+    let server = server().await;
+    chain(&server, 5).await;
+    let s = store(&server);
+    let by_pages = s.scan(&request(500, 2), None).await.expect("page");
+    assert_eq!((by_pages.pages_scanned, by_pages.examined), (2, 20));
+    assert!(by_pages.truncated);
+    assert_eq!(by_pages.stop, Some(ScanStop::Pages));
+    let by_window = s.scan(&request(25, 10), None).await.expect("page");
+    assert_eq!(by_window.examined, 25);
+    assert!(by_window.truncated);
+    assert_eq!(by_window.stop, Some(ScanStop::Window));
+    // A window that ends exactly where the folder ends is complete.
+    let server = self::server().await;
+    chain(&server, 2).await;
+    let exact = store(&server)
+        .scan(&request(20, 10), None)
+        .await
+        .expect("page");
+    assert!(!exact.truncated, "{exact:?}");
+}
+
+#[tokio::test]
+async fn a_failed_later_page_keeps_what_was_read_and_marks_the_fault() {
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .and(query_param("$skip", "20"))
+        .respond_with(ResponseTemplate::new(500))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    chain(&server, 5).await;
+    let page = store(&server)
+        .scan(&request(500, 10), None)
+        .await
+        .expect("partial");
+    assert_eq!(page.examined, 20, "pages 1 and 2");
+    assert!(page.truncated && page.is_incomplete());
+    assert_eq!(
+        page.stop,
+        Some(ScanStop::Fault(crate::backends::model::Fault::Unavailable))
+    );
+}
+
+#[tokio::test]
+async fn a_failed_first_page_is_the_error_and_malformed_json_is_malformed() {
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .respond_with(ResponseTemplate::new(200).set_body_string("{\"value\": [{\"id\": "))
+        .mount(&server)
+        .await;
+    let err = store(&server).scan(&request(500, 10), None).await;
+    assert!(matches!(err, Err(BackendError::Malformed)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_message_without_an_id_is_a_gap_not_a_failure() {
+    let server = server().await;
+    let mut broken = message(1);
+    broken.as_object_mut().expect("object").remove("id");
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"value": [message(0), broken]})),
+        )
+        .mount(&server)
+        .await;
+    let page = store(&server)
+        .scan(&request(500, 10), None)
+        .await
+        .expect("page");
+    assert_eq!(page.items.len(), 1);
+    assert!(
+        page.is_incomplete(),
+        "an unread message leaves absence unproven"
+    );
+}
+
+#[tokio::test]
+async fn a_next_link_off_the_graph_root_is_not_followed() {
+    let server = server().await;
+    let elsewhere = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "value": [message(0)],
+            "@odata.nextLink": format!("{}{MESSAGES}?$skip=1", elsewhere.uri()),
+        })))
+        .mount(&server)
+        .await;
+    let page = store(&server)
+        .scan(&request(500, 10), None)
+        .await
+        .expect("page");
+    assert!(page.truncated);
+    assert_eq!(
+        page.stop,
+        Some(ScanStop::Fault(crate::backends::model::Fault::Malformed))
+    );
+    assert!(
+        elsewhere
+            .received_requests()
+            .await
+            .expect("recorded")
+            .is_empty(),
+        "the token never went to the other server"
+    );
+}
+
+#[tokio::test]
+async fn throttling_is_retried_after_retry_after_and_reported_when_it_outlasts_the_budget() {
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "0"))
+        .up_to_n_times(2)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(1)
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    chain(&server, 1).await;
+    let s = store(&server);
+    let page = s.scan(&request(500, 10), None).await.expect("retried");
+    assert_eq!(page.examined, 10);
+
+    // A wait longer than the deadline is not slept: the caller learns the server's hint.
+    let server = self::server().await;
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "60"))
+        .mount(&server)
+        .await;
+    let started = Instant::now();
+    let err = store(&server).scan(&request(500, 10), None).await;
+    assert!(
+        matches!(err, Err(BackendError::Throttled { retry_after: Some(d) }) if d == Duration::from_secs(60)),
+        "{err:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "did not sleep past the deadline"
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_token_is_refreshed_once() {
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path_regex("^/v1.0/users/[^/]+/messages/[^/]+$"))
+        .respond_with(ResponseTemplate::new(401).set_body_json(json!({
+            "error": {"code": "InvalidAuthenticationToken", "message": "Lifetime validation failed"}
+        })))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path_regex("^/v1.0/users/[^/]+/messages/[^/]+$"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message(7)))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path_regex("^/v1.0/users/[^/]+/messages/[^/]+/attachments$"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"value": []})))
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    let detail = s
+        .get_message("AAMkAG0007")
+        .await
+        .expect("after one refresh");
+    assert_eq!(detail.summary.id, "AAMkAG0007");
+    assert_eq!(s.client.tokens().fetched(), 2);
+
+    // Always 401: one refresh, then the typed error.
+    let server = self::server().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    assert!(matches!(
+        s.get_message("AAMkAG0007").await,
+        Err(BackendError::Unauthorised)
+    ));
+}
+
+#[tokio::test]
+async fn a_search_that_ends_at_graphs_cap_is_not_complete() {
+    let server = server().await;
+    let uri = server.uri();
+    // Ten pages of 100 and no nextLink: Graph's 1,000-result cap, not the end of the matches.
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .and(query_param("$search", "\"invoice\""))
+        .respond_with(move |r: &Seen| {
+            // wiremock's recorded URL lacks the port; links are built from the server's.
+            let skip: usize = r
+                .url
+                .query_pairs()
+                .find(|(k, _)| k == "$skiptoken")
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(0);
+            let value: Vec<_> = (skip..skip + 100).map(message).collect();
+            let mut body = json!({ "value": value });
+            if skip + 100 < SEARCH_RESULT_CAP {
+                body["@odata.nextLink"] = json!(format!(
+                    "{uri}{MESSAGES}?$search=%22invoice%22&$skiptoken={}",
+                    skip + 100
+                ));
+            }
+            ResponseTemplate::new(200).set_body_json(body)
+        })
+        .mount(&server)
+        .await;
+    let page = store(&server)
+        .scan(&request(5_000, 20), Some("Invoice!"))
+        .await
+        .expect("page");
+    assert_eq!(page.examined, SEARCH_RESULT_CAP, "{:?}", page.stop);
+    assert!(page.truncated);
+    assert_eq!(page.stop, Some(ScanStop::ServerCap));
+}
+
+#[tokio::test]
+async fn moves_check_the_destination_first_and_keep_the_order_of_ids() {
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path("/v1.0/users/finance@example.com/mailFolders/archive"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "AAMkArchive", "displayName": "Archive", "totalItemCount": 0, "unreadItemCount": 0
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path_regex(
+            "^/v1.0/users/finance@example.com/messages/[^/]+/move$",
+        ))
+        .and(|r: &Seen| {
+            serde_json::from_slice::<serde_json::Value>(&r.body)
+                .is_ok_and(|v| v["destinationId"] == "AAMkArchive")
+        })
+        .respond_with(|r: &Seen| {
+            let id = r
+                .url
+                .path_segments()
+                .and_then(|mut s| s.nth(4))
+                .unwrap_or_default();
+            if id == "gone" {
+                ResponseTemplate::new(404)
+            } else {
+                ResponseTemplate::new(201).set_body_json(json!({"id": id}))
+            }
+        })
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    let ids: Vec<String> = ["a1", "gone", "a3"].map(String::from).to_vec();
+    let results = s
+        .move_messages(&ids, &FolderSelector::WellKnown(WellKnown::Archive))
+        .await
+        .expect("destination exists");
+    assert_eq!(results[0].as_deref().ok(), Some("a1"), "immutable id kept");
+    assert!(matches!(results[1], Err(BackendError::NotFound)));
+    assert_eq!(results[2].as_deref().ok(), Some("a3"));
+    let missing = s
+        .move_messages(&ids, &FolderSelector::Id("AAMkNoSuchFolder".into()))
+        .await;
+    assert!(
+        matches!(missing, Err(BackendError::NotFound)),
+        "whole call refused"
+    );
+    let moves = server
+        .received_requests()
+        .await
+        .expect("recorded")
+        .iter()
+        .filter(|r| r.url.path().ends_with("/move"))
+        .count();
+    assert_eq!(moves, 3, "nothing moved for the missing destination");
+}
+
+#[tokio::test]
+async fn an_attachment_over_the_bound_is_refused_before_download() {
+    let server = server().await;
+    let base = "/v1.0/users/finance@example.com/messages/m1/attachments/a1";
+    Mock::given(method("GET"))
+        .and(path(base))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "@odata.type": "#microsoft.graph.fileAttachment",
+            "id": "a1", "name": "report.csv", "contentType": "text/csv", "size": 4096
+        })))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("{base}/$value")))
+        .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'x'; 4096]))
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    assert!(matches!(
+        s.attachment("m1", "a1", 1024).await,
+        Err(BackendError::TooLarge)
+    ));
+    let values = |reqs: Vec<Seen>| {
+        reqs.iter()
+            .filter(|r| r.url.path().ends_with("$value"))
+            .count()
+    };
+    assert_eq!(values(server.received_requests().await.expect("r")), 0);
+    let (meta, bytes) = s.attachment("m1", "a1", 8192).await.expect("fits");
+    assert_eq!((meta.size, bytes.len()), (4096, 4096));
+}
+
+#[tokio::test]
+async fn sending_posts_the_header_addressed_mime_as_the_pinned_sender() {
+    let server = server().await;
+    Mock::given(method("POST"))
+        .and(path("/v1.0/users/finance@example.com/sendMail"))
+        .and(wiremock::matchers::header("content-type", "text/plain"))
+        .respond_with(ResponseTemplate::new(202))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    let sender = GraphSender::new(Arc::clone(&s.client));
+    let permit = mailgate_policy::outbound::test_permit_with_bcc(
+        &["ops@example.com"],
+        &["audit@example.org"],
+    );
+    let sent = sender.send(permit).await.expect("accepted");
+    assert_eq!(sent.recipients, 2);
+    let requests = server.received_requests().await.expect("recorded");
+    let body = &requests.last().expect("one").body;
+    use base64::Engine as _;
+    let mime = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .expect("base64 MIME");
+    let text = String::from_utf8_lossy(&mime);
+    assert!(text.contains("Bcc: audit@example.org"), "{text}");
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.url.as_str().contains("app-secret-value"))
+    );
+}

@@ -1,0 +1,373 @@
+//! Graph's JSON as it arrives, and its translation into the neutral model.
+//!
+//! Every field Graph may omit is optional here: a message without an `id` cannot be returned,
+//! so a listing counts it as an unreadable message (a gap that keeps absence unproven) instead
+//! of failing the whole page; any other missing field is simply absent in the model. Bodies are
+//! bounded and HTML goes through the same converter as Maildir's (`mime::html`). Everything here
+//! is sender-controlled data.
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use super::super::model::{
+    AttachmentMeta, FolderInfo, MessageDetail, MessageSummary, PREVIEW_CHARS,
+};
+use crate::mime::{self, Mailbox};
+
+/// The `$select` of a listing or search: the summary fields, never the body.
+pub(crate) const SUMMARY_FIELDS: &str = "id,parentFolderId,subject,from,receivedDateTime,\
+sentDateTime,isRead,flag,hasAttachments,bodyPreview";
+
+/// The `$select` of one message read (summary plus recipients, body and thread headers).
+pub(crate) const DETAIL_FIELDS: &str = "id,parentFolderId,subject,from,receivedDateTime,\
+sentDateTime,isRead,flag,hasAttachments,bodyPreview,toRecipients,ccRecipients,body,\
+internetMessageId,internetMessageHeaders";
+
+/// The `$select` of attachment metadata (never `contentBytes`).
+pub(crate) const ATTACHMENT_FIELDS: &str = "id,name,contentType,size,isInline";
+
+/// The `$select` of folders.
+pub(crate) const FOLDER_FIELDS: &str =
+    "id,displayName,parentFolderId,childFolderCount,unreadItemCount,totalItemCount";
+
+/// One page of a collection.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Collection<T> {
+    #[serde(default = "Vec::new")]
+    pub(crate) value: Vec<T>,
+    #[serde(rename = "@odata.nextLink")]
+    pub(crate) next_link: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Folder {
+    pub(crate) id: String,
+    pub(crate) display_name: Option<String>,
+    pub(crate) parent_folder_id: Option<String>,
+    #[serde(default)]
+    pub(crate) child_folder_count: u64,
+    #[serde(default)]
+    pub(crate) unread_item_count: u64,
+    #[serde(default)]
+    pub(crate) total_item_count: u64,
+}
+
+impl Folder {
+    pub(crate) fn into_info(self) -> FolderInfo {
+        FolderInfo {
+            name: self.display_name.unwrap_or_else(|| self.id.clone()),
+            id: self.id,
+            parent_id: self.parent_folder_id,
+            total: self.total_item_count,
+            unread: self.unread_item_count,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct EmailAddress {
+    pub(crate) name: Option<String>,
+    pub(crate) address: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Recipient {
+    pub(crate) email_address: Option<EmailAddress>,
+}
+
+impl Recipient {
+    fn into_mailbox(self) -> Option<Mailbox> {
+        let e = self.email_address?;
+        Some(Mailbox {
+            name: e.name.filter(|n| !n.is_empty()),
+            address: e.address.filter(|a| !a.is_empty()),
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FollowupFlag {
+    pub(crate) flag_status: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ItemBody {
+    pub(crate) content_type: Option<String>,
+    pub(crate) content: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Header {
+    pub(crate) name: String,
+    pub(crate) value: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Message {
+    pub(crate) id: String,
+    pub(crate) parent_folder_id: Option<String>,
+    pub(crate) subject: Option<String>,
+    pub(crate) from: Option<Recipient>,
+    pub(crate) received_date_time: Option<String>,
+    pub(crate) sent_date_time: Option<String>,
+    #[serde(default)]
+    pub(crate) is_read: bool,
+    pub(crate) flag: Option<FollowupFlag>,
+    #[serde(default)]
+    pub(crate) has_attachments: bool,
+    pub(crate) body_preview: Option<String>,
+    #[serde(default)]
+    pub(crate) to_recipients: Vec<Recipient>,
+    #[serde(default)]
+    pub(crate) cc_recipients: Vec<Recipient>,
+    pub(crate) body: Option<ItemBody>,
+    pub(crate) internet_message_id: Option<String>,
+    #[serde(default)]
+    pub(crate) internet_message_headers: Vec<Header>,
+}
+
+fn timestamp(raw: Option<&str>) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(raw?)
+        .ok()
+        .map(|d| d.with_timezone(&Utc))
+}
+
+/// `<a> <b>` → `["<a>", "<b>"]`.
+fn message_ids(value: &str) -> Vec<String> {
+    value
+        .split_whitespace()
+        .filter(|id| id.starts_with('<') && id.ends_with('>'))
+        .map(str::to_owned)
+        .collect()
+}
+
+impl Message {
+    /// The summary; `folder_hint` names the folder when Graph left `parentFolderId` out.
+    pub(crate) fn summary(&mut self, folder_hint: &str) -> MessageSummary {
+        MessageSummary {
+            id: self.id.clone(),
+            folder_id: self
+                .parent_folder_id
+                .clone()
+                .unwrap_or_else(|| folder_hint.to_owned()),
+            subject: self.subject.take(),
+            from: self.from.take().and_then(Recipient::into_mailbox),
+            received: timestamp(self.received_date_time.as_deref()),
+            sent: timestamp(self.sent_date_time.as_deref()),
+            is_read: self.is_read,
+            is_flagged: self
+                .flag
+                .as_ref()
+                .and_then(|f| f.flag_status.as_deref())
+                .is_some_and(|s| s.eq_ignore_ascii_case("flagged")),
+            has_attachments: self.has_attachments,
+            preview: self
+                .body_preview
+                .take()
+                .unwrap_or_default()
+                .chars()
+                .take(PREVIEW_CHARS)
+                .collect(),
+            attachments: Vec::new(),
+            gap: None,
+        }
+    }
+
+    /// The whole message; the body bounded like Maildir's, HTML converted by `mime::html`.
+    pub(crate) fn into_detail(mut self, attachments: Vec<AttachmentMeta>) -> MessageDetail {
+        let mut summary = self.summary("");
+        summary.attachments = attachments;
+        let header = |name: &str| {
+            self.internet_message_headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case(name))
+                .map(|h| h.value.as_str())
+        };
+        let in_reply_to = header("In-Reply-To")
+            .and_then(|v| message_ids(v).into_iter().next())
+            .or_else(|| header("In-Reply-To").map(|v| v.trim().to_owned()))
+            .filter(|v| !v.is_empty());
+        let mut references = header("References").map(message_ids).unwrap_or_default();
+        references.truncate(mime::MAX_REFERENCES);
+        let (body_text, body_is_html) = match self.body.take() {
+            Some(ItemBody {
+                content_type,
+                content: Some(content),
+            }) if content_type
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("html")) =>
+            {
+                (mime::html::to_text(&content, mime::MAX_BODY_CHARS), true)
+            }
+            Some(ItemBody {
+                content: Some(content),
+                ..
+            }) => (
+                mime::html::truncate_chars(content.replace("\r\n", "\n"), mime::MAX_BODY_CHARS).0,
+                false,
+            ),
+            _ => (String::new(), false),
+        };
+        let mut to: Vec<Mailbox> = self
+            .to_recipients
+            .into_iter()
+            .filter_map(Recipient::into_mailbox)
+            .collect();
+        let mut cc: Vec<Mailbox> = self
+            .cc_recipients
+            .into_iter()
+            .filter_map(Recipient::into_mailbox)
+            .collect();
+        let recipients_cut = to.len() > mime::MAX_ADDRESSES || cc.len() > mime::MAX_ADDRESSES;
+        to.truncate(mime::MAX_ADDRESSES);
+        cc.truncate(mime::MAX_ADDRESSES);
+        MessageDetail {
+            summary,
+            to,
+            cc,
+            recipients_cut,
+            body_text,
+            body_is_html,
+            internet_message_id: self.internet_message_id,
+            in_reply_to,
+            references,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Attachment {
+    #[serde(rename = "@odata.type")]
+    pub(crate) odata_type: Option<String>,
+    pub(crate) id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) content_type: Option<String>,
+    #[serde(default)]
+    pub(crate) size: u64,
+    #[serde(default)]
+    pub(crate) is_inline: bool,
+}
+
+/// What an attachment's `/$value` holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AttachmentKind {
+    /// A file: its bytes.
+    File,
+    /// An attached Outlook item (a message): its MIME.
+    Item,
+    /// A link to a file stored elsewhere (OneDrive, SharePoint): no bytes in the mailbox.
+    Reference,
+}
+
+impl Attachment {
+    pub(crate) fn kind(&self) -> AttachmentKind {
+        match self.odata_type.as_deref() {
+            Some(t) if t.ends_with("itemAttachment") => AttachmentKind::Item,
+            Some(t) if t.ends_with("referenceAttachment") => AttachmentKind::Reference,
+            _ => AttachmentKind::File,
+        }
+    }
+
+    pub(crate) fn into_meta(self) -> AttachmentMeta {
+        let content_type = match self.kind() {
+            // `/$value` of an item attachment is the attached message as MIME.
+            AttachmentKind::Item => "message/rfc822".to_owned(),
+            _ => self
+                .content_type
+                .filter(|t| !t.trim().is_empty())
+                .unwrap_or_else(|| "application/octet-stream".to_owned()),
+        };
+        AttachmentMeta {
+            id: self.id,
+            name: self.name,
+            content_type,
+            size: self.size,
+            is_inline: self.is_inline,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_documented_message_payload_becomes_a_detail() {
+        let json = serde_json::json!({
+            "@odata.etag": "W/\"CQAAABYAAAA\"",
+            "id": "AAMkAGI2THVSAAA=",
+            "parentFolderId": "AAMkAGI2AAEMAAA=",
+            "subject": "Quarterly report",
+            "bodyPreview": "Hello team",
+            "from": {"emailAddress": {"name": "Dana Example", "address": "dana@example.com"}},
+            "toRecipients": [{"emailAddress": {"name": "", "address": "finance@example.com"}}],
+            "ccRecipients": [],
+            "receivedDateTime": "2024-03-01T10:00:00Z",
+            "sentDateTime": "2024-03-01T09:59:58Z",
+            "isRead": false,
+            "hasAttachments": true,
+            "flag": {"flagStatus": "flagged"},
+            "body": {"contentType": "html", "content": "<p>Hello <b>team</b></p><script>x</script>"},
+            "internetMessageId": "<m2@example.com>",
+            "internetMessageHeaders": [
+                {"name": "In-Reply-To", "value": "<m1@example.com>"},
+                {"name": "References", "value": "<m0@example.com> <m1@example.com>"}
+            ]
+        });
+        let message: Message = serde_json::from_value(json).expect("parses");
+        let detail = message.into_detail(Vec::new());
+        assert_eq!(detail.summary.id, "AAMkAGI2THVSAAA=");
+        assert_eq!(detail.summary.folder_id, "AAMkAGI2AAEMAAA=");
+        assert!(detail.summary.is_flagged && !detail.summary.is_read);
+        assert_eq!(
+            detail
+                .summary
+                .from
+                .as_ref()
+                .and_then(|m| m.address.as_deref()),
+            Some("dana@example.com")
+        );
+        assert_eq!(detail.to[0].name, None, "an empty display name is absent");
+        assert!(detail.body_is_html);
+        assert!(
+            detail.body_text.contains("Hello team"),
+            "{}",
+            detail.body_text
+        );
+        assert!(!detail.body_text.contains("script"), "{}", detail.body_text);
+        assert_eq!(detail.in_reply_to.as_deref(), Some("<m1@example.com>"));
+        assert_eq!(detail.references, ["<m0@example.com>", "<m1@example.com>"]);
+        assert_eq!(
+            detail.summary.received.map(|d| d.to_rfc3339()).as_deref(),
+            Some("2024-03-01T10:00:00+00:00")
+        );
+    }
+
+    #[test]
+    fn attachment_kinds_follow_the_odata_type() {
+        let parse = |t: &str| -> Attachment {
+            serde_json::from_value(serde_json::json!({
+                "@odata.type": t, "id": "AAMk=", "name": "x", "contentType": "text/csv",
+                "size": 12, "isInline": false
+            }))
+            .expect("parses")
+        };
+        assert_eq!(
+            parse("#microsoft.graph.fileAttachment").kind(),
+            AttachmentKind::File
+        );
+        let item = parse("#microsoft.graph.itemAttachment");
+        assert_eq!(item.kind(), AttachmentKind::Item);
+        assert_eq!(item.into_meta().content_type, "message/rfc822");
+        assert_eq!(
+            parse("#microsoft.graph.referenceAttachment").kind(),
+            AttachmentKind::Reference
+        );
+    }
+}
