@@ -1054,3 +1054,49 @@ async fn seeds_the_demo_corpus_from_eml_files() {
             .all(|m| m.is_draft)
     );
 }
+
+#[tokio::test]
+async fn json_batch_runs_each_step_with_its_own_faults() {
+    let g = G::new().await;
+    let id = g.fake.add_message(
+        BOX,
+        "inbox",
+        Message::new("Batched").file_attachment("a.txt", "text/plain", b"hello"),
+    );
+    let other = g
+        .fake
+        .add_message(BOX, "inbox", Message::new("Throttled one"));
+    g.fake
+        .inject(Fault::new(Route::Message, FaultKind::Throttle(RetryAfter::Seconds(3))).nth(2));
+    let batch = format!("{}/$batch", g.fake.base_url());
+    let body = json!({"requests": [
+        {"id": "1", "method": "GET", "url": format!("/users/{BOX}/messages/{id}?$select=subject")},
+        {"id": "2", "method": "GET", "url": format!("/users/{BOX}/messages/{other}")},
+        {"id": "3", "method": "GET", "url": format!("/users/{BOX}/messages/{id}/attachments/x/$value")},
+        {"id": "4", "method": "PATCH", "url": format!("/users/{BOX}/messages/{id}"),
+         "headers": {"Content-Type": "application/json"}, "body": {"isRead": true}},
+    ]});
+    let (s, v) = g.post_json(&batch, body, r#"IdType="ImmutableId""#).await;
+    assert_eq!(s, 200, "{v}");
+    let r = v["responses"].as_array().unwrap();
+    assert_eq!(r[0]["status"], 200);
+    assert_eq!(r[0]["body"]["subject"], "Batched");
+    assert_eq!(r[1]["status"], 429);
+    assert_eq!(r[1]["headers"]["Retry-After"], "3");
+    assert_eq!(r[2]["status"], 404);
+    assert_eq!(r[3]["status"], 200);
+    assert!(g.fake.message(BOX, &id).unwrap().is_read);
+    let routes = g.fake.routes_seen();
+    assert!(routes.contains(&("POST".to_owned(), Route::Batch)));
+    assert!(routes.contains(&("PATCH".to_owned(), Route::Patch)));
+
+    let too_many: Vec<Value> = (0..21)
+        .map(|i| json!({"id": i.to_string(), "method": "GET", "url": format!("/users/{BOX}/mailFolders")}))
+        .collect();
+    let (s, _) = g.post_json(&batch, json!({"requests": too_many}), "").await;
+    assert_eq!(s, 400);
+    // Steps inherit the batch's token: an expired one fails the batch itself.
+    g.fake.expire_tokens();
+    let (s, v) = g.post_json(&batch, json!({"requests": []}), "").await;
+    assert_eq!((s, code(&v)), (401, "InvalidAuthenticationToken"));
+}

@@ -9,11 +9,96 @@ use serde_json::{Value, json};
 use super::query::{self, Clause, percent_encode};
 use super::store::{WELL_KNOWN, id_is_well_formed, opaque_id};
 use super::{
-    Attachment, AttachmentContent, Ctx, EmailAddress, Folder, MAX_TOP, Mailbox, Message, Reply,
-    Route, SEARCH_CAP, SentMail, State, apply_select, graph_error,
+    Attachment, AttachmentContent, Ctx, EmailAddress, Folder, Incoming, MAX_TOP, Mailbox, Message,
+    Reply, Route, SEARCH_CAP, SentMail, State, apply_select, graph_error,
 };
 
+/// Graph's documented limit on the steps of one JSON batch.
+pub(crate) const BATCH_MAX: usize = 20;
+
 impl State {
+    /// `POST /v1.0/$batch`: runs each step through the router in order (faults and recording
+    /// apply per step; steps inherit the batch's `Authorization`), answers `{"responses": […]}`
+    /// with JSON bodies inline and other bodies base64, as Graph does.
+    pub(super) fn batch(&mut self, inc: &Incoming, rid: u64) -> Reply {
+        let bad = |msg: &str| graph_error(400, "BadRequest", msg, rid);
+        let Ok(payload) = serde_json::from_slice::<Value>(&inc.body) else {
+            return bad("Invalid batch payload format.");
+        };
+        let Some(steps) = payload["requests"].as_array() else {
+            return bad("Invalid batch payload format: no requests.");
+        };
+        if steps.len() > BATCH_MAX {
+            return bad("Number of batch request steps exceeds the maximum of 20.");
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for step in steps {
+            let id = step["id"].as_str().unwrap_or("");
+            if id.is_empty() || !seen.insert(id.to_owned()) {
+                return bad("Every batch step needs a unique id.");
+            }
+            if step["method"].as_str().is_none() || step["url"].as_str().is_none() {
+                return bad("Every batch step needs a method and a url.");
+            }
+        }
+        let outer_auth: Vec<(String, String)> = inc
+            .headers
+            .iter()
+            .filter(|(k, _)| k == "authorization")
+            .cloned()
+            .collect();
+        let mut responses = Vec::new();
+        let mut delay = None::<std::time::Duration>;
+        for step in steps {
+            let url = step["url"].as_str().unwrap_or("").trim_start_matches('/');
+            let (path, query) = match url.split_once('?') {
+                Some((p, q)) => (p, Some(q.to_owned())),
+                None => (url, None),
+            };
+            let mut headers = outer_auth.clone();
+            if let Some(h) = step["headers"].as_object() {
+                for (k, v) in h {
+                    headers.push((k.to_ascii_lowercase(), v.as_str().unwrap_or("").to_owned()));
+                }
+            }
+            let body = match &step["body"] {
+                Value::Null => Vec::new(),
+                Value::String(text) => text.clone().into_bytes(),
+                other => serde_json::to_vec(other).unwrap_or_default(),
+            };
+            let sub = Incoming {
+                method: step["method"]
+                    .as_str()
+                    .unwrap_or("GET")
+                    .to_ascii_uppercase(),
+                raw_path: format!("/v1.0/{path}"),
+                raw_query: query,
+                headers,
+                body,
+            };
+            let reply = self.dispatch(&sub, false);
+            delay = delay.max(reply.delay);
+            let mut headers = serde_json::Map::new();
+            if !reply.content_type.is_empty() {
+                headers.insert("Content-Type".into(), json!(reply.content_type));
+            }
+            for (k, v) in &reply.headers {
+                headers.insert(k.clone(), json!(v));
+            }
+            let mut one = json!({"id": step["id"], "status": reply.status, "headers": headers});
+            if !reply.body.is_empty() {
+                one["body"] = match serde_json::from_slice::<Value>(&reply.body) {
+                    Ok(v) if reply.content_type.starts_with("application/json") => v,
+                    _ => json!(STANDARD.encode(&reply.body)),
+                };
+            }
+            responses.push(one);
+        }
+        let mut reply = Reply::json(200, &json!({"responses": responses}));
+        reply.delay = delay;
+        reply
+    }
+
     pub(super) fn graph(
         &mut self,
         route: Route,
@@ -70,7 +155,9 @@ impl State {
             Route::Patch => self.patch(&address, &rest[1], ctx, rid),
             Route::Draft => self.draft(&address, ctx, rid),
             Route::Send => self.send(&address, ctx, rid),
-            Route::Token | Route::Unknown => graph_error(400, "BadRequest", "Bad route.", rid),
+            Route::Token | Route::Batch | Route::Unknown => {
+                graph_error(400, "BadRequest", "Bad route.", rid)
+            }
         }
     }
 

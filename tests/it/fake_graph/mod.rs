@@ -65,6 +65,8 @@ pub(crate) enum Route {
     Patch,
     Draft,
     Send,
+    /// `POST /v1.0/$batch` (its steps are recorded as their own routes too).
+    Batch,
     Unknown,
 }
 
@@ -297,6 +299,17 @@ impl Reply {
     }
 }
 
+/// A request as the router sees it: from wiremock, or one step of a `$batch`.
+struct Incoming {
+    method: String,
+    /// Percent-encoded path, `/v1.0/users/…`.
+    raw_path: String,
+    raw_query: Option<String>,
+    /// Names lower-cased.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
 /// What the Prefer header asked for.
 #[derive(Clone, Copy, Default)]
 struct Prefer {
@@ -398,28 +411,37 @@ impl State {
     }
 
     fn handle(&mut self, req: &Request) -> Reply {
-        let method = req.method.as_str().to_owned();
-        let raw_path = req.url.path().to_owned();
+        let incoming = Incoming {
+            method: req.method.as_str().to_owned(),
+            raw_path: req.url.path().to_owned(),
+            raw_query: req.url.query().map(str::to_owned),
+            headers: req
+                .headers
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_ascii_lowercase(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+            body: req.body.clone(),
+        };
+        self.dispatch(&incoming, true)
+    }
+
+    /// Serves one request; `top_level` is false for the steps of a `$batch`, which share the
+    /// batch's latency.
+    fn dispatch(&mut self, inc: &Incoming, top_level: bool) -> Reply {
+        let method = inc.method.clone();
+        let raw_path = inc.raw_path.clone();
         let segs: Vec<String> = raw_path
             .split('/')
             .skip(1)
             .map(|s| percent_decode(s, false))
             .collect();
-        let query: Vec<(String, String)> = req
-            .url
-            .query_pairs()
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        let headers: Vec<(String, String)> = req
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_ascii_lowercase(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
+        let query = query::parse_form(inc.raw_query.as_deref().unwrap_or(""));
+        let headers = inc.headers.clone();
         let route = classify(&method, &segs, &query);
         let user = (segs.get(1).map(String::as_str) == Some("users"))
             .then(|| segs.get(2).cloned())
@@ -429,13 +451,16 @@ impl State {
             url: format!(
                 "{}{}{}",
                 self.origin,
-                req.url.path(),
-                req.url.query().map(|q| format!("?{q}")).unwrap_or_default()
+                inc.raw_path,
+                inc.raw_query
+                    .as_deref()
+                    .map(|q| format!("?{q}"))
+                    .unwrap_or_default()
             ),
             path: format!("/{}", segs.join("/")),
             query: query.clone(),
             headers: headers.clone(),
-            body: req.body.clone(),
+            body: inc.body.clone(),
             route,
             user: user.clone(),
         });
@@ -445,7 +470,7 @@ impl State {
             *c
         };
         let fault = self.take_fault(route, count);
-        let latency = if route == Route::Token {
+        let latency = if route == Route::Token || !top_level {
             None
         } else {
             Some(self.latency).filter(|d| !d.is_zero())
@@ -503,7 +528,7 @@ impl State {
                         immutable_ids: prefer_all.contains("idtype=\"immutableid\""),
                         body_as_text: prefer_all.contains("outlook.body-content-type=\"text\""),
                     },
-                    body: &req.body,
+                    body: &inc.body,
                     content_type,
                 };
                 if route == Route::Token {
@@ -514,7 +539,15 @@ impl State {
                         .find(|(k, _)| k == "authorization")
                         .map(|(_, v)| v.as_str());
                     if self.token_valid(auth) {
-                        self.graph(route, &method, &segs, &ctx, rid)
+                        if route == Route::Batch {
+                            if top_level {
+                                self.batch(inc, rid)
+                            } else {
+                                graph_error(400, "BadRequest", "A $batch cannot nest.", rid)
+                            }
+                        } else {
+                            self.graph(route, &method, &segs, &ctx, rid)
+                        }
                     } else {
                         let mut r = graph_error(
                             401,
@@ -584,6 +617,9 @@ fn classify(method: &str, segs: &[String], query: &[(String, String)]) -> Route 
     let s: Vec<&str> = segs.iter().map(String::as_str).collect();
     if method == "POST" && s.len() == 4 && s[1] == "oauth2" && s[2] == "v2.0" && s[3] == "token" {
         return Route::Token;
+    }
+    if method == "POST" && s.as_slice() == ["v1.0", "$batch"] {
+        return Route::Batch;
     }
     let ["v1.0", "users", _, rest @ ..] = s.as_slice() else {
         return Route::Unknown;
