@@ -153,6 +153,12 @@ async fn token_by_secret_issues_bearer_and_refuses_wrong_credentials() {
     let (s, _) = token_request(&fake, TENANT, &bad_client).await;
     assert_eq!(s, 400);
     assert_eq!(fake.token_requests(), 4);
+    let env = fake.env();
+    assert!(env.contains(&("MAILGATE_GRAPH_BASE_URL".to_owned(), fake.base_url())));
+    assert!(env.contains(&(
+        "MICROSOFT_GRAPH_CLIENT_SECRET".to_owned(),
+        CLIENT_SECRET.to_owned()
+    )));
 
     // The token works on Graph; expire_tokens() turns it into a 401.
     fake.add_mailbox(BOX);
@@ -257,6 +263,13 @@ async fn token_by_client_assertion_checks_claims_and_signature() {
             .unwrap()
             .contains("signature")
     );
+    // A registered thumbprint must match the header's x5t#S256.
+    fake.set_assertion_thumbprint("another-thumbprint");
+    let (s, _) = request(good.clone()).await;
+    assert_eq!(s, 401);
+    fake.set_assertion_thumbprint("q2V5LXRodW1icHJpbnQ");
+    let (s, _) = request(good.clone()).await;
+    assert_eq!(s, 200);
     // Another key's signature fails too.
     let other = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
     let (s, _) = request(signed_assertion(&other, &fake.token_url(), CLIENT_ID)).await;
@@ -686,6 +699,14 @@ async fn attachments_of_each_kind_and_their_raw_values() {
         "#microsoft.graph.fileAttachment"
     );
 
+    let (_, expanded) = g
+        .get(&g.url(
+            &format!("messages/{id}/attachments"),
+            &[("$expand", "microsoft.graph.itemattachment/item")],
+        ))
+        .await;
+    assert_eq!(expanded["value"][1]["item"]["subject"], "Signed contract");
+    assert!(expanded["value"][0].get("item").is_none());
     let aid = |i: usize| list[i]["id"].as_str().unwrap().to_owned();
     let (s, one) = g
         .get(&g.url(&format!("messages/{id}/attachments/{}", aid(0)), &[]))
@@ -892,8 +913,9 @@ async fn throttling_and_server_faults_per_route() {
     );
 
     // A 500 on page 3 of 5: the third request of the list route.
-    g.fake
-        .inject(Fault::new(Route::List, FaultKind::ServerError).nth(3));
+    g.fake.inject(
+        Fault::new(Route::List, FaultKind::ServerError).nth(g.fake.route_count(Route::List) + 3),
+    );
     let mut url = g.url("mailFolders/inbox/messages", &[("$top", "10")]);
     let mut statuses = Vec::new();
     loop {

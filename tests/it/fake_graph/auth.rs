@@ -18,6 +18,7 @@ pub(crate) fn check_assertion(
     expected_aud: &str,
     client_id: &str,
     public_key_der: Option<&[u8]>,
+    expected_x5t_s256: Option<&str>,
     now: i64,
 ) -> Result<Value, String> {
     let parts: Vec<&str> = jwt.split('.').collect();
@@ -40,6 +41,11 @@ pub(crate) fn check_assertion(
     }
     if !header["x5t#S256"].is_string() && !header["x5t"].is_string() {
         return Err("AADSTS700027: Client assertion contains no certificate thumbprint.".into());
+    }
+    if let Some(x5t) = expected_x5t_s256
+        && header["x5t#S256"] != x5t
+    {
+        return Err("AADSTS700027: The certificate with the given thumbprint is not registered for the application.".into());
     }
     if claims["aud"] != expected_aud {
         return Err(format!(
@@ -189,6 +195,7 @@ impl State {
                     &aud,
                     &self.client_id,
                     self.public_key.as_deref(),
+                    self.x5t_s256.as_deref(),
                     Utc::now().timestamp(),
                 ) {
                     Ok(claims) => ClientAuth::Assertion(claims),

@@ -499,8 +499,19 @@ impl State {
         };
         let m = &self.mailboxes[address].messages[idx];
         let select = ctx.select();
+        // `$expand=microsoft.graph.itemattachment/item` inlines an attached message's JSON.
+        let expand_item = ctx
+            .param("$expand")
+            .is_some_and(|e| e.to_ascii_lowercase().contains("itemattachment/item"));
         let render = |a: &Attachment| {
-            apply_select(a.json(m.received), select.as_deref(), &[])
+            let mut json = a.json(m.received);
+            if let (true, AttachmentContent::Item { message, .. }) = (expand_item, &a.content) {
+                let mut item = message.json(ctx.prefer.body_as_text);
+                item.remove("internetMessageHeaders");
+                item.insert("@odata.type".into(), json!("#microsoft.graph.message"));
+                json.insert("item".into(), Value::Object(item));
+            }
+            apply_select(json, select.as_deref(), &[])
                 .map(Value::Object)
                 .map_err(|bad| {
                     graph_error(

@@ -237,6 +237,7 @@ struct State {
     client_id: String,
     client_secret: Option<String>,
     public_key: Option<Vec<u8>>,
+    x5t_s256: Option<String>,
     token_lifetime: u64,
     tokens: HashMap<String, Token>,
     generation: u64,
@@ -676,6 +677,7 @@ impl FakeGraph {
             client_id: CLIENT_ID.into(),
             client_secret: Some(CLIENT_SECRET.into()),
             public_key: None,
+            x5t_s256: None,
             token_lifetime: 3599,
             tokens: HashMap::new(),
             generation: 0,
@@ -736,6 +738,26 @@ impl FakeGraph {
     /// `RsaKeyPair::public_key().as_ref()` gives it).
     pub(crate) fn set_assertion_key(&self, public_key_der: &[u8]) {
         self.st().public_key = Some(public_key_der.to_vec());
+    }
+    /// Refuses assertions whose header `x5t#S256` is not this (base64url SHA-256 thumbprint).
+    pub(crate) fn set_assertion_thumbprint(&self, x5t_s256: &str) {
+        self.st().x5t_s256 = Some(x5t_s256.to_owned());
+    }
+    /// The environment a mailgate child needs to reach this fake with the default secret:
+    /// `MICROSOFT_GRAPH_TENANT_ID`, `_CLIENT_ID`, `_CLIENT_SECRET`, `MAILGATE_GRAPH_LOGIN_URL`,
+    /// `MAILGATE_GRAPH_BASE_URL`.
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
+        let st = self.st();
+        let mut env = vec![
+            ("MICROSOFT_GRAPH_TENANT_ID".to_owned(), st.tenant.clone()),
+            ("MICROSOFT_GRAPH_CLIENT_ID".to_owned(), st.client_id.clone()),
+            ("MAILGATE_GRAPH_LOGIN_URL".to_owned(), self.server.uri()),
+            ("MAILGATE_GRAPH_BASE_URL".to_owned(), self.base_url()),
+        ];
+        if let Some(secret) = &st.client_secret {
+            env.push(("MICROSOFT_GRAPH_CLIENT_SECRET".to_owned(), secret.clone()));
+        }
+        env
     }
     /// Lifetime of tokens issued from now on (`expires_in`), in seconds.
     pub(crate) fn set_token_lifetime(&self, secs: u64) {
@@ -947,6 +969,12 @@ impl FakeGraph {
             .iter()
             .filter(|r| r.route == route)
             .count()
+    }
+    /// How many requests of a route arrived since the start (what [`Fault::nth`] counts;
+    /// `clear_requests` does not reset it): `Fault::nth(fake.route_count(r) + 3)` is "the third
+    /// from now".
+    pub(crate) fn route_count(&self, route: Route) -> u32 {
+        self.st().route_counts.get(&route).copied().unwrap_or(0)
     }
     /// The (method, route) pairs seen.
     pub(crate) fn routes_seen(&self) -> BTreeSet<(String, Route)> {
