@@ -1122,3 +1122,47 @@ async fn json_batch_runs_each_step_with_its_own_faults() {
     let (s, v) = g.post_json(&batch, json!({"requests": []}), "").await;
     assert_eq!((s, code(&v)), (401, "InvalidAuthenticationToken"));
 }
+
+#[tokio::test]
+async fn permissions_and_rbac_scope_are_enforced_and_reported() {
+    let g = G::new().await;
+    g.fake.add_mailbox(OTHER);
+    let id = g.fake.add_message(BOX, "inbox", Message::new("Read only"));
+    g.get(&g.url("mailFolders", &[])).await;
+    assert_eq!(g.fake.permissions_used(), BTreeSet::from(["Mail.Read"]));
+
+    g.fake.grant(&["Mail.Read"]);
+    let (s, _) = g.get(&g.url(&format!("messages/{id}"), &[])).await;
+    assert_eq!(s, 200);
+    let (s, v) = g
+        .send(
+            g.http
+                .patch(g.url(&format!("messages/{id}"), &[]))
+                .json(&json!({"isRead": true})),
+            "",
+        )
+        .await;
+    assert_eq!((s, code(&v)), (403, "ErrorAccessDenied"));
+    assert!(
+        !g.fake.message(BOX, &id).unwrap().is_read,
+        "a denied write changes nothing"
+    );
+    let mail = "From: Mina Holt <mina.holt@example.com>\r\nTo: Lena Brandt <lena.brandt@example.org>\r\nSubject: x\r\n\r\nx\r\n";
+    let (s, _) = g.post_mime(&g.url("sendMail", &[]), mail).await;
+    assert_eq!(s, 403);
+    assert!(g.fake.sent().is_empty());
+    assert_eq!(
+        g.fake.permissions_used(),
+        BTreeSet::from(["Mail.Read", "Mail.ReadWrite", "Mail.Send"])
+    );
+
+    // Mail.ReadWrite implies Mail.Read; the RBAC scope keeps the app out of other mailboxes.
+    g.fake.grant(&["Mail.ReadWrite"]);
+    g.fake.scope_app_to(&[BOX]);
+    let (s, _) = g.get(&g.url("mailFolders", &[])).await;
+    assert_eq!(s, 200);
+    let (s, v) = g
+        .get(&format!("{}/users/{OTHER}/mailFolders", g.fake.base_url()))
+        .await;
+    assert_eq!((s, code(&v)), (403, "ErrorAccessDenied"));
+}

@@ -128,6 +128,18 @@ impl State {
                 rid,
             );
         }
+        if let Some(scope) = &self.app_scope
+            && !scope.contains(&address)
+        {
+            // Exchange RBAC for Applications: the app is confined to its management scope.
+            return access_denied(rid);
+        }
+        if let (Some(granted), Some(needed)) = (&self.granted, route.permission())
+            && !granted.contains(needed)
+            && !(needed == "Mail.Read" && granted.contains("Mail.ReadWrite"))
+        {
+            return access_denied(rid);
+        }
         let rest = &segs[3..];
         match route {
             Route::Folders => self.folders(&address, rest, ctx, rid),
@@ -939,4 +951,13 @@ fn decode_skiptoken(token: &str) -> Option<usize> {
         .strip_prefix("search-offset:")?
         .parse()
         .ok()
+}
+
+fn access_denied(rid: u64) -> Reply {
+    graph_error(
+        403,
+        "ErrorAccessDenied",
+        "Access is denied. Check credentials and try again.",
+        rid,
+    )
 }

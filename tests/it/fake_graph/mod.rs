@@ -70,6 +70,24 @@ pub(crate) enum Route {
     Unknown,
 }
 
+impl Route {
+    /// The least Graph application permission the route needs (`Mail.ReadWrite` implies
+    /// `Mail.Read`); `None` for the token endpoint, `$batch` (its steps count) and unknown.
+    pub(crate) fn permission(self) -> Option<&'static str> {
+        match self {
+            Route::Folders
+            | Route::List
+            | Route::Search
+            | Route::Message
+            | Route::Attachments
+            | Route::AttachmentValue => Some("Mail.Read"),
+            Route::Move | Route::Copy | Route::Patch | Route::Draft => Some("Mail.ReadWrite"),
+            Route::Send => Some("Mail.Send"),
+            Route::Token | Route::Batch | Route::Unknown => None,
+        }
+    }
+}
+
 /// A `Retry-After` value: delta seconds or an HTTP date.
 #[derive(Clone, Debug)]
 pub(crate) enum RetryAfter {
@@ -245,6 +263,10 @@ struct State {
     last_client_auth: Option<ClientAuth>,
     mailboxes: BTreeMap<String, Mailbox>,
     ignore_search: BTreeSet<String>,
+    /// Application permissions granted; `None` grants everything.
+    granted: Option<BTreeSet<String>>,
+    /// Mailboxes the app may reach (RBAC for Applications); `None` reaches all.
+    app_scope: Option<BTreeSet<String>>,
     faults: Vec<Fault>,
     route_counts: HashMap<Route, u32>,
     latency: Duration,
@@ -685,6 +707,8 @@ impl FakeGraph {
             last_client_auth: None,
             mailboxes: BTreeMap::new(),
             ignore_search: BTreeSet::new(),
+            granted: None,
+            app_scope: None,
             faults: Vec::new(),
             route_counts: HashMap::new(),
             latency: Duration::ZERO,
@@ -738,6 +762,16 @@ impl FakeGraph {
     /// `RsaKeyPair::public_key().as_ref()` gives it).
     pub(crate) fn set_assertion_key(&self, public_key_der: &[u8]) {
         self.st().public_key = Some(public_key_der.to_vec());
+    }
+    /// Grants only these application permissions (`Mail.Read`, `Mail.ReadWrite`, `Mail.Send`):
+    /// a request needing another answers 403 `ErrorAccessDenied`.
+    pub(crate) fn grant(&self, permissions: &[&str]) {
+        self.st().granted = Some(permissions.iter().map(|p| (*p).to_owned()).collect());
+    }
+    /// Confines the app to these mailboxes (Exchange RBAC for Applications): any other
+    /// existing mailbox answers 403 `ErrorAccessDenied`.
+    pub(crate) fn scope_app_to(&self, addresses: &[&str]) {
+        self.st().app_scope = Some(addresses.iter().map(|a| a.to_lowercase()).collect());
     }
     /// Refuses assertions whose header `x5t#S256` is not this (base64url SHA-256 thumbprint).
     pub(crate) fn set_assertion_thumbprint(&self, x5t_s256: &str) {
@@ -975,6 +1009,14 @@ impl FakeGraph {
     /// from now".
     pub(crate) fn route_count(&self, route: Route) -> u32 {
         self.st().route_counts.get(&route).copied().unwrap_or(0)
+    }
+    /// The permissions the recorded Graph requests needed (per `Route::permission`).
+    pub(crate) fn permissions_used(&self) -> BTreeSet<&'static str> {
+        self.st()
+            .requests
+            .iter()
+            .filter_map(|r| r.route.permission())
+            .collect()
     }
     /// The (method, route) pairs seen.
     pub(crate) fn routes_seen(&self) -> BTreeSet<(String, Route)> {
