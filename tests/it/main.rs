@@ -8,6 +8,9 @@
 
 mod util;
 
+mod fake_graph;
+mod fake_graph_selftest;
+
 mod catalog;
 mod cli;
 mod config_refusals;
