@@ -341,6 +341,11 @@ pub(crate) struct Writer<'a> {
 }
 
 impl Writer<'_> {
+    /// Whether a moved message keeps its id in this mailbox (see [`Capabilities`]).
+    pub(crate) fn ids_survive_move(&self) -> bool {
+        self.backend.capabilities().ids_survive_move
+    }
+
     /// Stores a draft (flags: seen, draft) in the drafts folder, created when missing.
     pub(crate) async fn create_draft(&self, raw: &[u8]) -> Result<String, BackendError> {
         let flags = Flags {

@@ -64,6 +64,10 @@ pub(crate) struct BatchChangeOut {
     pub(crate) status: BatchStatus,
     pub(crate) successful_items: usize,
     pub(crate) failed_items: usize,
+    /// Move and copy: whether this mailbox's ids are immutable (a moved message keeps its id,
+    /// so an id held from an earlier answer still names it; `newId` equals `id` after a move).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) id_is_immutable: Option<bool>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -207,6 +211,7 @@ async fn move_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, 
         &resolved.alias,
         &args.message_ids,
         results,
+        Some(writer.ids_survive_move()),
     ))
 }
 
@@ -224,6 +229,7 @@ async fn copy_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, 
         &resolved.alias,
         &args.message_ids,
         results,
+        Some(writer.ids_survive_move()),
     ))
 }
 
@@ -242,6 +248,7 @@ async fn mark_messages(app: Arc<App>, args: MarkArgs) -> Result<ToolOutput, Tool
         &resolved.alias,
         &args.message_ids,
         results,
+        None,
     ))
 }
 
@@ -279,6 +286,7 @@ fn batch_output(
     alias: &Alias,
     ids: &[String],
     results: Vec<Result<Option<String>, BackendError>>,
+    id_is_immutable: Option<bool>,
 ) -> ToolOutput {
     let results: Vec<ItemResultOut> = ids
         .iter()
@@ -315,6 +323,7 @@ fn batch_output(
             status,
             successful_items: ok,
             failed_items: failed,
+            id_is_immutable,
         },
     )
 }

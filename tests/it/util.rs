@@ -56,7 +56,10 @@ impl World {
     }
 
     /// Points the Graph endpoints at a fake Graph listening on `uri` (`http://127.0.0.1:PORT`).
-    #[expect(dead_code, reason = "the fake Graph tests land with the fake (issue 11)")]
+    #[expect(
+        dead_code,
+        reason = "the fake Graph tests land with the fake (issue 11)"
+    )]
     pub(crate) fn graph(self, uri: &str) -> Self {
         self.with("MAILGATE_GRAPH_BASE_URL", &format!("{uri}/v1.0"))
             .with("MAILGATE_GRAPH_LOGIN_URL", uri)

@@ -33,9 +33,12 @@ pub(crate) fn check_assertion(
     };
     let header = decode_json(h)?;
     let claims = decode_json(c)?;
-    if header["alg"] != "RS256" {
-        return Err("AADSTS5002738: Invalid JWT token. 'alg' must be RS256.".into());
-    }
+    // The identity platform accepts PS256 (its current guidance) and RS256.
+    let pss = match header["alg"].as_str() {
+        Some("PS256") => true,
+        Some("RS256") => false,
+        _ => return Err("AADSTS5002738: Invalid JWT token. 'alg' must be PS256 or RS256.".into()),
+    };
     if header["typ"] != "JWT" {
         return Err("AADSTS50027: Invalid JWT token. 'typ' must be JWT.".into());
     }
@@ -78,9 +81,16 @@ pub(crate) fn check_assertion(
         .decode(s)
         .map_err(|_| "AADSTS50027: JWT signature is not base64url.".to_owned())?;
     if let Some(der) = public_key_der {
-        use aws_lc_rs::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
+        use aws_lc_rs::signature::{
+            RSA_PKCS1_2048_8192_SHA256, RSA_PSS_2048_8192_SHA256, UnparsedPublicKey,
+        };
         let signed = format!("{h}.{c}");
-        UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, der)
+        let algorithm = if pss {
+            &RSA_PSS_2048_8192_SHA256
+        } else {
+            &RSA_PKCS1_2048_8192_SHA256
+        };
+        UnparsedPublicKey::new(algorithm, der)
             .verify(signed.as_bytes(), &signature)
             .map_err(|_| {
                 "AADSTS700027: Client assertion failed signature validation.".to_owned()
