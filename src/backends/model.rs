@@ -105,6 +105,9 @@ pub(crate) struct MessageSummary {
     /// Start of the body text, for previews (at most [`PREVIEW_CHARS`]).
     pub(crate) preview: String,
     pub(crate) attachments: Vec<AttachmentMeta>,
+    /// `attachments` is the message's whole list. A remote listing does not fetch attachment
+    /// lists (one request per message), so there it holds none and a name match needs a fetch.
+    pub(crate) attachments_listed: bool,
     /// What of this message the backend did not read; `Some` makes a non-match unproven.
     pub(crate) gap: Option<ContentGap>,
 }

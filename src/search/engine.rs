@@ -13,8 +13,12 @@ use super::{
     Confidence, ScanReport, SearchOutcome, SearchPlan, SearchSource, SearchStatus, Strategy,
     error_warning, limit_warnings, warning,
 };
+use crate::backends::AttachmentMeta;
 use crate::backends::BackendError;
 use crate::backends::model::{ContentGap, MessageSummary, Order, Page, SearchKind};
+
+/// A message's body text and whole attachment list, as the fallback fetches them.
+type Content = (String, Vec<AttachmentMeta>);
 
 /// Bodies fetched at once by the fallback scan of a backend whose search may ignore the query.
 const BODY_FETCHES: usize = 4;
@@ -27,6 +31,45 @@ pub(crate) fn canary_term(query: &str) -> String {
 }
 
 pub(crate) async fn run<S: SearchSource>(source: &S, plan: &SearchPlan) -> SearchOutcome {
+    let mut outcome = decide(source, plan).await;
+    if plan.attachment_names {
+        list_attachments(source, plan, &mut outcome.messages).await;
+    }
+    outcome
+}
+
+/// Fills the attachment lists a listing left out, for the results only (at most
+/// `maxResults`), a few at a time; a list that cannot be fetched stays unlisted (the answer
+/// then shows no names for that message rather than an empty list).
+async fn list_attachments<S: SearchSource>(
+    source: &S,
+    plan: &SearchPlan,
+    messages: &mut [MessageSummary],
+) {
+    let deadline = tokio::time::Instant::from_std(plan.deadline);
+    let wanted: Vec<(usize, String)> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.attachments_listed)
+        .map(|(i, m)| (i, m.id.clone()))
+        .collect();
+    let fetched: Vec<(usize, Option<Vec<AttachmentMeta>>)> = futures::stream::iter(wanted)
+        .map(|(i, id)| async move {
+            let list = tokio::time::timeout_at(deadline, source.attachments(&id)).await;
+            (i, list.ok().and_then(Result::ok))
+        })
+        .buffered(BODY_FETCHES)
+        .collect()
+        .await;
+    for (i, list) in fetched {
+        if let Some(list) = list {
+            messages[i].attachments = list;
+            messages[i].attachments_listed = true;
+        }
+    }
+}
+
+async fn decide<S: SearchSource>(source: &S, plan: &SearchPlan) -> SearchOutcome {
     match (plan.query.as_deref(), source.capabilities().search) {
         (None, _) => one_scan(source, plan, None).await,
         (Some(q), SearchKind::ExhaustiveLocal) => one_scan(source, plan, Some(q)).await,
@@ -300,19 +343,27 @@ async fn match_with_bodies<S: SearchSource>(
         .into_iter()
         .partition(|c| matcher.matches(c, None));
     let deadline = tokio::time::Instant::from_std(plan.deadline);
-    let fetched: Vec<(MessageSummary, Option<String>)> = futures::stream::iter(need_body)
+    let fetched: Vec<(MessageSummary, Option<Content>)> = futures::stream::iter(need_body)
         .map(|c| async move {
-            let body = tokio::time::timeout_at(deadline, source.body_text(&c.id)).await;
-            (c, body.ok().and_then(Result::ok))
+            let content = tokio::time::timeout_at(deadline, source.content(&c.id)).await;
+            (c, content.ok().and_then(Result::ok))
         })
         .buffered(BODY_FETCHES)
         .collect()
         .await;
     let mut missing = false;
-    for (c, body) in fetched {
-        match body {
-            Some(body) if matcher.matches(&c, Some(&body)) => hits.push(c),
-            Some(_) => {}
+    for (mut c, content) in fetched {
+        match content {
+            Some((body, attachments)) => {
+                // A listing that left attachments out gets them now: names match too.
+                if !c.attachments_listed {
+                    c.attachments = attachments;
+                    c.attachments_listed = true;
+                }
+                if matcher.matches(&c, Some(&body)) {
+                    hits.push(c);
+                }
+            }
             None => missing = true,
         }
     }
@@ -381,6 +432,7 @@ pub(crate) mod tests {
             has_attachments: false,
             preview: String::new(),
             attachments: Vec::new(),
+            attachments_listed: true,
             gap: None,
         }
     }
@@ -433,8 +485,8 @@ pub(crate) mod tests {
             };
             r.clone().map_err(|()| BackendError::Unavailable)
         }
-        async fn body_text(&self, _id: &str) -> Result<String, BackendError> {
-            Ok(String::new())
+        async fn content(&self, _id: &str) -> Result<(String, Vec<AttachmentMeta>), BackendError> {
+            Ok((String::new(), Vec::new()))
         }
     }
 
@@ -448,8 +500,10 @@ pub(crate) mod tests {
         async fn scan(&self, req: &ScanRequest, query: Option<&str>) -> Result<Page, BackendError> {
             self.0.scan(req, query).await
         }
-        async fn body_text(&self, _id: &str) -> Result<String, BackendError> {
-            self.1.map(str::to_owned).ok_or(BackendError::Timeout)
+        async fn content(&self, _id: &str) -> Result<(String, Vec<AttachmentMeta>), BackendError> {
+            self.1
+                .map(|body| (body.to_owned(), Vec::new()))
+                .ok_or(BackendError::Timeout)
         }
     }
 
@@ -497,6 +551,7 @@ pub(crate) mod tests {
             sort_by: SortBy::ReceivedDateTime,
             sort_order: SortOrder::Desc,
             deadline: std::time::Instant::now() + crate::search::SEARCH_DEADLINE,
+            attachment_names: false,
         }
     }
 
@@ -857,7 +912,7 @@ pub(crate) mod tests {
             self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.0.clone().map_err(|()| BackendError::Unavailable)
         }
-        async fn body_text(&self, _id: &str) -> Result<String, BackendError> {
+        async fn content(&self, _id: &str) -> Result<(String, Vec<AttachmentMeta>), BackendError> {
             unreachable!("an exhaustive search matched bodies itself")
         }
     }

@@ -20,7 +20,7 @@ use crate::backends::model::{
     Budget, Capabilities, ContentGap, Fault, Filters, FolderSelector, MessageSummary, Order, Page,
     ScanRequest, ScanStop, SortBy, SortOrder,
 };
-use crate::backends::{Backend, BackendError};
+use crate::backends::{AttachmentMeta, Backend, BackendError};
 
 /// The five outcomes of a search, ordered so that the worst wins when aggregating.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -296,8 +296,21 @@ pub(crate) trait SearchSource: Sync {
         query: Option<&str>,
     ) -> impl Future<Output = Result<Page, BackendError>> + Send;
 
-    /// One message's body text, for a fallback match that its summary did not settle.
-    fn body_text(&self, id: &str) -> impl Future<Output = Result<String, BackendError>> + Send;
+    /// One message's body text and whole attachment list, for a fallback match that its
+    /// summary did not settle.
+    fn content(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<(String, Vec<AttachmentMeta>), BackendError>> + Send;
+
+    /// One message's whole attachment list, for a result whose listing left it out.
+    fn attachments(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Vec<AttachmentMeta>, BackendError>> + Send {
+        let _ = id;
+        async { Ok(Vec::new()) }
+    }
 }
 
 impl SearchSource for Backend {
@@ -309,8 +322,14 @@ impl SearchSource for Backend {
         Backend::scan(self, req, query).await
     }
 
-    async fn body_text(&self, id: &str) -> Result<String, BackendError> {
-        self.get_message(id).await.map(|m| m.body_text)
+    async fn content(&self, id: &str) -> Result<(String, Vec<AttachmentMeta>), BackendError> {
+        self.get_message(id)
+            .await
+            .map(|m| (m.body_text, m.summary.attachments))
+    }
+
+    async fn attachments(&self, id: &str) -> Result<Vec<AttachmentMeta>, BackendError> {
+        self.list_attachments(id).await
     }
 }
 
@@ -327,6 +346,9 @@ pub(crate) struct SearchPlan {
     pub(crate) sort_order: SortOrder,
     /// See [`SEARCH_DEADLINE`].
     pub(crate) deadline: Instant,
+    /// Results must carry their attachment lists (`includeAttachmentNames`): a backend whose
+    /// listings leave them out is asked per result.
+    pub(crate) attachment_names: bool,
 }
 
 impl SearchPlan {

@@ -169,7 +169,11 @@ pub(crate) struct MessageSummaryOut {
     pub(crate) is_flagged: bool,
     pub(crate) has_attachments: bool,
     pub(crate) body_preview: String,
-    pub(crate) attachment_count: usize,
+    /// Absent when the listing did not fetch the message's attachment list (a remote
+    /// mailbox; `includeAttachmentNames` fetches it): `hasAttachments` still says whether
+    /// there are any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) attachment_count: Option<usize>,
     /// Present when attachment names were asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) attachments: Option<Vec<AttachmentOut>>,
@@ -198,8 +202,8 @@ impl MessageSummaryOut {
             is_flagged: c.is_flagged,
             has_attachments: c.has_attachments,
             body_preview: bounded(&c.preview, PREVIEW_CHARS),
-            attachment_count: listed.len(),
-            attachments: with_attachments.then(|| {
+            attachment_count: c.attachments_listed.then_some(listed.len()),
+            attachments: (with_attachments && c.attachments_listed).then(|| {
                 listed
                     .iter()
                     .take(SUMMARY_ATTACHMENTS)

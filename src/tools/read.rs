@@ -284,6 +284,7 @@ pub(super) fn plan(
             _ => SortOrder::Desc,
         },
         deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
+        attachment_names: criteria.include_attachment_names == Some(true),
     })
 }
 
@@ -940,6 +941,7 @@ mod tests {
                         is_inline: i % 2 == 0,
                     })
                     .collect(),
+                attachments_listed: true,
                 gap: None,
             },
             recipients_cut: false,

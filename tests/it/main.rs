@@ -16,6 +16,7 @@ mod cli;
 mod config_refusals;
 mod dropin;
 mod evidence_honesty;
+mod graph;
 mod handoff_cli;
 mod handoffs;
 mod hostile_mail;

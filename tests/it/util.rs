@@ -48,21 +48,17 @@ impl World {
         );
         // Graph app credentials for configs that list a Graph mailbox (startup requires them),
         // and endpoints on a closed loopback port: nothing ever leaves the machine. Tests that
-        // talk to the fake Graph point the endpoints at it ([`World::graph`]).
+        // talk to the fake Graph take its environment (`FakeGraph::env`).
         for (key, value) in GRAPH_TEST_ENV {
             env.insert(key.into(), value.into());
         }
         Self { dir, env }
     }
 
-    /// Points the Graph endpoints at a fake Graph listening on `uri` (`http://127.0.0.1:PORT`).
-    #[expect(
-        dead_code,
-        reason = "the fake Graph tests land with the fake (issue 11)"
-    )]
-    pub(crate) fn graph(self, uri: &str) -> Self {
-        self.with("MAILGATE_GRAPH_BASE_URL", &format!("{uri}/v1.0"))
-            .with("MAILGATE_GRAPH_LOGIN_URL", uri)
+    /// Removes `key` from the child environment.
+    pub(crate) fn without(mut self, key: &str) -> Self {
+        self.env.remove(key);
+        self
     }
 
     pub(crate) fn with(mut self, key: &str, value: &str) -> Self {

@@ -174,6 +174,8 @@ impl Message {
                 .take(PREVIEW_CHARS)
                 .collect(),
             attachments: Vec::new(),
+            // Nothing to list when Graph says there are no attachments.
+            attachments_listed: !self.has_attachments,
             gap: None,
         }
     }
@@ -182,6 +184,7 @@ impl Message {
     pub(crate) fn into_detail(mut self, attachments: Vec<AttachmentMeta>) -> MessageDetail {
         let mut summary = self.summary("");
         summary.attachments = attachments;
+        summary.attachments_listed = true;
         let header = |name: &str| {
             self.internet_message_headers
                 .iter()

@@ -323,6 +323,7 @@ fn to_summary(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> Messa
         has_attachments: attachments.iter().any(|a| !a.is_inline),
         preview: parsed.body_text.chars().take(PREVIEW_CHARS).collect(),
         attachments,
+        attachments_listed: true,
         gap,
     }
 }
@@ -350,6 +351,7 @@ fn unread_summary(folder: &str, file: &MessageFile, err: &BackendError) -> Messa
         has_attachments: false,
         preview: String::new(),
         attachments: Vec::new(),
+        attachments_listed: true,
         gap: Some(unread_gap(err)),
     }
 }

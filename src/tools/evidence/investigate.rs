@@ -543,6 +543,8 @@ async fn scan_folder(
         sort_by: SortBy::ReceivedDateTime,
         sort_order: SortOrder::Desc,
         deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
+        // The investigation reads the documents each message carries.
+        attachment_names: true,
     };
     let outcome = engine::run(backend, &plan).await;
     cov.pages_scanned = outcome.pages_scanned;

@@ -1,0 +1,724 @@
+//! The Microsoft Graph backend end to end (issue 11): the real binary over stdio MCP, pointed at
+//! the fake Graph (`fake_graph`) with a reference user's config shape (entries without
+//! `backend`) and environment. Every tool of the widest catalog on Graph mailboxes, a mixed
+//! Graph + Maildir config, the fault cases (throttling, a failed page, malformed JSON, an
+//! expired token, an out-of-scope mailbox, a search that ignores the query), the permissions
+//! each tool's requests needed against what `policy/catalog.toml` declares, and the
+//! certificate credential.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::fake_graph::{
+    CLIENT_SECRET, ClientAuth, FakeGraph, Fault, FaultKind, Message, RetryAfter, Route,
+};
+use crate::util::{Client, World, write_mode};
+
+const FINANCE: &str = "finance@example.com";
+const PERSONAL: &str = "ana.lima@example.com";
+
+/// The demo corpus (`src/demo/messages`) for finance and personal, as two Graph mailboxes.
+async fn seeded_fake() -> FakeGraph {
+    let fake = FakeGraph::start().await;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demo/messages");
+    let seeded = fake.seed_from_eml_dir(&dir, &[("finance", FINANCE), ("personal", PERSONAL)]);
+    assert!(seeded > 50, "the demo corpus: {seeded}");
+    fake
+}
+
+/// A reference user's plugin.json: Graph entries have no `backend`.
+fn graph_config(world: &World, extra_entries: &str) -> String {
+    let json = format!(
+        r#"{{"mailboxes": [
+            {{"alias": "finance", "address": "{FINANCE}"}},
+            {{"alias": "personal", "address": "{PERSONAL}"}}{extra_entries}]}}"#
+    );
+    let path = world.path().join("plugin.json");
+    write_mode(&path, json.as_bytes(), 0o600);
+    path.display().to_string()
+}
+
+/// A world whose child reaches `fake` with the fake's credentials.
+fn world_for(fake: &FakeGraph) -> World {
+    fake.env()
+        .iter()
+        .fold(World::new(), |world, (k, v)| world.with(k, v))
+}
+
+/// The Graph permission `policy/catalog.toml` declares for `tool`.
+fn declared_permission(tool: &str) -> String {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("policy/catalog.toml"))
+            .expect("catalog.toml");
+    let catalog: toml::Value = toml::from_str(&text).expect("toml");
+    catalog["tools"][tool]["graph_permission"]
+        .as_str()
+        .expect("declared")
+        .to_owned()
+}
+
+/// Whether the declared permission covers everything the requests needed.
+fn covers(declared: &str, used: &BTreeSet<&'static str>) -> bool {
+    used.iter().all(|p| match declared {
+        "Mail.ReadWrite" => *p == "Mail.Read" || *p == "Mail.ReadWrite",
+        other => *p == other,
+    })
+}
+
+/// Calls `tool` (which must succeed) and checks that its Graph requests needed only the
+/// permission `policy/` declares for it.
+async fn call(fake: &FakeGraph, c: &Client, tool: &str, args: Value) -> Value {
+    fake.clear_requests();
+    let out = c.ok(tool, args).await;
+    let used = fake.permissions_used();
+    let declared = declared_permission(tool);
+    assert!(
+        covers(&declared, &used),
+        "{tool} declares {declared} but its requests needed {used:?}"
+    );
+    out
+}
+
+/// Every tool of the 20-tool catalog on Graph mailboxes, through a real MCP client over stdio.
+#[tokio::test]
+async fn every_tool_works_on_graph_mailboxes() {
+    let fake = seeded_fake().await;
+    let world = world_for(&fake)
+        .with("PLUGIN_ALLOW_WRITES", "true")
+        .with("PLUGIN_ALLOW_LOCAL_HANDOFFS", "true")
+        .with("PLUGIN_ALLOW_SEND", "true")
+        .with("OUTLOOK_SEND_FROM", FINANCE)
+        .with("OUTLOOK_ALLOWED_SENDERS", FINANCE)
+        .with(
+            "OUTLOOK_ALLOWED_RECIPIENT_DOMAINS",
+            "example.com,example.org",
+        );
+    let config = graph_config(&world, "");
+    let c = world.client(&["--config", &config, "serve"]).await;
+    assert_eq!(c.tools().await.len(), 20);
+
+    let allowed = call(&fake, &c, "list_allowed_mailboxes", json!({})).await;
+    assert_eq!(allowed["mailboxes"], json!(["finance", "personal"]));
+
+    let folders = call(&fake, &c, "list_folders", json!({"mailbox": "finance"})).await;
+    let names: Vec<&str> = folders["folders"]
+        .as_array()
+        .expect("folders")
+        .iter()
+        .filter_map(|f| f["displayName"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"Inbox") && names.contains(&"Archive"),
+        "{names:?}"
+    );
+
+    let stats = call(
+        &fake,
+        &c,
+        "get_folder_stats",
+        json!({"mailbox": "finance", "folderId": "inbox"}),
+    )
+    .await;
+    let inbox_total = fake.messages_in(FINANCE, "inbox").len() as u64;
+    assert_eq!(stats["totalEmails"], inbox_total, "{stats}");
+
+    let listing = call(
+        &fake,
+        &c,
+        "list_messages",
+        json!({"mailbox": "finance", "criteria": {"hasAttachments": true, "maxResults": 50}}),
+    )
+    .await;
+    assert_eq!(listing["status"], "FOUND", "{listing}");
+    let with_attachments = listing["messages"].as_array().expect("messages");
+
+    // A word of a real subject is found by Graph's own search, trusted after a clean canary.
+    let subject = fake.messages_in(FINANCE, "inbox")[0].subject.clone();
+    let word = subject
+        .split(|ch: char| !ch.is_alphanumeric())
+        .find(|w| w.len() > 4)
+        .expect("a word")
+        .to_owned();
+    let found = call(
+        &fake,
+        &c,
+        "search_mailbox",
+        json!({"mailbox": "finance", "criteria": {"query": word}}),
+    )
+    .await;
+    assert_eq!(found["status"], "FOUND", "{found}");
+    assert_eq!(found["strategy"], "graph_search", "{found}");
+    let absent = call(
+        &fake,
+        &c,
+        "search_mailbox",
+        json!({"mailbox": "finance", "criteria": {"query": "zeppelinquark"}}),
+    )
+    .await;
+    assert!(
+        absent["status"] == "NOT_FOUND" && absent["truncated"] == false
+            || absent["status"] == "SEARCH_INCOMPLETE",
+        "{absent}"
+    );
+    let both = call(
+        &fake,
+        &c,
+        "search_mailboxes",
+        json!({"criteria": {"query": word}}),
+    )
+    .await;
+    assert_eq!(both["results"].as_array().map(Vec::len), Some(2), "{both}");
+    let batch = call(
+        &fake,
+        &c,
+        "search_mailboxes_batch",
+        json!({"queries": [
+            {"label": "a", "mailboxes": ["finance"], "criteria": {"query": word}},
+            {"label": "b", "mailboxes": ["personal"], "criteria": {"maxResults": 2}}
+        ]}),
+    )
+    .await;
+    assert_eq!(
+        batch["results"].as_array().map(Vec::len),
+        Some(2),
+        "{batch}"
+    );
+
+    // Reads of one message and its attachments.
+    let (message_id, attachment_id) = {
+        let mut pick = None;
+        for m in with_attachments {
+            let id = m["id"].as_str().expect("id");
+            let atts = call(
+                &fake,
+                &c,
+                "list_attachments",
+                json!({"mailbox": "finance", "messageId": id}),
+            )
+            .await;
+            if let Some(a) = atts["attachments"].as_array().and_then(|a| {
+                a.iter()
+                    .find(|a| matches!(a["contentType"].as_str(), Some("text/csv" | "text/plain")))
+            }) {
+                pick = Some((id.to_owned(), a["id"].as_str().expect("id").to_owned()));
+                break;
+            }
+        }
+        pick.expect("a text attachment in the demo finance mailbox")
+    };
+    let message = call(
+        &fake,
+        &c,
+        "get_message",
+        json!({"mailbox": "finance", "messageId": message_id}),
+    )
+    .await;
+    assert_eq!(message["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
+    assert!(
+        message["message"]["body"]
+            .as_str()
+            .is_some_and(|b| !b.is_empty())
+    );
+    let content = call(
+        &fake,
+        &c,
+        "get_attachment_content",
+        json!({"mailbox": "finance", "messageId": message_id, "attachmentId": attachment_id}),
+    )
+    .await;
+    assert!(
+        content["text"].as_str().is_some_and(|t| !t.is_empty()),
+        "{content}"
+    );
+    call(
+        &fake,
+        &c,
+        "inspect_attachment_evidence",
+        json!({"mailbox": "finance", "messageId": message_id, "attachmentId": attachment_id,
+               "keywords": [word]}),
+    )
+    .await;
+    call(
+        &fake,
+        &c,
+        "investigate_documents",
+        json!({"mailbox": "finance", "criteria": {"keywords": [word]}}),
+    )
+    .await;
+    let saved = call(
+        &fake,
+        &c,
+        "download_attachments",
+        json!({"mailbox": "finance", "messageId": message_id, "attachmentIds": [attachment_id]}),
+    )
+    .await;
+    assert_eq!(saved["files"][0]["status"], "saved", "{saved}");
+    let handoff = call(
+        &fake,
+        &c,
+        "create_attachment_handoff",
+        json!({"mailbox": "finance", "messageId": message_id, "attachmentId": attachment_id,
+               "idempotencyKey": "3f1c2a9e-8b7d-4c6e-9a1b-2c3d4e5f6a7b"}),
+    )
+    .await;
+    let handoff_id = handoff["handoffId"]
+        .as_str()
+        .expect("handoff id")
+        .to_owned();
+    fake.clear_requests();
+    call(
+        &fake,
+        &c,
+        "get_attachment_handoff",
+        json!({"handoffId": handoff_id}),
+    )
+    .await;
+    assert!(
+        fake.requests().is_empty(),
+        "a handoff is served from the store"
+    );
+
+    // Writes.
+    call(
+        &fake,
+        &c,
+        "mark_messages",
+        json!({"mailbox": "finance", "messageIds": [message_id], "read": false}),
+    )
+    .await;
+    assert!(!fake.message(FINANCE, &message_id).expect("kept").is_read);
+    let copied = call(
+        &fake,
+        &c,
+        "copy_messages",
+        json!({"mailbox": "finance", "messageIds": [message_id], "destinationFolderId": "archive"}),
+    )
+    .await;
+    let copy_id = copied["results"][0]["newId"].as_str().expect("copy id");
+    assert_ne!(copy_id, message_id);
+    let moved = call(
+        &fake,
+        &c,
+        "move_messages",
+        json!({"mailbox": "finance", "messageIds": [message_id], "destinationFolderId": "junkemail"}),
+    )
+    .await;
+    assert_eq!(moved["idIsImmutable"], true, "{moved}");
+    assert_eq!(moved["results"][0]["newId"], message_id.as_str(), "{moved}");
+    assert_eq!(
+        fake.message(FINANCE, &message_id).expect("moved").folder_id,
+        fake.folder_id(FINANCE, "junkemail").expect("junk")
+    );
+    // The id held from before the move still reads the message.
+    call(
+        &fake,
+        &c,
+        "get_message",
+        json!({"mailbox": "finance", "messageId": message_id}),
+    )
+    .await;
+
+    let drafts_before = fake.messages_in(FINANCE, "drafts").len();
+    let draft = call(
+        &fake,
+        &c,
+        "create_draft",
+        json!({"mailbox": "finance", "to": ["ana.lima@example.com"], "subject": "Re: figures",
+               "body": "Draft reply.", "replyTo": message_id,
+               "attachments": [{"messageId": message_id, "attachmentId": attachment_id}]}),
+    )
+    .await;
+    assert_eq!(fake.messages_in(FINANCE, "drafts").len(), drafts_before + 1);
+    let draft_id = draft["draftId"].as_str().expect("draft id");
+    let stored = fake.message(FINANCE, draft_id).expect("the draft");
+    assert_eq!(stored.attachments.len(), 1);
+    assert!(
+        stored
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("In-Reply-To")),
+        "threaded: {:?}",
+        stored.headers
+    );
+
+    let sent_before = fake.messages_in(FINANCE, "sentitems").len();
+    let sent = call(
+        &fake,
+        &c,
+        "send_email",
+        json!({"to": ["ana.lima@example.com"], "bcc": ["records@example.org"],
+               "subject": "Quarter figures", "body": "Attached as discussed."}),
+    )
+    .await;
+    assert_eq!(sent["status"], "sent", "{sent}");
+    assert_eq!(sent["transport"], "graph", "{sent}");
+    let mails = fake.sent();
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].mailbox, FINANCE, "sent as the pinned sender");
+    assert_eq!(
+        mails[0].bcc,
+        ["records@example.org"],
+        "Graph got the blind copy"
+    );
+    assert_eq!(
+        fake.messages_in(FINANCE, "sentitems").len(),
+        sent_before + 1,
+        "Graph filed the one Sent copy; mailgate filed none"
+    );
+
+    fake.assert_no_secret_in_urls(&[CLIENT_SECRET]);
+    fake.assert_users_within(&[FINANCE, PERSONAL]);
+    assert_eq!(fake.token_requests(), 1, "one token for the whole session");
+    c.close().await;
+}
+
+/// A config mixing Graph and Maildir mailboxes answers one search across both.
+#[tokio::test]
+async fn a_mixed_graph_and_maildir_config_searches_both() {
+    let fake = seeded_fake().await;
+    let world = world_for(&fake);
+    let mail = crate::util::shared_demo().mail.clone();
+    let extra = format!(
+        r#", {{"alias": "support", "address": "support@example.org",
+              "backend": {{"kind": "maildir", "path": "{}"}}}}"#,
+        mail.join("support").display()
+    );
+    let config = graph_config(&world, &extra);
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let out = c
+        .ok(
+            "search_mailboxes",
+            json!({"criteria": {"query": "invoice"}}),
+        )
+        .await;
+    let results = out["results"].as_array().expect("results");
+    assert_eq!(results.len(), 3);
+    for r in results {
+        assert!(
+            matches!(
+                r["status"].as_str(),
+                Some("FOUND" | "NOT_FOUND" | "SEARCH_INCOMPLETE")
+            ),
+            "{r}"
+        );
+    }
+    assert_eq!(results[2]["mailbox"], "support");
+    let batch = c
+        .ok(
+            "search_mailboxes_batch",
+            json!({"queries": [
+                {"label": "cloud", "mailboxes": ["finance"], "criteria": {"query": "invoice"}},
+                {"label": "local", "mailboxes": ["support"], "criteria": {"query": "invoice"}}
+            ]}),
+        )
+        .await;
+    assert_eq!(
+        batch["results"].as_array().map(Vec::len),
+        Some(2),
+        "{batch}"
+    );
+    c.close().await;
+}
+
+/// A world with one Graph mailbox of 500 synthetic messages (five pages of 100).
+async fn paging_world() -> (FakeGraph, Client) {
+    let fake = FakeGraph::start().await;
+    fake.add_mailbox(FINANCE);
+    fake.seed_synthetic(FINANCE, "inbox", 500);
+    let world = world_for(&fake);
+    // maxResults 100 makes the listing window 500: five pages of Graph's 100.
+    let json = format!(
+        r#"{{"mailboxes": [{{"alias": "finance", "address": "{FINANCE}"}}],
+            "maxResultsPerMailbox": 100}}"#
+    );
+    let path = world.path().join("plugin.json");
+    write_mode(&path, json.as_bytes(), 0o600);
+    let c = world
+        .client(&["--config", &path.display().to_string(), "serve"])
+        .await;
+    (fake, c)
+}
+
+/// A listing over all five pages that matches nothing: the honest NOT_FOUND baseline, then the
+/// same listing under each fault.
+fn nothing_matches() -> Value {
+    json!({"mailbox": "finance", "criteria": {"subject": "zeppelinquark", "maxResults": 100}})
+}
+
+#[tokio::test]
+async fn faults_are_retried_or_reported_never_not_found() {
+    let (fake, c) = paging_world().await;
+    let clean = c.ok("list_messages", nothing_matches()).await;
+    assert_eq!(clean["status"], "NOT_FOUND", "{clean}");
+    assert_eq!(clean["pagesScanned"], 5, "{clean}");
+
+    // Throttling within the budget is waited out (seconds and HTTP-date forms), as is a 503.
+    for kind in [
+        FaultKind::Throttle(RetryAfter::Seconds(0)),
+        FaultKind::Throttle(RetryAfter::HttpDate(chrono::Utc::now())),
+        FaultKind::Unavailable(None),
+    ] {
+        fake.inject(Fault::new(Route::List, kind.clone()));
+        let out = c.ok("list_messages", nothing_matches()).await;
+        assert_eq!(out["status"], "NOT_FOUND", "{kind:?}: {out}");
+    }
+
+    // A 500 on page 3 of 5: pages 1–2 were read, the rest is unknown.
+    fake.inject(
+        Fault::new(Route::List, FaultKind::ServerError).nth(fake.route_count(Route::List) + 3),
+    );
+    let out = c.ok("list_messages", nothing_matches()).await;
+    assert_eq!(out["status"], "SEARCH_INCOMPLETE", "{out}");
+    assert!(
+        out["warnings"]
+            .as_array()
+            .expect("warnings")
+            .contains(&json!("backend_unavailable")),
+        "{out}"
+    );
+
+    // Throttling that outlasts the call's budget is a rate-limit answer, not an absence.
+    fake.inject(Fault::new(Route::List, FaultKind::Throttle(RetryAfter::Seconds(90))).always());
+    let out = c.ok("list_messages", nothing_matches()).await;
+    assert_eq!(out["status"], "SEARCH_FAILED", "{out}");
+    assert!(
+        out["warnings"].to_string().contains("backend_rate_limited"),
+        "{out}"
+    );
+    let code = c
+        .tool_error(
+            "get_folder_stats",
+            json!({"mailbox": "finance", "folderId": "inbox"}),
+        )
+        .await;
+    assert_eq!(code, "RATE_LIMITED");
+    fake.clear_faults();
+
+    // Malformed JSON on the first page: a failed search naming the class.
+    fake.inject(Fault::new(Route::List, FaultKind::MalformedJson));
+    let out = c.ok("list_messages", nothing_matches()).await;
+    assert_eq!(out["status"], "SEARCH_FAILED", "{out}");
+    assert!(
+        out["warnings"]
+            .to_string()
+            .contains("backend_malformed_response"),
+        "{out}"
+    );
+
+    // Messages without an id are unreadable: absence among them is unproven.
+    fake.inject(Fault::new(
+        Route::List,
+        FaultKind::MissingField("id".into()),
+    ));
+    let out = c.ok("list_messages", nothing_matches()).await;
+    assert_eq!(out["status"], "SEARCH_INCOMPLETE", "{out}");
+
+    // A token that expires between calls is refreshed once, transparently.
+    let before = fake.token_requests();
+    fake.expire_tokens();
+    let out = c.ok("list_messages", nothing_matches()).await;
+    assert_eq!(out["status"], "NOT_FOUND", "{out}");
+    assert_eq!(fake.token_requests(), before + 1);
+
+    // Never a NOT_FOUND from a get of a missing message: the typed error.
+    let code = c
+        .tool_error(
+            "get_message",
+            json!({"mailbox": "finance", "messageId": "AAMkNoSuchId"}),
+        )
+        .await;
+    assert_eq!(code, "NOT_FOUND");
+    c.close().await;
+}
+
+#[tokio::test]
+async fn a_mailbox_outside_the_apps_exchange_scope_is_an_auth_failure() {
+    let fake = seeded_fake().await;
+    fake.scope_app_to(&[PERSONAL]);
+    let world = world_for(&fake);
+    let config = graph_config(&world, "");
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let code = c
+        .tool_error("list_folders", json!({"mailbox": "finance"}))
+        .await;
+    assert_eq!(code, "AUTH_FAILED");
+    let out = c
+        .ok(
+            "search_mailboxes",
+            json!({"criteria": {"query": "invoice"}}),
+        )
+        .await;
+    assert_eq!(out["results"][0]["status"], "SEARCH_FAILED");
+    assert!(
+        out["results"][0]["warnings"]
+            .to_string()
+            .contains("backend_auth_failed")
+    );
+    assert_ne!(out["results"][1]["status"], "SEARCH_FAILED", "{out}");
+    c.close().await;
+}
+
+/// When Graph ignores `$search` (it answers the canary too), its hits are not trusted: the
+/// local scan decides, and finding nothing is `SEARCH_UNTRUSTED`, never `NOT_FOUND`.
+#[tokio::test]
+async fn a_search_that_ignores_the_query_is_caught_by_the_canary() {
+    let fake = FakeGraph::start().await;
+    fake.add_mailbox(FINANCE);
+    fake.add_message(
+        FINANCE,
+        "inbox",
+        Message::new("Invoice 7 for the catering").from("Dana Example", "dana@example.org"),
+    );
+    fake.add_message(
+        FINANCE,
+        "inbox",
+        Message::new("Lunch on Friday")
+            .from("Eli Example", "eli@example.org")
+            .file_attachment("quokka-menu.csv", "text/csv", b"dish,price\n"),
+    );
+    fake.ignore_search(FINANCE);
+    let world = world_for(&fake);
+    let json = format!(r#"{{"mailboxes": [{{"alias": "finance", "address": "{FINANCE}"}}]}}"#);
+    let path = world.path().join("plugin.json");
+    write_mode(&path, json.as_bytes(), 0o600);
+    let c = world
+        .client(&["--config", &path.display().to_string(), "serve"])
+        .await;
+    let hit = c
+        .ok(
+            "search_mailbox",
+            json!({"mailbox": "finance", "criteria": {"query": "catering"}}),
+        )
+        .await;
+    assert_eq!(hit["status"], "FOUND", "{hit}");
+    assert_eq!(hit["strategy"], "local_scan", "{hit}");
+    assert_eq!(hit["canaryMatched"], true);
+    assert_eq!(hit["messages"].as_array().map(Vec::len), Some(1), "{hit}");
+    let miss = c
+        .ok(
+            "search_mailbox",
+            json!({"mailbox": "finance", "criteria": {"query": "zeppelinquark"}}),
+        )
+        .await;
+    assert_eq!(miss["status"], "SEARCH_UNTRUSTED", "{miss}");
+    // A word only in an attachment's name: the listing did not fetch attachment lists, so the
+    // local scan fetches the message's before it calls it a non-match.
+    let by_name = c
+        .ok(
+            "search_mailbox",
+            json!({"mailbox": "finance", "criteria": {"query": "quokka"}}),
+        )
+        .await;
+    assert_eq!(by_name["status"], "FOUND", "{by_name}");
+    // A listing says it has attachments without claiming a count it did not read; asking for
+    // names fetches them.
+    let listing = c
+        .ok(
+            "list_messages",
+            json!({"mailbox": "finance", "criteria": {"hasAttachments": true}}),
+        )
+        .await;
+    let first = &listing["messages"][0];
+    assert_eq!(first["hasAttachments"], true, "{listing}");
+    assert!(first.get("attachmentCount").is_none(), "{listing}");
+    let named = c
+        .ok(
+            "list_messages",
+            json!({"mailbox": "finance",
+                   "criteria": {"hasAttachments": true, "includeAttachmentNames": true}}),
+        )
+        .await;
+    let first = &named["messages"][0];
+    assert_eq!(first["attachmentCount"], 1, "{named}");
+    assert_eq!(
+        first["attachments"][0]["name"], "quokka-menu.csv",
+        "{named}"
+    );
+    c.close().await;
+}
+
+/// The certificate credential end to end: a PS256 client assertion the fake verifies with the
+/// certificate's public key and thumbprint; no secret anywhere.
+#[tokio::test]
+async fn a_certificate_credential_authenticates_without_a_secret() {
+    use rustls_pki_types::pem::PemObject as _;
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/graph");
+    let fake = seeded_fake().await;
+    let public = std::fs::read(fixtures.join("test-only-cert-pubkey.pem")).expect("fixture");
+    let spki = rustls_pki_types::SubjectPublicKeyInfoDer::from_pem_slice(&public).expect("spki");
+    fake.set_assertion_key(spki.as_ref());
+    let cert_pem = std::fs::read(fixtures.join("test-only-cert.pem")).expect("fixture");
+    let cert = rustls_pki_types::CertificateDer::from_pem_slice(&cert_pem).expect("cert");
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    fake.set_assertion_thumbprint(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(&cert)),
+    );
+    let tenant = crate::fake_graph::TENANT;
+    let client = crate::fake_graph::CLIENT_ID;
+    fake.set_credentials(tenant, client, None);
+
+    let world = world_for(&fake);
+    // One 0600 PEM holding key and certificate, as the Azure tools write it.
+    let mut both = std::fs::read(fixtures.join("test-only-key.pem")).expect("fixture");
+    both.extend_from_slice(&cert_pem);
+    let pem = world.path().join("app.pem");
+    write_mode(&pem, &both, 0o600);
+    let world = world.without("MICROSOFT_GRAPH_CLIENT_SECRET").with(
+        "MICROSOFT_GRAPH_CLIENT_CERTIFICATE_PATH",
+        &pem.display().to_string(),
+    );
+    let config = graph_config(&world, "");
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let out = c
+        .ok(
+            "list_messages",
+            json!({"mailbox": "finance", "criteria": {"maxResults": 1}}),
+        )
+        .await;
+    assert_eq!(out["status"], "FOUND", "{out}");
+    match fake.last_client_auth() {
+        Some(ClientAuth::Assertion(claims)) => {
+            assert_eq!(claims["iss"], client);
+            assert_eq!(claims["aud"], fake.token_url());
+        }
+        other => panic!("expected a client assertion, got {other:?}"),
+    }
+    c.close().await;
+
+    // A key file others can read is refused at startup, naming the variable.
+    write_mode(&pem, &both, 0o644);
+    let out = world.run(&["--config", &config, "serve"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("MICROSOFT_GRAPH_CLIENT_CERTIFICATE_PATH"),
+        "{stderr}"
+    );
+}
+
+/// Startup refuses a Graph mailbox without usable credentials or with an endpoint that would
+/// carry the token in the clear; the messages name variables, never values.
+#[tokio::test]
+async fn startup_refuses_bad_graph_settings() {
+    let world = World::new()
+        .without("MICROSOFT_GRAPH_CLIENT_SECRET")
+        .with("MICROSOFT_GRAPH_TENANT_ID", "contoso-tenant");
+    let config = graph_config(&world, "");
+    let out = world.run(&["--config", &config, "serve"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("MICROSOFT_GRAPH_TENANT_ID"), "{stderr}");
+    assert!(stderr.contains("MICROSOFT_GRAPH_CLIENT_SECRET"), "{stderr}");
+    assert!(!stderr.contains("contoso"), "no value shown: {stderr}");
+
+    let world = World::new().with("MAILGATE_GRAPH_BASE_URL", "http://graph.example.com/v1.0");
+    let config = graph_config(&world, "");
+    let out = world.run(&["--config", &config, "serve"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("MAILGATE_GRAPH_BASE_URL"), "{stderr}");
+    assert!(stderr.contains("https"), "{stderr}");
+}
