@@ -270,6 +270,8 @@ struct State {
     faults: Vec<Fault>,
     route_counts: HashMap<Route, u32>,
     latency: Duration,
+    /// Response body bytes served by Graph routes (not the token endpoint), for benchmarks.
+    served_bytes: u64,
     requests: Vec<RecordedRequest>,
     sent: Vec<SentMail>,
     counter: u64,
@@ -679,7 +681,11 @@ struct Responder {
 impl Respond for Responder {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        state.handle(request).template()
+        let reply = state.handle(request);
+        if request.url.path().starts_with("/v1.0/") {
+            state.served_bytes += reply.body.len() as u64;
+        }
+        reply.template()
     }
 }
 
@@ -712,6 +718,7 @@ impl FakeGraph {
             faults: Vec::new(),
             route_counts: HashMap::new(),
             latency: Duration::ZERO,
+            served_bytes: 0,
             requests: Vec::new(),
             sent: Vec::new(),
             counter: 0,
@@ -822,6 +829,11 @@ impl FakeGraph {
         self.st().ignore_search.insert(address.to_lowercase());
     }
     /// Delays every Graph response (not the token endpoint) by this much.
+    /// Graph response body bytes served so far (token endpoint excluded).
+    pub(crate) fn served_bytes(&self) -> u64 {
+        self.st().served_bytes
+    }
+
     pub(crate) fn latency(&self, d: Duration) {
         self.st().latency = d;
     }
