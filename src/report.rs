@@ -329,7 +329,10 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
                     BackendSpec::Maildir { smtp: Some(_), .. }
                     | BackendSpec::Imap { smtp: Some(_), .. } => "smtp",
                     BackendSpec::Maildir { smtp: None, .. } => "local outbox (<state>/outbox)",
-                    _ => "unsupported in this version",
+                    BackendSpec::Graph => "Microsoft Graph sendMail (Graph files the Sent copy)",
+                    BackendSpec::Imap { smtp: None, .. } => {
+                        "none (the IMAP mailbox has no smtp block)"
+                    }
                 });
             let _ = writeln!(
                 out,

@@ -197,6 +197,11 @@ async fn policy_explain_prints_the_graph_permissions_and_rbac_scope() {
             &["policy", "explain"],
         )
         .await;
+    assert!(
+        String::from_utf8_lossy(&send.stdout).contains("transport: Microsoft Graph sendMail"),
+        "{}",
+        String::from_utf8_lossy(&send.stdout)
+    );
     for (out, set, roles) in [
         (read_only, "Mail.Read", &["Mail.Read"][..]),
         (
