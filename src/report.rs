@@ -144,17 +144,127 @@ fn serde_plain<T: serde::Serialize>(v: &T) -> String {
 
 /// Minimum Graph application permissions for a catalog.
 pub(crate) fn graph_permissions(tools: &[&'static ToolDef]) -> Vec<&'static str> {
-    let set: BTreeSet<&'static str> = tools
-        .iter()
-        .map(|t| t.graph_permission)
-        .filter(|p| *p != "none")
-        .collect();
-    // Mail.ReadWrite implies Mail.Read for Graph.
-    if set.contains("Mail.ReadWrite") {
-        set.into_iter().filter(|p| *p != "Mail.Read").collect()
-    } else {
-        set.into_iter().collect()
+    reduce_graph_permissions(tools.iter().map(|t| t.graph_permission))
+}
+
+/// The smallest set of Graph application permissions covering `needed` (the tools'
+/// `graph_permission` values), sorted: `none` is dropped, and `Mail.Read` goes when
+/// `Mail.ReadWrite` is there, because Graph's `Mail.ReadWrite` includes reading.
+pub(crate) fn reduce_graph_permissions<'a>(
+    needed: impl IntoIterator<Item = &'a str>,
+) -> Vec<&'a str> {
+    let set: BTreeSet<&'a str> = needed.into_iter().filter(|p| *p != "none").collect();
+    let writes = set.contains("Mail.ReadWrite");
+    set.into_iter()
+        .filter(|p| !(writes && *p == "Mail.Read"))
+        .collect()
+}
+
+/// The Exchange management scope the printed commands create and assign.
+const RBAC_SCOPE: &str = "mailgate-mailboxes";
+
+/// The reminder printed under the commands: an Entra ID grant is not narrowed by a scope.
+const RBAC_REMINDER: &str = "RBAC for Applications only narrows what Exchange grants; remove any \
+     tenant-wide Mail.* application permission admin-consented in Entra ID (App registrations → \
+     API permissions), or the app keeps access to every mailbox.";
+
+/// `s` as a PowerShell double-quoted string literal. Backtick, `$` and the double quotes
+/// PowerShell recognises (ASCII and typographic) are backtick-escaped, so nothing in `s` can
+/// expand a variable, run a subexpression or end the string early.
+fn ps_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if matches!(c, '`' | '$' | '"' | '\u{201c}' | '\u{201d}' | '\u{201e}') {
+            out.push('`');
+        }
+        out.push(c);
     }
+    out.push('"');
+    out
+}
+
+/// `s` as an OPATH single-quoted value: a single quote inside is doubled. Addresses are ASCII
+/// (their validation refuses anything else), so the typographic quotes need no care here.
+fn opath_quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// The Exchange Online PowerShell commands (RBAC for Applications) that confine the app with
+/// `client_id` (a placeholder when unknown) to `addresses`, granting each of `permissions`
+/// there and nowhere else, then verifying; one command a line, ready to paste.
+pub(crate) fn rbac_commands(
+    client_id: Option<&str>,
+    addresses: &[&str],
+    permissions: &[&str],
+) -> Vec<String> {
+    let app = client_id.unwrap_or("<client id>");
+    let filter = addresses
+        .iter()
+        .map(|a| format!("PrimarySmtpAddress -eq {}", opath_quoted(a)))
+        .collect::<Vec<_>>()
+        .join(" -or ");
+    let scope = ps_quoted(RBAC_SCOPE);
+    let mut lines = vec![
+        format!(
+            "New-ServicePrincipal -AppId {app} -ObjectId <enterprise application object id> \
+             -DisplayName mailgate"
+        ),
+        format!(
+            "New-ManagementScope -Name {scope} -RecipientRestrictionFilter {}",
+            ps_quoted(&filter)
+        ),
+    ];
+    for permission in permissions {
+        lines.push(format!(
+            "New-ManagementRoleAssignment -App {app} -Role {} -CustomResourceScope {scope}",
+            ps_quoted(&format!("Application {permission}"))
+        ));
+    }
+    for address in addresses {
+        lines.push(format!(
+            "Test-ServicePrincipalAuthorization -Identity {app} -Resource {}",
+            ps_quoted(address)
+        ));
+    }
+    lines
+}
+
+/// The Graph part of `policy explain`: the permission set, the Graph mailboxes and the RBAC for
+/// Applications commands; one line when no Graph mailbox is listed, because for Maildir and IMAP
+/// a permission list would read as a requirement that does not exist.
+fn graph_section(out: &mut String, settings: &Settings, tools: &[&'static ToolDef]) {
+    let graph: Vec<_> = settings
+        .config
+        .mailboxes
+        .iter()
+        .filter(|m| matches!(m.backend, BackendSpec::Graph))
+        .collect();
+    if graph.is_empty() {
+        let _ = writeln!(out, "graph: no Microsoft Graph mailbox configured");
+        return;
+    }
+    let permissions = graph_permissions(tools);
+    let _ = writeln!(
+        out,
+        "minimum Microsoft Graph application permissions: {}",
+        permissions.join(", ")
+    );
+    let _ = writeln!(out, "  for the Microsoft Graph mailboxes:");
+    for m in &graph {
+        let _ = writeln!(out, "    - {} <{}>", m.alias, m.address.as_str());
+    }
+    let addresses: Vec<&str> = graph.iter().map(|m| m.address.as_str()).collect();
+    let client_id = settings.graph.as_ref().map(|g| g.client_id.as_str());
+    let _ = writeln!(
+        out,
+        "  confine the app to exactly these mailboxes with Exchange Online RBAC for Applications \
+         (Exchange Online PowerShell, as an Organization Management member; fill in the <...>):"
+    );
+    for line in rbac_commands(client_id, &addresses, &permissions) {
+        let _ = writeln!(out, "    {line}");
+    }
+    let _ = writeln!(out, "  {RBAC_REMINDER}");
 }
 
 /// The `policy explain` text for the effective settings.
@@ -219,7 +329,10 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
                     BackendSpec::Maildir { smtp: Some(_), .. }
                     | BackendSpec::Imap { smtp: Some(_), .. } => "smtp",
                     BackendSpec::Maildir { smtp: None, .. } => "local outbox (<state>/outbox)",
-                    _ => "unsupported in this version",
+                    BackendSpec::Graph => "Microsoft Graph sendMail (Graph files the Sent copy)",
+                    BackendSpec::Imap { smtp: None, .. } => {
+                        "none (the IMAP mailbox has no smtp block)"
+                    }
                 });
             let _ = writeln!(
                 out,
@@ -264,20 +377,7 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
             let _ = writeln!(out, "  {k}: {v}");
         }
     }
-    // Graph permissions mean something only to an operator with a Graph mailbox; for Maildir
-    // and IMAP they would read as a requirement that does not exist.
-    if settings
-        .config
-        .mailboxes
-        .iter()
-        .any(|m| matches!(m.backend, BackendSpec::Graph))
-    {
-        let _ = writeln!(
-            out,
-            "minimum Microsoft Graph application permissions: {}",
-            graph_permissions(&tools).join(", ")
-        );
-    }
+    graph_section(&mut out, settings, &tools);
     out
 }
 
@@ -345,5 +445,112 @@ mod tests {
             .collect();
         let expected: Vec<&str> = tools::all_tools().map(|t| t.name).collect();
         assert_eq!(order, expected);
+    }
+
+    /// The reduced permission set of each of the eight catalogs: reading needs `Mail.Read`,
+    /// the write gate replaces it with `Mail.ReadWrite`, the send gate adds `Mail.Send`, and the
+    /// handoff gate adds nothing.
+    #[test]
+    fn each_gate_setting_reduces_to_its_minimum_graph_permissions() {
+        for (h, w, s) in COMBINATIONS {
+            let mut gates = Gates::read_only();
+            gates.handoffs = h;
+            gates.writes = w;
+            let tools = catalog::build_for(&gates, s);
+            let mut expected = vec![if w { "Mail.ReadWrite" } else { "Mail.Read" }];
+            if s {
+                expected.push("Mail.Send");
+            }
+            assert_eq!(graph_permissions(&tools), expected, "gates {h} {w} {s}");
+        }
+    }
+
+    #[test]
+    fn the_reduction_drops_none_and_duplicates() {
+        assert_eq!(
+            reduce_graph_permissions(["none", "Mail.Send", "Mail.Read", "Mail.Read"]),
+            ["Mail.Read", "Mail.Send"]
+        );
+        assert_eq!(
+            reduce_graph_permissions(["Mail.ReadWrite", "Mail.Read", "none"]),
+            ["Mail.ReadWrite"]
+        );
+        assert!(reduce_graph_permissions(["none"]).is_empty());
+    }
+
+    /// The commands name the known client id, one role assignment per permission, a scope
+    /// filter over exactly the given addresses, and one verification per address.
+    #[test]
+    fn rbac_commands_confine_the_app_to_the_given_mailboxes() {
+        let id = "11111111-1111-4111-8111-111111111111";
+        let lines = rbac_commands(
+            Some(id),
+            &["cloud@example.org", "team@example.org"],
+            &["Mail.ReadWrite", "Mail.Send"],
+        );
+        assert_eq!(
+            lines,
+            [
+                format!(
+                    "New-ServicePrincipal -AppId {id} -ObjectId <enterprise application object id> \
+                     -DisplayName mailgate"
+                ),
+                "New-ManagementScope -Name \"mailgate-mailboxes\" -RecipientRestrictionFilter \
+                 \"PrimarySmtpAddress -eq 'cloud@example.org' -or PrimarySmtpAddress -eq \
+                 'team@example.org'\""
+                    .to_owned(),
+                format!(
+                    "New-ManagementRoleAssignment -App {id} -Role \"Application Mail.ReadWrite\" \
+                     -CustomResourceScope \"mailgate-mailboxes\""
+                ),
+                format!(
+                    "New-ManagementRoleAssignment -App {id} -Role \"Application Mail.Send\" \
+                     -CustomResourceScope \"mailgate-mailboxes\""
+                ),
+                format!(
+                    "Test-ServicePrincipalAuthorization -Identity {id} -Resource \"cloud@example.org\""
+                ),
+                format!(
+                    "Test-ServicePrincipalAuthorization -Identity {id} -Resource \"team@example.org\""
+                ),
+            ]
+        );
+    }
+
+    /// Without a client id the commands carry a placeholder where it goes, and nowhere else.
+    #[test]
+    fn an_unknown_client_id_is_a_placeholder() {
+        let lines = rbac_commands(None, &["cloud@example.org"], &["Mail.Read"]);
+        assert_eq!(lines.len(), 4);
+        for (line, flag) in lines.iter().zip(["-AppId", "", "-App", "-Identity"]) {
+            if !flag.is_empty() {
+                assert!(line.contains(&format!("{flag} <client id> ")), "{line}");
+            } else {
+                assert!(!line.contains("<client id>"), "{line}");
+            }
+        }
+    }
+
+    /// A single quote in an address is doubled inside the OPATH value; PowerShell's own
+    /// specials (backtick, `$`, double quotes) are backtick-escaped, so the filter stays one
+    /// string and one comparison per address.
+    #[test]
+    fn hostile_addresses_stay_inside_their_quotes() {
+        let lines = rbac_commands(
+            None,
+            &["o'brien@example.org", "a$(x)`b\"c\u{201c}@example.org"],
+            &["Mail.Read"],
+        );
+        assert_eq!(
+            lines[1],
+            "New-ManagementScope -Name \"mailgate-mailboxes\" -RecipientRestrictionFilter \
+             \"PrimarySmtpAddress -eq 'o''brien@example.org' -or PrimarySmtpAddress -eq \
+             'a`$(x)``b`\"c`\u{201c}@example.org'\""
+        );
+        assert_eq!(
+            lines[3],
+            "Test-ServicePrincipalAuthorization -Identity <client id> -Resource \
+             \"o'brien@example.org\""
+        );
     }
 }

@@ -144,7 +144,11 @@ async fn policy_explain_reports_the_catalog_and_permissions() {
     assert!(text.contains("catalog: read+writes (17 tools)"), "{text}");
     assert!(text.contains("archive [maildir] access=read"), "{text}");
     assert!(
-        !text.contains("Microsoft Graph"),
+        text.contains("graph: no Microsoft Graph mailbox configured"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Mail.") && !text.contains("New-"),
         "no Graph permissions without a Graph mailbox: {text}"
     );
     assert!(!text.contains('@'), "no address in the report: {text}");
@@ -158,6 +162,89 @@ async fn policy_explain_reports_the_catalog_and_permissions() {
         text.contains("minimum Microsoft Graph application permissions: Mail.ReadWrite"),
         "{text}"
     );
+}
+
+/// With Graph mailboxes listed, `policy explain` prints the minimum permission set of the open
+/// gates and the RBAC for Applications commands, scoped to the Graph addresses only (never the
+/// Maildir one) and naming the client id from the environment.
+#[tokio::test]
+async fn policy_explain_prints_the_graph_permissions_and_rbac_scope() {
+    let world = World::new();
+    let maildir = world.path().join("mail/finance");
+    std::fs::create_dir_all(&maildir).unwrap();
+    let config = format!(
+        r#"{{ "mailboxes": [
+            {{ "alias": "cloud", "address": "cloud@example.org" }},
+            {{ "alias": "team", "address": "o'brien@example.org", "access": "read" }},
+            {{ "alias": "finance", "address": "finance@example.com",
+               "backend": {{ "kind": "maildir", "path": "{}" }} }} ] }}"#,
+        maildir.display()
+    );
+    let world = world.config(&config, 0o600);
+    let client_id = crate::util::GRAPH_TEST_ENV[1].1;
+    let scope = "New-ManagementScope -Name \"mailgate-mailboxes\" -RecipientRestrictionFilter \
+                 \"PrimarySmtpAddress -eq 'cloud@example.org' -or PrimarySmtpAddress -eq \
+                 'o''brien@example.org'\"";
+    let read_only = world.run(&["policy", "explain"]).await;
+    let send = world
+        .run_with(
+            &[
+                ("PLUGIN_ALLOW_WRITES", "true"),
+                ("PLUGIN_ALLOW_SEND", "true"),
+                ("OUTLOOK_SEND_FROM", "cloud@example.org"),
+                ("OUTLOOK_ALLOWED_SENDERS", "cloud@example.org"),
+            ],
+            &["policy", "explain"],
+        )
+        .await;
+    assert!(
+        String::from_utf8_lossy(&send.stdout).contains("transport: Microsoft Graph sendMail"),
+        "{}",
+        String::from_utf8_lossy(&send.stdout)
+    );
+    for (out, set, roles) in [
+        (read_only, "Mail.Read", &["Mail.Read"][..]),
+        (
+            send,
+            "Mail.ReadWrite, Mail.Send",
+            &["Mail.ReadWrite", "Mail.Send"],
+        ),
+    ] {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains(&format!(
+                "minimum Microsoft Graph application permissions: {set}\n"
+            )),
+            "{text}"
+        );
+        assert!(text.contains(scope), "{text}");
+        assert!(!text.contains("finance@example.com"), "{text}");
+        assert!(
+            text.contains(&format!("New-ServicePrincipal -AppId {client_id} ")),
+            "{text}"
+        );
+        let assigned: Vec<&str> = text
+            .lines()
+            .filter_map(|l| {
+                l.trim()
+                    .strip_prefix("New-ManagementRoleAssignment ")?
+                    .split('"')
+                    .nth(1)?
+                    .strip_prefix("Application ")
+            })
+            .collect();
+        assert_eq!(assigned, roles, "{text}");
+        assert!(
+            text.contains("Test-ServicePrincipalAuthorization"),
+            "{text}"
+        );
+        assert!(text.contains("remove any tenant-wide Mail.*"), "{text}");
+    }
 }
 
 #[tokio::test]
