@@ -38,6 +38,18 @@ pub(crate) enum BackendError {
 }
 
 impl BackendError {
+    /// An error of `fault`'s class (the same failure, told to each item it stopped).
+    pub(crate) fn from_fault(fault: super::model::Fault) -> Self {
+        use super::model::Fault;
+        match fault {
+            Fault::Throttled => BackendError::Throttled { retry_after: None },
+            Fault::Unauthorised => BackendError::Unauthorised,
+            Fault::Timeout => BackendError::Timeout,
+            Fault::Unavailable => BackendError::Unavailable,
+            Fault::Malformed => BackendError::Malformed,
+        }
+    }
+
     /// The class of this failure when it ends a paged scan part-way.
     pub(crate) fn fault(&self) -> super::model::Fault {
         use super::model::Fault;

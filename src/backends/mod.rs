@@ -27,7 +27,7 @@ use std::time::Duration;
 pub(crate) use error::BackendError;
 pub(crate) use model::{
     AttachmentMeta, Capabilities, FolderInfo, FolderSelector, FolderStats, ItemResult,
-    MessageDetail, Page, ScanRequest,
+    MessageDetail, MessageSummary, MessageText, Page, ScanRequest,
 };
 use model::{Flags, WellKnown};
 
@@ -64,6 +64,31 @@ pub(crate) trait MailStore: Sync {
         &self,
         id: &str,
     ) -> impl Future<Output = Result<MessageDetail, BackendError>> + Send;
+
+    /// The text of each message of `wanted` (its summary says whether it has attachments), in
+    /// order, one result per message; a message not read by `deadline` is `Timeout`. The
+    /// default reads them one by one, four at a time; a remote backend may batch.
+    fn texts(
+        &self,
+        wanted: &[&MessageSummary],
+        deadline: std::time::Instant,
+    ) -> impl Future<Output = Vec<Result<MessageText, BackendError>>> + Send {
+        use futures::StreamExt as _;
+        let deadline = tokio::time::Instant::from_std(deadline);
+        futures::stream::iter(wanted.iter().map(|m| m.id.clone()))
+            .map(move |id| async move {
+                match tokio::time::timeout_at(deadline, self.get_message(&id)).await {
+                    Ok(Ok(m)) => Ok(MessageText {
+                        body: m.body_text,
+                        attachments: m.summary.attachments,
+                    }),
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => Err(BackendError::Timeout),
+                }
+            })
+            .buffered(4)
+            .collect::<Vec<_>>()
+    }
 
     fn list_attachments(
         &self,
@@ -284,6 +309,15 @@ impl Backend {
         message_id: &str,
     ) -> Result<Vec<AttachmentMeta>, BackendError> {
         bounded(async { on_backend!(self, b => b.list_attachments(message_id).await) }).await
+    }
+
+    /// See [`MailStore::texts`]; bounded by `deadline`, not [`OPERATION_DEADLINE`].
+    pub(crate) async fn texts(
+        &self,
+        wanted: &[&MessageSummary],
+        deadline: std::time::Instant,
+    ) -> Vec<Result<MessageText, BackendError>> {
+        on_backend!(self, b => b.texts(wanted, deadline).await)
     }
 
     pub(crate) async fn attachment(

@@ -133,6 +133,14 @@ pub(crate) struct MessageDetail {
     pub(crate) references: Vec<String>,
 }
 
+/// What a search reads of a message its summary did not settle: the body text and the whole
+/// attachment list.
+#[derive(Clone, Debug)]
+pub(crate) struct MessageText {
+    pub(crate) body: String,
+    pub(crate) attachments: Vec<AttachmentMeta>,
+}
+
 /// Counts of one folder over a bounded scan.
 #[derive(Clone, Debug)]
 pub(crate) struct FolderStats {

@@ -17,10 +17,7 @@ use crate::backends::AttachmentMeta;
 use crate::backends::BackendError;
 use crate::backends::model::{ContentGap, MessageSummary, Order, Page, SearchKind};
 
-/// A message's body text and whole attachment list, as the fallback fetches them.
-type Content = (String, Vec<AttachmentMeta>);
-
-/// Bodies fetched at once by the fallback scan of a backend whose search may ignore the query.
+/// Attachment lists fetched at once for results whose listing left them out.
 const BODY_FETCHES: usize = 4;
 
 /// A term that cannot occur in real mail, derived from the query so that a backend which ignores
@@ -342,29 +339,22 @@ async fn match_with_bodies<S: SearchSource>(
     let (mut hits, need_body): (Vec<_>, Vec<_>) = candidates
         .into_iter()
         .partition(|c| matcher.matches(c, None));
-    let deadline = tokio::time::Instant::from_std(plan.deadline);
-    let fetched: Vec<(MessageSummary, Option<Content>)> = futures::stream::iter(need_body)
-        .map(|c| async move {
-            let content = tokio::time::timeout_at(deadline, source.content(&c.id)).await;
-            (c, content.ok().and_then(Result::ok))
-        })
-        .buffered(BODY_FETCHES)
-        .collect()
-        .await;
-    let mut missing = false;
-    for (mut c, content) in fetched {
-        match content {
-            Some((body, attachments)) => {
+    let wanted: Vec<&MessageSummary> = need_body.iter().collect();
+    let texts = source.texts(&wanted, plan.deadline).await;
+    let mut missing = texts.len() != need_body.len();
+    for (mut c, text) in need_body.into_iter().zip(texts) {
+        match text {
+            Ok(text) => {
                 // A listing that left attachments out gets them now: names match too.
                 if !c.attachments_listed {
-                    c.attachments = attachments;
+                    c.attachments = text.attachments;
                     c.attachments_listed = true;
                 }
-                if matcher.matches(&c, Some(&body)) {
+                if matcher.matches(&c, Some(&text.body)) {
                     hits.push(c);
                 }
             }
-            None => missing = true,
+            Err(_) => missing = true,
         }
     }
     (hits, missing)
@@ -415,8 +405,8 @@ fn found(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::backends::BackendError;
     use crate::backends::model::{Capabilities, Filters, Gaps, ScanRequest, SortBy, SortOrder};
+    use crate::backends::{BackendError, MessageText};
     use crate::search::gap_warning;
 
     pub(crate) fn candidate(id: &str, subject: &str) -> MessageSummary {
@@ -485,8 +475,20 @@ pub(crate) mod tests {
             };
             r.clone().map_err(|()| BackendError::Unavailable)
         }
-        async fn content(&self, _id: &str) -> Result<(String, Vec<AttachmentMeta>), BackendError> {
-            Ok((String::new(), Vec::new()))
+        async fn texts(
+            &self,
+            wanted: &[&MessageSummary],
+            _deadline: std::time::Instant,
+        ) -> Vec<Result<MessageText, BackendError>> {
+            wanted
+                .iter()
+                .map(|_| {
+                    Ok(MessageText {
+                        body: String::new(),
+                        attachments: Vec::new(),
+                    })
+                })
+                .collect()
         }
     }
 
@@ -500,10 +502,22 @@ pub(crate) mod tests {
         async fn scan(&self, req: &ScanRequest, query: Option<&str>) -> Result<Page, BackendError> {
             self.0.scan(req, query).await
         }
-        async fn content(&self, _id: &str) -> Result<(String, Vec<AttachmentMeta>), BackendError> {
-            self.1
-                .map(|body| (body.to_owned(), Vec::new()))
-                .ok_or(BackendError::Timeout)
+        async fn texts(
+            &self,
+            wanted: &[&MessageSummary],
+            _deadline: std::time::Instant,
+        ) -> Vec<Result<MessageText, BackendError>> {
+            wanted
+                .iter()
+                .map(|_| {
+                    self.1
+                        .map(|body| MessageText {
+                            body: body.to_owned(),
+                            attachments: Vec::new(),
+                        })
+                        .ok_or(BackendError::Timeout)
+                })
+                .collect()
         }
     }
 
@@ -912,7 +926,11 @@ pub(crate) mod tests {
             self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             self.0.clone().map_err(|()| BackendError::Unavailable)
         }
-        async fn content(&self, _id: &str) -> Result<(String, Vec<AttachmentMeta>), BackendError> {
+        async fn texts(
+            &self,
+            _wanted: &[&MessageSummary],
+            _deadline: std::time::Instant,
+        ) -> Vec<Result<MessageText, BackendError>> {
             unreachable!("an exhaustive search matched bodies itself")
         }
     }

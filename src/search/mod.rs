@@ -20,7 +20,7 @@ use crate::backends::model::{
     Budget, Capabilities, ContentGap, Fault, Filters, FolderSelector, MessageSummary, Order, Page,
     ScanRequest, ScanStop, SortBy, SortOrder,
 };
-use crate::backends::{AttachmentMeta, Backend, BackendError};
+use crate::backends::{AttachmentMeta, Backend, BackendError, MessageText};
 
 /// The five outcomes of a search, ordered so that the worst wins when aggregating.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -296,12 +296,13 @@ pub(crate) trait SearchSource: Sync {
         query: Option<&str>,
     ) -> impl Future<Output = Result<Page, BackendError>> + Send;
 
-    /// One message's body text and whole attachment list, for a fallback match that its
-    /// summary did not settle.
-    fn content(
+    /// The body text and whole attachment list of each message, for a fallback match their
+    /// summaries did not settle: one result per message, in order.
+    fn texts(
         &self,
-        id: &str,
-    ) -> impl Future<Output = Result<(String, Vec<AttachmentMeta>), BackendError>> + Send;
+        wanted: &[&MessageSummary],
+        deadline: Instant,
+    ) -> impl Future<Output = Vec<Result<MessageText, BackendError>>> + Send;
 
     /// One message's whole attachment list, for a result whose listing left it out.
     fn attachments(
@@ -322,10 +323,12 @@ impl SearchSource for Backend {
         Backend::scan(self, req, query).await
     }
 
-    async fn content(&self, id: &str) -> Result<(String, Vec<AttachmentMeta>), BackendError> {
-        self.get_message(id)
-            .await
-            .map(|m| (m.body_text, m.summary.attachments))
+    async fn texts(
+        &self,
+        wanted: &[&MessageSummary],
+        deadline: Instant,
+    ) -> Vec<Result<MessageText, BackendError>> {
+        Backend::texts(self, wanted, deadline).await
     }
 
     async fn attachments(&self, id: &str) -> Result<Vec<AttachmentMeta>, BackendError> {

@@ -252,7 +252,7 @@ impl GraphClient {
 }
 
 /// The error class of a non-success status that is not retried.
-fn classify(status: StatusCode) -> BackendError {
+pub(crate) fn classify(status: StatusCode) -> BackendError {
     match status {
         StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => BackendError::Unauthorised,
         StatusCode::NOT_FOUND | StatusCode::GONE => BackendError::NotFound,

@@ -119,6 +119,28 @@ impl Endpoints {
         url
     }
 
+    /// The `$batch` endpoint.
+    pub(crate) fn batch(&self) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.push("$batch");
+        }
+        url
+    }
+
+    /// `url` (built by [`Self::user`]) relative to the versioned root, as a `$batch` step
+    /// names it: `/users/…?…`.
+    pub(crate) fn relative(&self, url: &Url) -> String {
+        let path = url
+            .path()
+            .strip_prefix(self.base.path())
+            .unwrap_or(url.path());
+        match url.query() {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_owned(),
+        }
+    }
+
     /// The nextLink as a URL to follow, or `Malformed` when it leaves the configured Graph root
     /// (another scheme, host, port or version path). Userinfo and fragment are dropped.
     pub(crate) fn next_link(&self, link: &str) -> Result<Url, BackendError> {
@@ -282,6 +304,21 @@ mod tests {
         for bad in ["", ".", "..", "a\nb", &"x".repeat(MAX_ID_LEN + 1)] {
             assert!(matches!(segment(bad), Err(BackendError::BadId)), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn batch_steps_name_urls_relative_to_the_root() {
+        let e = endpoints();
+        assert_eq!(
+            e.batch().as_str(),
+            "https://graph.microsoft.com/v1.0/$batch"
+        );
+        let mut url = e.user("a@example.com", &["messages", "A/B"]);
+        url.query_pairs_mut().append_pair("$select", "body");
+        assert_eq!(
+            e.relative(&url),
+            "/users/a@example.com/messages/A%2FB?%24select=body"
+        );
     }
 
     #[test]

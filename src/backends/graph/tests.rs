@@ -478,3 +478,116 @@ async fn sending_posts_the_header_addressed_mime_as_the_pinned_sender() {
             .any(|r| r.url.as_str().contains("app-secret-value"))
     );
 }
+
+/// A search's fallback reads bodies and attachment lists in `$batch` requests of at most twenty
+/// steps, chained four wide; a failed step fails its message only.
+#[tokio::test]
+async fn message_texts_are_read_in_batches_and_a_failed_step_fails_one_message() {
+    let server = server().await;
+    Mock::given(method("POST"))
+        .and(path("/v1.0/$batch"))
+        .respond_with(|r: &Seen| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).expect("json");
+            let steps = body["requests"].as_array().expect("steps");
+            assert!(steps.len() <= 20, "{}", steps.len());
+            for (n, step) in steps.iter().enumerate() {
+                let depends = step.get("dependsOn").cloned();
+                let want = n.checked_sub(4).map(|b| json!([b.to_string()]));
+                assert_eq!(depends, want, "four chains");
+            }
+            let responses: Vec<_> = steps
+                .iter()
+                .map(|step| {
+                    let url = step["url"].as_str().expect("url");
+                    let id = step["id"].clone();
+                    if url.contains("m0003") {
+                        json!({"id": id, "status": 404, "body": {"error": {"code": "ErrorItemNotFound"}}})
+                    } else if url.contains("/attachments") {
+                        json!({"id": id, "status": 200, "body": {"value": [{
+                            "@odata.type": "#microsoft.graph.fileAttachment",
+                            "id": "a1", "name": "plan.csv", "contentType": "text/csv", "size": 3
+                        }]}})
+                    } else {
+                        json!({"id": id, "status": 200, "body": {
+                            "id": "x", "body": {"contentType": "text", "content": "the body"}
+                        }})
+                    }
+                })
+                .collect();
+            ResponseTemplate::new(200).set_body_json(json!({ "responses": responses }))
+        })
+        .mount(&server)
+        .await;
+    let summaries: Vec<MessageSummary> = (0..25)
+        .map(|i| {
+            let mut m = message(i);
+            m["id"] = json!(format!("m{i:04}"));
+            m["hasAttachments"] = json!(i % 5 == 0);
+            serde_json::from_value::<Message>(m)
+                .expect("message")
+                .summary("inbox")
+        })
+        .collect();
+    let wanted: Vec<&MessageSummary> = summaries.iter().collect();
+    let texts = store(&server)
+        .texts(&wanted, Instant::now() + Duration::from_secs(10))
+        .await;
+    assert_eq!(texts.len(), 25);
+    for (i, text) in texts.iter().enumerate() {
+        match (i, text) {
+            (3, Err(BackendError::NotFound)) => {}
+            (3, other) => panic!("message 3's step failed: {other:?}"),
+            (_, Ok(t)) => {
+                assert_eq!(t.body, "the body");
+                assert_eq!(t.attachments.len(), usize::from(i % 5 == 0), "{i}");
+            }
+            (_, Err(e)) => panic!("{i}: {e:?}"),
+        }
+    }
+    let batches = server
+        .received_requests()
+        .await
+        .expect("recorded")
+        .iter()
+        .filter(|r| r.url.path() == "/v1.0/$batch")
+        .count();
+    // 25 bodies + 5 attachment lists = 30 steps: two requests instead of thirty.
+    assert_eq!(batches, 2);
+}
+
+/// The call's deadline ends a scan: before the first page it is the `Timeout` error; after it,
+/// what was read is kept and the stop says the deadline.
+#[tokio::test]
+async fn the_deadline_ends_a_scan_with_what_was_read() {
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .and(query_param("$skip", "10"))
+        .respond_with(page(&server, 10, 10, None).set_delay(Duration::from_secs(5)))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    chain(&server, 2).await;
+    let mut req = request(500, 10);
+    req.budget.deadline = Instant::now() + Duration::from_millis(700);
+    let started = Instant::now();
+    let got = store(&server).scan(&req, None).await.expect("partial");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "did not wait for the slow page"
+    );
+    assert_eq!(got.examined, 10);
+    assert!(got.timed_out && got.truncated);
+    assert_eq!(got.stop, Some(ScanStop::Deadline));
+
+    let server = self::server().await;
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .respond_with(page(&server, 0, 10, None).set_delay(Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    let mut req = request(500, 10);
+    req.budget.deadline = Instant::now() + Duration::from_millis(500);
+    let err = store(&server).scan(&req, None).await;
+    assert!(matches!(err, Err(BackendError::Timeout)), "{err:?}");
+}

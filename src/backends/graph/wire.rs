@@ -243,6 +243,21 @@ impl Message {
     }
 }
 
+/// A `$batch` answer: one response per step, in any order.
+#[derive(Debug, Deserialize)]
+pub(crate) struct BatchResponse {
+    #[serde(default)]
+    pub(crate) responses: Vec<BatchStep>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct BatchStep {
+    pub(crate) id: String,
+    pub(crate) status: u16,
+    #[serde(default)]
+    pub(crate) body: serde_json::Value,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Attachment {
