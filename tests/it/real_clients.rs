@@ -133,30 +133,16 @@ async fn python_with_mcp(test: &str) -> Option<PathBuf> {
     }
 }
 
-#[tokio::test]
-async fn python_sdk_client_lists_and_calls_tools() {
-    let Some(python) = python_with_mcp("python_sdk_client_lists_and_calls_tools").await else {
-        return;
-    };
-    let world = World::new();
-    let config = demo_config(&world).await;
+/// Runs `python_sdk_client.py` with exactly `env` (plus PATH) in `cwd`; asserts it passed.
+async fn run_python_client(python: &Path, cwd: &Path, env: Vec<(String, String)>) {
     let started = Instant::now();
     let out = tokio::process::Command::new(python)
         .arg(clients_dir().join("python_sdk_client.py"))
         .arg(EXE)
         .env_clear()
-        .envs([
-            ("PATH", path()),
-            ("HOME", world.path().display().to_string()),
-            ("MAILGATE_HOME", world.state().display().to_string()),
-            ("OUTLOOK_PLUGIN_CONFIG", config),
-            ("PLUGIN_ALLOW_WRITES", "true".to_owned()),
-            ("PLUGIN_ALLOW_LOCAL_HANDOFFS", "true".to_owned()),
-            ("PLUGIN_ALLOW_SEND", "true".to_owned()),
-            ("OUTLOOK_SEND_FROM", "finance@example.com".to_owned()),
-            ("OUTLOOK_ALLOWED_SENDERS", "finance@example.com".to_owned()),
-        ])
-        .current_dir(world.path())
+        .env("PATH", path())
+        .envs(env)
+        .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .output()
@@ -178,4 +164,72 @@ async fn python_sdk_client_lists_and_calls_tools() {
         "{}",
         report(&out)
     );
+}
+
+/// The reference user's gate and sender variables, every gate open.
+fn open_gates() -> Vec<(String, String)> {
+    [
+        ("PLUGIN_ALLOW_WRITES", "true"),
+        ("PLUGIN_ALLOW_LOCAL_HANDOFFS", "true"),
+        ("PLUGIN_ALLOW_SEND", "true"),
+        ("OUTLOOK_SEND_FROM", "finance@example.com"),
+        ("OUTLOOK_ALLOWED_SENDERS", "finance@example.com"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .to_vec()
+}
+
+#[tokio::test]
+async fn python_sdk_client_lists_and_calls_tools() {
+    let Some(python) = python_with_mcp("python_sdk_client_lists_and_calls_tools").await else {
+        return;
+    };
+    let world = World::new();
+    let config = demo_config(&world).await;
+    let mut env = vec![
+        ("HOME".to_owned(), world.path().display().to_string()),
+        (
+            "MAILGATE_HOME".to_owned(),
+            world.state().display().to_string(),
+        ),
+        ("OUTLOOK_PLUGIN_CONFIG".to_owned(), config),
+    ];
+    env.extend(open_gates());
+    run_python_client(&python, world.path(), env).await;
+}
+
+/// A reference user's Graph setup, unchanged: plugin.json entries without `backend`, the three
+/// `MICROSOFT_GRAPH_*` credentials and the gate variables — pointed at the fake Graph (the two
+/// `MAILGATE_GRAPH_*` URLs are the only addition) — driven by the official Python SDK.
+#[tokio::test]
+async fn python_sdk_client_works_against_graph_mailboxes() {
+    let Some(python) = python_with_mcp("python_sdk_client_works_against_graph_mailboxes").await
+    else {
+        return;
+    };
+    let fake = crate::fake_graph::FakeGraph::start().await;
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/demo/messages");
+    fake.seed_from_eml_dir(&demo, &[("finance", "finance@example.com")]);
+    let world = World::new();
+    let config = world.path().join("plugin.json");
+    crate::util::write_mode(
+        &config,
+        br#"{"mailboxes":[{"alias":"finance","address":"finance@example.com"}]}"#,
+        0o600,
+    );
+    let mut env = vec![
+        ("HOME".to_owned(), world.path().display().to_string()),
+        (
+            "OUTLOOK_PLUGIN_CONFIG".to_owned(),
+            config.display().to_string(),
+        ),
+    ];
+    env.extend(fake.env());
+    env.extend(open_gates());
+    run_python_client(&python, world.path(), env).await;
+    assert!(
+        fake.requests().iter().any(|r| r.path.contains("/messages")),
+        "the client's calls reached Graph"
+    );
+    fake.assert_no_secret_in_urls(&[crate::fake_graph::CLIENT_SECRET]);
 }
