@@ -79,6 +79,8 @@ pub(crate) trait MailStore: Sync {
             .map(move |id| async move {
                 match tokio::time::timeout_at(deadline, self.get_message(&id)).await {
                     Ok(Ok(m)) => Ok(MessageText {
+                        // A detail's body is cut only past `mime::MAX_BODY_CHARS`.
+                        complete: m.body_text.len() < crate::mime::MAX_BODY_CHARS,
                         body: m.body_text,
                         attachments: m.summary.attachments,
                     }),

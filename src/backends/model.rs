@@ -139,6 +139,8 @@ pub(crate) struct MessageDetail {
 pub(crate) struct MessageText {
     pub(crate) body: String,
     pub(crate) attachments: Vec<AttachmentMeta>,
+    /// `body` is the whole body text: no bound cut it, so a word missing from it is missing.
+    pub(crate) complete: bool,
 }
 
 /// Counts of one folder over a bounded scan.

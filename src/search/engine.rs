@@ -352,6 +352,9 @@ async fn match_with_bodies<S: SearchSource>(
                 }
                 if matcher.matches(&c, Some(&text.body)) {
                     hits.push(c);
+                } else if !text.complete {
+                    // The words may be in the part a bound cut off.
+                    missing = true;
                 }
             }
             Err(_) => missing = true,
@@ -486,6 +489,7 @@ pub(crate) mod tests {
                     Ok(MessageText {
                         body: String::new(),
                         attachments: Vec::new(),
+                        complete: true,
                     })
                 })
                 .collect()
@@ -493,7 +497,8 @@ pub(crate) mod tests {
     }
 
     /// `Fake` whose bodies hold `body`, or cannot be fetched (`None`).
-    struct WithBodies(Fake, Option<&'static str>);
+    /// `Fake` whose bodies hold `.1` (or cannot be fetched: `None`), cut by a bound when `.2`.
+    struct WithBodies(Fake, Option<&'static str>, bool);
 
     impl SearchSource for WithBodies {
         fn capabilities(&self) -> Capabilities {
@@ -514,6 +519,7 @@ pub(crate) mod tests {
                         .map(|body| MessageText {
                             body: body.to_owned(),
                             attachments: Vec::new(),
+                            complete: !self.2,
                         })
                         .ok_or(BackendError::Timeout)
                 })
@@ -531,7 +537,7 @@ pub(crate) mod tests {
             list: page(vec![candidate("1", "other")], false),
         };
         let o = run(
-            &WithBodies(fake(), Some("the invoice is attached")),
+            &WithBodies(fake(), Some("the invoice is attached"), false),
             &plan(Some("invoice")),
         )
         .await;
@@ -540,18 +546,32 @@ pub(crate) mod tests {
             (SearchStatus::Found, Strategy::LocalScan)
         );
         let o = run(
-            &WithBodies(fake(), Some("nothing here")),
+            &WithBodies(fake(), Some("nothing here"), false),
             &plan(Some("invoice")),
         )
         .await;
         assert_eq!(o.status, SearchStatus::NotFound);
-        let o = run(&WithBodies(fake(), None), &plan(Some("invoice"))).await;
+        let o = run(&WithBodies(fake(), None, false), &plan(Some("invoice"))).await;
         assert_eq!(o.status, SearchStatus::SearchIncomplete);
         assert!(
             o.warnings.contains(&warning::BODY_UNREAD),
             "{:?}",
             o.warnings
         );
+        // A body a bound cut proves nothing about the words beyond the cut.
+        let o = run(
+            &WithBodies(fake(), Some("nothing here"), true),
+            &plan(Some("invoice")),
+        )
+        .await;
+        assert_eq!(o.status, SearchStatus::SearchIncomplete);
+        // A match in the part that was read is still a match.
+        let o = run(
+            &WithBodies(fake(), Some("the invoice is attached"), true),
+            &plan(Some("invoice")),
+        )
+        .await;
+        assert_eq!(o.status, SearchStatus::Found);
     }
 
     fn plan(query: Option<&str>) -> SearchPlan {

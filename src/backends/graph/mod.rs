@@ -331,11 +331,7 @@ impl GraphStore {
                         .collect(),
                     None => Vec::new(),
                 };
-                let detail = message.into_detail(attachments);
-                Ok(MessageText {
-                    body: detail.body_text,
-                    attachments: detail.summary.attachments,
-                })
+                Ok(message.into_text(attachments))
             })
             .collect()
     }

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::super::model::{
-    AttachmentMeta, FolderInfo, MessageDetail, MessageSummary, PREVIEW_CHARS,
+    AttachmentMeta, FolderInfo, MessageDetail, MessageSummary, MessageText, PREVIEW_CHARS,
 };
 use crate::mime::{self, Mailbox};
 
@@ -147,6 +147,42 @@ fn message_ids(value: &str) -> Vec<String> {
 }
 
 impl Message {
+    /// The body as text (HTML converted), bounded like Maildir's: (text, came from HTML, cut).
+    fn body_text(&mut self) -> (String, bool, bool) {
+        match self.body.take() {
+            Some(ItemBody {
+                content_type,
+                content: Some(content),
+            }) if content_type
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("html")) =>
+            {
+                let (text, cut) = mime::html::to_text_bounded(&content, mime::MAX_BODY_CHARS);
+                (text, true, cut)
+            }
+            Some(ItemBody {
+                content: Some(content),
+                ..
+            }) => {
+                let (text, cut) =
+                    mime::html::truncate_chars(content.replace("\r\n", "\n"), mime::MAX_BODY_CHARS);
+                (text, false, cut)
+            }
+            _ => (String::new(), false, false),
+        }
+    }
+
+    /// What a search's fallback reads: the body and `attachments`, saying whether a bound cut
+    /// the body (then a word missing from it is not proven missing).
+    pub(crate) fn into_text(mut self, attachments: Vec<AttachmentMeta>) -> MessageText {
+        let (body, _, cut) = self.body_text();
+        MessageText {
+            body,
+            attachments,
+            complete: !cut,
+        }
+    }
+
     /// The summary; `folder_hint` names the folder when Graph left `parentFolderId` out.
     pub(crate) fn summary(&mut self, folder_hint: &str) -> MessageSummary {
         MessageSummary {
@@ -197,25 +233,7 @@ impl Message {
             .filter(|v| !v.is_empty());
         let mut references = header("References").map(message_ids).unwrap_or_default();
         references.truncate(mime::MAX_REFERENCES);
-        let (body_text, body_is_html) = match self.body.take() {
-            Some(ItemBody {
-                content_type,
-                content: Some(content),
-            }) if content_type
-                .as_deref()
-                .is_some_and(|t| t.eq_ignore_ascii_case("html")) =>
-            {
-                (mime::html::to_text(&content, mime::MAX_BODY_CHARS), true)
-            }
-            Some(ItemBody {
-                content: Some(content),
-                ..
-            }) => (
-                mime::html::truncate_chars(content.replace("\r\n", "\n"), mime::MAX_BODY_CHARS).0,
-                false,
-            ),
-            _ => (String::new(), false),
-        };
+        let (body_text, body_is_html, _) = self.body_text();
         let mut to: Vec<Mailbox> = self
             .to_recipients
             .into_iter()
@@ -365,6 +383,27 @@ mod tests {
             detail.summary.received.map(|d| d.to_rfc3339()).as_deref(),
             Some("2024-03-01T10:00:00+00:00")
         );
+    }
+
+    /// A body past the bound is cut, and the text says so: a search must not read a missing
+    /// word as absent from it.
+    #[test]
+    fn a_cut_body_is_an_incomplete_text() {
+        let long = "word ".repeat(mime::MAX_BODY_CHARS / 5 + 10);
+        for content_type in ["text", "html"] {
+            let message: Message = serde_json::from_value(serde_json::json!({
+                "id": "AAMk=", "body": {"contentType": content_type, "content": long}
+            }))
+            .expect("parses");
+            let text = message.into_text(Vec::new());
+            assert!(!text.complete, "{content_type}");
+            assert!(text.body.chars().count() <= mime::MAX_BODY_CHARS);
+        }
+        let short: Message = serde_json::from_value(serde_json::json!({
+            "id": "AAMk=", "body": {"contentType": "html", "content": "<p>short</p>"}
+        }))
+        .expect("parses");
+        assert!(short.into_text(Vec::new()).complete);
     }
 
     #[test]
