@@ -142,7 +142,8 @@ fn serde_plain<T: serde::Serialize>(v: &T) -> String {
     }
 }
 
-/// Minimum Graph application permissions for a catalog.
+/// Minimum Graph application permissions for a whole catalog.
+#[cfg(test)]
 pub(crate) fn graph_permissions(tools: &[&'static ToolDef]) -> Vec<&'static str> {
     reduce_graph_permissions(tools.iter().map(|t| t.graph_permission))
 }
@@ -159,9 +160,6 @@ pub(crate) fn reduce_graph_permissions<'a>(
         .filter(|p| !(writes && *p == "Mail.Read"))
         .collect()
 }
-
-/// The Exchange management scope the printed commands create and assign.
-const RBAC_SCOPE: &str = "mailgate-mailboxes";
 
 /// The reminder printed under the commands: an Entra ID grant is not narrowed by a scope.
 const RBAC_REMINDER: &str = "RBAC for Applications only narrows what Exchange grants; remove any \
@@ -190,38 +188,51 @@ fn opath_quoted(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-/// The Exchange Online PowerShell commands (RBAC for Applications) that confine the app with
-/// `client_id` (a placeholder when unknown) to `addresses`, granting each of `permissions`
-/// there and nowhere else, then verifying; one command a line, ready to paste.
-pub(crate) fn rbac_commands(
-    client_id: Option<&str>,
-    addresses: &[&str],
-    permissions: &[&str],
-) -> Vec<String> {
-    let app = client_id.unwrap_or("<client id>");
-    let filter = addresses
+/// The management scope that holds the mailboxes granted exactly `permissions`.
+fn scope_name(permissions: &[&str]) -> String {
+    let parts: Vec<String> = permissions
         .iter()
-        .map(|a| format!("PrimarySmtpAddress -eq {}", opath_quoted(a)))
-        .collect::<Vec<_>>()
-        .join(" -or ");
-    let scope = ps_quoted(RBAC_SCOPE);
-    let mut lines = vec![
-        format!(
-            "New-ServicePrincipal -AppId {app} -ObjectId <enterprise application object id> \
-             -DisplayName mailgate"
-        ),
-        format!(
+        .map(|p| p.to_ascii_lowercase().replace('.', ""))
+        .collect();
+    format!("mailgate-{}", parts.join("-"))
+}
+
+/// One management scope of the printed commands: mailboxes that need the same permissions.
+pub(crate) struct ScopeGroup<'a> {
+    pub(crate) addresses: Vec<&'a str>,
+    pub(crate) permissions: Vec<&'static str>,
+}
+
+/// The Exchange Online PowerShell commands (RBAC for Applications) that confine the app with
+/// `client_id` (a placeholder when unknown): one management scope per group, holding exactly its
+/// addresses, with one role assignment per permission of the group, then one verification per
+/// address; one command a line, ready to paste.
+pub(crate) fn rbac_commands(client_id: Option<&str>, groups: &[ScopeGroup<'_>]) -> Vec<String> {
+    let app = client_id.unwrap_or("<client id>");
+    let mut lines = vec![format!(
+        "New-ServicePrincipal -AppId {app} -ObjectId <enterprise application object id> \
+         -DisplayName mailgate"
+    )];
+    for group in groups {
+        let filter = group
+            .addresses
+            .iter()
+            .map(|a| format!("PrimarySmtpAddress -eq {}", opath_quoted(a)))
+            .collect::<Vec<_>>()
+            .join(" -or ");
+        let scope = ps_quoted(&scope_name(&group.permissions));
+        lines.push(format!(
             "New-ManagementScope -Name {scope} -RecipientRestrictionFilter {}",
             ps_quoted(&filter)
-        ),
-    ];
-    for permission in permissions {
-        lines.push(format!(
-            "New-ManagementRoleAssignment -App {app} -Role {} -CustomResourceScope {scope}",
-            ps_quoted(&format!("Application {permission}"))
         ));
+        for permission in &group.permissions {
+            lines.push(format!(
+                "New-ManagementRoleAssignment -App {app} -Role {} -CustomResourceScope {scope}",
+                ps_quoted(&format!("Application {permission}"))
+            ));
+        }
     }
-    for address in addresses {
+    for address in groups.iter().flat_map(|g| &g.addresses) {
         lines.push(format!(
             "Test-ServicePrincipalAuthorization -Identity {app} -Resource {}",
             ps_quoted(address)
@@ -230,10 +241,30 @@ pub(crate) fn rbac_commands(
     lines
 }
 
-/// The Graph part of `policy explain`: the permission set, the Graph mailboxes and the RBAC for
-/// Applications commands; one line when no Graph mailbox is listed, because for Maildir and IMAP
-/// a permission list would read as a requirement that does not exist.
-fn graph_section(out: &mut String, settings: &Settings, tools: &[&'static ToolDef]) {
+/// The permissions one Graph mailbox needs under the catalog `tools`: the tools it can reach —
+/// no write or handoff tool for an alias narrowed to `read`, the send tool only for the sending
+/// mailbox (`sender`).
+pub(crate) fn mailbox_permissions(
+    tools: &[&'static ToolDef],
+    mailbox: &crate::config::MailboxEntry,
+    sender: Option<&crate::alias::Alias>,
+) -> Vec<&'static str> {
+    reduce_graph_permissions(
+        tools
+            .iter()
+            .filter(|t| match t.family {
+                Family::Write | Family::Handoff => mailbox.access != Access::Read,
+                Family::Send => sender == Some(&mailbox.alias),
+                Family::Read => true,
+            })
+            .map(|t| t.graph_permission),
+    )
+}
+
+/// The Graph part of `policy explain`: the permission set, each Graph mailbox with its own, and
+/// the RBAC for Applications commands; one line when no Graph mailbox is listed, because for
+/// Maildir and IMAP a permission list would read as a requirement that does not exist.
+fn graph_section(out: &mut String, settings: &Settings, g: &Gates, tools: &[&'static ToolDef]) {
     let graph: Vec<_> = settings
         .config
         .mailboxes
@@ -244,24 +275,43 @@ fn graph_section(out: &mut String, settings: &Settings, tools: &[&'static ToolDe
         let _ = writeln!(out, "graph: no Microsoft Graph mailbox configured");
         return;
     }
-    let permissions = graph_permissions(tools);
+    let sender = g.send.as_ref().map(|s| &s.from_alias);
+    let per_mailbox: Vec<_> = graph
+        .iter()
+        .map(|m| (*m, mailbox_permissions(tools, m, sender)))
+        .collect();
+    let all = reduce_graph_permissions(per_mailbox.iter().flat_map(|(_, p)| p.iter().copied()));
     let _ = writeln!(
         out,
         "minimum Microsoft Graph application permissions: {}",
-        permissions.join(", ")
+        all.join(", ")
     );
     let _ = writeln!(out, "  for the Microsoft Graph mailboxes:");
-    for m in &graph {
-        let _ = writeln!(out, "    - {} <{}>", m.alias, m.address.as_str());
+    let mut groups: Vec<ScopeGroup<'_>> = Vec::new();
+    for (m, permissions) in &per_mailbox {
+        let _ = writeln!(
+            out,
+            "    - {} <{}>: {}",
+            m.alias,
+            m.address.as_str(),
+            permissions.join(", ")
+        );
+        match groups.iter_mut().find(|g| &g.permissions == permissions) {
+            Some(group) => group.addresses.push(m.address.as_str()),
+            None => groups.push(ScopeGroup {
+                addresses: vec![m.address.as_str()],
+                permissions: permissions.clone(),
+            }),
+        }
     }
-    let addresses: Vec<&str> = graph.iter().map(|m| m.address.as_str()).collect();
     let client_id = settings.graph.as_ref().map(|g| g.client_id.as_str());
     let _ = writeln!(
         out,
-        "  confine the app to exactly these mailboxes with Exchange Online RBAC for Applications \
-         (Exchange Online PowerShell, as an Organization Management member; fill in the <...>):"
+        "  confine the app to exactly these mailboxes, each to what it needs, with Exchange Online \
+         RBAC for Applications (Exchange Online PowerShell, as an Organization Management member; \
+         fill in the <...>):"
     );
-    for line in rbac_commands(client_id, &addresses, &permissions) {
+    for line in rbac_commands(client_id, &groups) {
         let _ = writeln!(out, "    {line}");
     }
     let _ = writeln!(out, "  {RBAC_REMINDER}");
@@ -377,7 +427,7 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
             let _ = writeln!(out, "  {k}: {v}");
         }
     }
-    graph_section(&mut out, settings, &tools);
+    graph_section(&mut out, settings, g, &tools);
     out
 }
 
@@ -485,8 +535,16 @@ mod tests {
         let id = "11111111-1111-4111-8111-111111111111";
         let lines = rbac_commands(
             Some(id),
-            &["cloud@example.org", "team@example.org"],
-            &["Mail.ReadWrite", "Mail.Send"],
+            &[
+                ScopeGroup {
+                    addresses: vec!["cloud@example.org", "team@example.org"],
+                    permissions: vec!["Mail.ReadWrite", "Mail.Send"],
+                },
+                ScopeGroup {
+                    addresses: vec!["archive@example.org"],
+                    permissions: vec!["Mail.Read"],
+                },
+            ],
         );
         assert_eq!(
             lines,
@@ -495,23 +553,33 @@ mod tests {
                     "New-ServicePrincipal -AppId {id} -ObjectId <enterprise application object id> \
                      -DisplayName mailgate"
                 ),
-                "New-ManagementScope -Name \"mailgate-mailboxes\" -RecipientRestrictionFilter \
-                 \"PrimarySmtpAddress -eq 'cloud@example.org' -or PrimarySmtpAddress -eq \
-                 'team@example.org'\""
+                "New-ManagementScope -Name \"mailgate-mailreadwrite-mailsend\" \
+                 -RecipientRestrictionFilter \"PrimarySmtpAddress -eq 'cloud@example.org' -or \
+                 PrimarySmtpAddress -eq 'team@example.org'\""
                     .to_owned(),
                 format!(
                     "New-ManagementRoleAssignment -App {id} -Role \"Application Mail.ReadWrite\" \
-                     -CustomResourceScope \"mailgate-mailboxes\""
+                     -CustomResourceScope \"mailgate-mailreadwrite-mailsend\""
                 ),
                 format!(
                     "New-ManagementRoleAssignment -App {id} -Role \"Application Mail.Send\" \
-                     -CustomResourceScope \"mailgate-mailboxes\""
+                     -CustomResourceScope \"mailgate-mailreadwrite-mailsend\""
+                ),
+                "New-ManagementScope -Name \"mailgate-mailread\" -RecipientRestrictionFilter \
+                 \"PrimarySmtpAddress -eq 'archive@example.org'\""
+                    .to_owned(),
+                format!(
+                    "New-ManagementRoleAssignment -App {id} -Role \"Application Mail.Read\" \
+                     -CustomResourceScope \"mailgate-mailread\""
                 ),
                 format!(
                     "Test-ServicePrincipalAuthorization -Identity {id} -Resource \"cloud@example.org\""
                 ),
                 format!(
                     "Test-ServicePrincipalAuthorization -Identity {id} -Resource \"team@example.org\""
+                ),
+                format!(
+                    "Test-ServicePrincipalAuthorization -Identity {id} -Resource \"archive@example.org\""
                 ),
             ]
         );
@@ -520,7 +588,13 @@ mod tests {
     /// Without a client id the commands carry a placeholder where it goes, and nowhere else.
     #[test]
     fn an_unknown_client_id_is_a_placeholder() {
-        let lines = rbac_commands(None, &["cloud@example.org"], &["Mail.Read"]);
+        let lines = rbac_commands(
+            None,
+            &[ScopeGroup {
+                addresses: vec!["cloud@example.org"],
+                permissions: vec!["Mail.Read"],
+            }],
+        );
         assert_eq!(lines.len(), 4);
         for (line, flag) in lines.iter().zip(["-AppId", "", "-App", "-Identity"]) {
             if !flag.is_empty() {
@@ -538,12 +612,14 @@ mod tests {
     fn hostile_addresses_stay_inside_their_quotes() {
         let lines = rbac_commands(
             None,
-            &["o'brien@example.org", "a$(x)`b\"c\u{201c}@example.org"],
-            &["Mail.Read"],
+            &[ScopeGroup {
+                addresses: vec!["o'brien@example.org", "a$(x)`b\"c\u{201c}@example.org"],
+                permissions: vec!["Mail.Read"],
+            }],
         );
         assert_eq!(
             lines[1],
-            "New-ManagementScope -Name \"mailgate-mailboxes\" -RecipientRestrictionFilter \
+            "New-ManagementScope -Name \"mailgate-mailread\" -RecipientRestrictionFilter \
              \"PrimarySmtpAddress -eq 'o''brien@example.org' -or PrimarySmtpAddress -eq \
              'a`$(x)``b`\"c`\u{201c}@example.org'\""
         );

@@ -182,9 +182,6 @@ async fn policy_explain_prints_the_graph_permissions_and_rbac_scope() {
     );
     let world = world.config(&config, 0o600);
     let client_id = crate::util::GRAPH_TEST_ENV[1].1;
-    let scope = "New-ManagementScope -Name \"mailgate-mailboxes\" -RecipientRestrictionFilter \
-                 \"PrimarySmtpAddress -eq 'cloud@example.org' -or PrimarySmtpAddress -eq \
-                 'o''brien@example.org'\"";
     let read_only = world.run(&["policy", "explain"]).await;
     let send = world
         .run_with(
@@ -202,12 +199,23 @@ async fn policy_explain_prints_the_graph_permissions_and_rbac_scope() {
         "{}",
         String::from_utf8_lossy(&send.stdout)
     );
-    for (out, set, roles) in [
-        (read_only, "Mail.Read", &["Mail.Read"][..]),
+    // Read-only gates: one scope over both Graph mailboxes with Mail.Read. Writes and send: the
+    // full sending mailbox gets Mail.ReadWrite and Mail.Send, the read-narrowed one Mail.Read
+    // only, each in its own scope.
+    let both_read = "New-ManagementScope -Name \"mailgate-mailread\" -RecipientRestrictionFilter \
+                     \"PrimarySmtpAddress -eq 'cloud@example.org' -or PrimarySmtpAddress -eq \
+                     'o''brien@example.org'\"";
+    let sender_scope = "New-ManagementScope -Name \"mailgate-mailreadwrite-mailsend\" \
+                        -RecipientRestrictionFilter \"PrimarySmtpAddress -eq 'cloud@example.org'\"";
+    let narrowed_scope = "New-ManagementScope -Name \"mailgate-mailread\" \
+                          -RecipientRestrictionFilter \"PrimarySmtpAddress -eq 'o''brien@example.org'\"";
+    for (out, set, scopes, roles) in [
+        (read_only, "Mail.Read", vec![both_read], &["Mail.Read"][..]),
         (
             send,
             "Mail.ReadWrite, Mail.Send",
-            &["Mail.ReadWrite", "Mail.Send"],
+            vec![sender_scope, narrowed_scope],
+            &["Mail.ReadWrite", "Mail.Send", "Mail.Read"],
         ),
     ] {
         let text = String::from_utf8_lossy(&out.stdout);
@@ -222,7 +230,9 @@ async fn policy_explain_prints_the_graph_permissions_and_rbac_scope() {
             )),
             "{text}"
         );
-        assert!(text.contains(scope), "{text}");
+        for scope in scopes {
+            assert!(text.contains(scope), "{scope}\n{text}");
+        }
         assert!(!text.contains("finance@example.com"), "{text}");
         assert!(
             text.contains(&format!("New-ServicePrincipal -AppId {client_id} ")),
