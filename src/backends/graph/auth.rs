@@ -144,13 +144,7 @@ impl TokenSource {
             .timeout(TOKEN_TIMEOUT)
             .send()
             .await
-            .map_err(|e| {
-                if e.is_timeout() {
-                    BackendError::Timeout
-                } else {
-                    BackendError::Unavailable
-                }
-            })?;
+            .map_err(super::client::transport_error)?;
         let status = response.status();
         if !status.is_success() {
             return Err(match status {

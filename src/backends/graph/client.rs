@@ -160,13 +160,11 @@ impl GraphClient {
                     .await
                     .map_err(|_| BackendError::Unavailable)?;
                 let token = self.tokens.get().await?;
-                let response = self.build(req, token.expose()).send().await.map_err(|e| {
-                    if e.is_timeout() {
-                        BackendError::Timeout
-                    } else {
-                        BackendError::Unavailable
-                    }
-                })?;
+                let response = self
+                    .build(req, token.expose())
+                    .send()
+                    .await
+                    .map_err(transport_error)?;
                 let status = response.status();
                 let wait = retry_after(response.headers());
                 let body = if status.is_success() {
@@ -251,6 +249,15 @@ impl GraphClient {
     }
 }
 
+/// The class of a failure to exchange with the server at all (connect, TLS, reset, timeout).
+pub(crate) fn transport_error(e: reqwest::Error) -> BackendError {
+    if e.is_timeout() {
+        BackendError::Timeout
+    } else {
+        BackendError::Unavailable
+    }
+}
+
 /// The error class of a non-success status that is not retried.
 pub(crate) fn classify(status: StatusCode) -> BackendError {
     match status {
@@ -271,13 +278,7 @@ async fn read_bounded(mut response: reqwest::Response, max: u64) -> Result<Vec<u
         return Err(BackendError::TooLarge);
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| {
-        if e.is_timeout() {
-            BackendError::Timeout
-        } else {
-            BackendError::Unavailable
-        }
-    })? {
+    while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
         if (body.len() + chunk.len()) as u64 > max {
             return Err(BackendError::TooLarge);
         }
