@@ -722,3 +722,117 @@ async fn startup_refuses_bad_graph_settings() {
     assert!(stderr.contains("MAILGATE_GRAPH_BASE_URL"), "{stderr}");
     assert!(stderr.contains("https"), "{stderr}");
 }
+
+/// Attachments of each Graph kind through the tools: a file's bytes, an attached message
+/// (`itemAttachment`, read as its MIME), a link to a file elsewhere (`referenceAttachment`: no
+/// bytes in the mailbox, a typed refusal), and a declared size over the cap refused before
+/// any byte is downloaded.
+#[tokio::test]
+async fn attachments_of_each_graph_kind() {
+    let fake = FakeGraph::start().await;
+    fake.add_mailbox(FINANCE);
+    let attached = Message::new("Signed contract for Orchard Bakery")
+        .from("Eli Example", "eli@example.org")
+        .text("The countersigned contract, clause 7 amended.");
+    let id = fake.add_message(
+        FINANCE,
+        "inbox",
+        Message::new("Contract pack")
+            .from("Dana Example", "dana@example.org")
+            .file_attachment("terms.txt", "text/plain", b"Payment within 30 days.")
+            .item_attachment(attached)
+            .reference_attachment("budget.xlsx", "https://contoso.example.com/budget.xlsx")
+            .file_attachment("huge.csv", "text/csv", b"a,b\n")
+            .declared_size(900 * 1024 * 1024),
+    );
+    let world = world_for(&fake);
+    let json = format!(r#"{{"mailboxes": [{{"alias": "finance", "address": "{FINANCE}"}}]}}"#);
+    let path = world.path().join("plugin.json");
+    write_mode(&path, json.as_bytes(), 0o600);
+    let c = world
+        .client(&["--config", &path.display().to_string(), "serve"])
+        .await;
+    let listed = c
+        .ok(
+            "list_attachments",
+            json!({"mailbox": "finance", "messageId": id}),
+        )
+        .await;
+    let attachments = listed["attachments"].as_array().expect("attachments");
+    assert_eq!(attachments.len(), 4, "{listed}");
+    let by_name = |name: &str| {
+        attachments
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {listed}"))["id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    };
+    let read = |attachment: String| json!({"mailbox": "finance", "messageId": id, "attachmentId": attachment});
+    let file = c
+        .ok("get_attachment_content", read(by_name("terms.txt")))
+        .await;
+    assert!(
+        file["text"].as_str().is_some_and(|t| t.contains("30 days")),
+        "{file}"
+    );
+    let item = by_name("Signed contract for Orchard Bakery");
+    assert!(
+        attachments
+            .iter()
+            .any(|a| a["contentType"] == "message/rfc822"),
+        "an attached message is message/rfc822: {listed}"
+    );
+    let message = c.ok("get_attachment_content", read(item)).await;
+    assert!(
+        message["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("clause 7")),
+        "{message}"
+    );
+    let code = c
+        .tool_error("get_attachment_content", read(by_name("budget.xlsx")))
+        .await;
+    assert_eq!(code, "UNSUPPORTED");
+    fake.clear_requests();
+    let code = c
+        .tool_error("get_attachment_content", read(by_name("huge.csv")))
+        .await;
+    assert_eq!(code, "ATTACHMENT_TOO_LARGE");
+    assert_eq!(
+        fake.count(Route::AttachmentValue),
+        0,
+        "refused on the declared size, before any download"
+    );
+    c.close().await;
+}
+
+/// A token that expires while a five-page listing is under way: the page that meets the 401
+/// refreshes the token once and the listing completes as if nothing happened.
+#[tokio::test]
+async fn a_token_that_expires_mid_listing_is_refreshed_once() {
+    let (fake, c) = paging_world().await;
+    // The first call fetches the token.
+    c.ok("list_folders", json!({"mailbox": "finance"})).await;
+    fake.latency(std::time::Duration::from_millis(40));
+    let tokens = fake.token_requests();
+    let first_page = fake.route_count(Route::List) + 1;
+    let listing = c.call("list_messages", nothing_matches());
+    let expire = async {
+        // Readiness, not a fixed sleep: expire once the listing has asked for its first page.
+        while fake.route_count(Route::List) < first_page {
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        fake.expire_tokens();
+    };
+    let (result, ()) = tokio::join!(listing, expire);
+    let out = result
+        .expect("answered")
+        .structured_content
+        .expect("structured");
+    assert_eq!(out["status"], "NOT_FOUND", "{out}");
+    assert_eq!(out["pagesScanned"], 5, "{out}");
+    assert_eq!(fake.token_requests(), tokens + 1, "one refresh");
+    c.close().await;
+}
