@@ -659,11 +659,16 @@ fn graph_retry_after(payload: &[u8]) {
     if let Some(wait) = retry_after(&headers) {
         assert!(wait <= MAX_WAIT, "oracle: a wait of {wait:?} over MAX_WAIT");
     }
-    // Delta-seconds are read exactly (capped); anything else is a date or nothing.
+    // Delta-seconds are read exactly (capped); anything else is a date or nothing. Only a
+    // value of visible ASCII (and blanks) is read at all: `4` followed by U+2029 is no number.
+    let ascii = payload
+        .iter()
+        .all(|b| b.is_ascii_graphic() || *b == b' ' || *b == b'\t');
     if let Ok(seconds) = std::str::from_utf8(payload)
         .unwrap_or("")
-        .trim()
+        .trim_matches([' ', '\t'])
         .parse::<u64>()
+        && ascii
     {
         assert_eq!(
             retry_after(&headers),
@@ -696,17 +701,18 @@ fn graph_segment(id: &str) {
             let segments: Vec<&str> = url.path_segments().into_iter().flatten().collect();
             assert_eq!(
                 segments.len(),
-                5,
+                6,
                 "oracle: /v1.0/users/<mailbox>/messages/<id>/attachments, got {}",
                 url.path()
             );
             assert!(
-                segments[0] == "v1.0" && segments[1] == "users" && segments[4] == "attachments",
+                segments[..4] == ["v1.0", "users", GRAPH_MAILBOX, "messages"]
+                    && segments[5] == "attachments",
                 "oracle: the fixed segments stay in place: {}",
                 url.path()
             );
             assert_eq!(
-                percent_decoded(segments[3]),
+                percent_decoded(segments[4]),
                 id,
                 "oracle: the id's segment decodes back to the id"
             );
