@@ -30,7 +30,7 @@ use crate::backends::BackendError;
 /// Retries after throttling or a transient 503, per request.
 pub(crate) const MAX_RETRIES: u32 = 3;
 /// Longest single wait honoured, whatever `Retry-After` says.
-const MAX_WAIT: Duration = Duration::from_secs(120);
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(120);
 /// First backoff when the server gives no `Retry-After`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// Connection setup bound.

@@ -1,0 +1,12 @@
+//! Untrusted Graph bytes (message and attachment pages, `$batch` answers, nextLinks,
+//! `Retry-After`, caller ids) → the Graph backend's parsers; the first byte picks the parser,
+//! oracles in `mailgate::fuzzing::graph_wire`.
+#![no_main]
+// The macro's expansion reads RUST_LIBFUZZER_DEBUG_PATH with std::env and writes that file with
+// std::fs (libfuzzer-sys's debug hook); nothing in this file calls either.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "inside libfuzzer_sys::fuzz_target! only"
+)]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzzing::graph_wire(data));
