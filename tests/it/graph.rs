@@ -423,22 +423,27 @@ async fn a_mixed_graph_and_maildir_config_searches_both() {
 }
 
 /// A world with one Graph mailbox of 500 synthetic messages (five pages of 100).
-async fn paging_world() -> (FakeGraph, Client) {
+async fn paging_world() -> (FakeGraph, World, Client) {
     let fake = FakeGraph::start().await;
     fake.add_mailbox(FINANCE);
     fake.seed_synthetic(FINANCE, "inbox", 500);
-    let world = world_for(&fake);
     // maxResults 100 makes the listing window 500: five pages of Graph's 100.
-    let json = format!(
-        r#"{{"mailboxes": [{{"alias": "finance", "address": "{FINANCE}"}}],
-            "maxResultsPerMailbox": 100}}"#
-    );
+    let (world, c) = finance_client(&fake, r#", "maxResultsPerMailbox": 100"#).await;
+    (fake, world, c)
+}
+
+/// A server over the one Graph mailbox `finance` of `fake`, with `extra` top-level config keys,
+/// and the world it runs in (its folder lives as long as the world).
+async fn finance_client(fake: &FakeGraph, extra: &str) -> (World, Client) {
+    let world = world_for(fake);
+    let json =
+        format!(r#"{{"mailboxes": [{{"alias": "finance", "address": "{FINANCE}"}}]{extra}}}"#);
     let path = world.path().join("plugin.json");
     write_mode(&path, json.as_bytes(), 0o600);
     let c = world
         .client(&["--config", &path.display().to_string(), "serve"])
         .await;
-    (fake, c)
+    (world, c)
 }
 
 /// A listing over all five pages that matches nothing: the honest NOT_FOUND baseline, then the
@@ -449,7 +454,7 @@ fn nothing_matches() -> Value {
 
 #[tokio::test]
 async fn faults_are_retried_or_reported_never_not_found() {
-    let (fake, c) = paging_world().await;
+    let (fake, _world, c) = paging_world().await;
     let clean = c.ok("list_messages", nothing_matches()).await;
     assert_eq!(clean["status"], "NOT_FOUND", "{clean}");
     assert_eq!(clean["pagesScanned"], 5, "{clean}");
@@ -579,13 +584,7 @@ async fn a_search_that_ignores_the_query_is_caught_by_the_canary() {
             .file_attachment("quokka-menu.csv", "text/csv", b"dish,price\n"),
     );
     fake.ignore_search(FINANCE);
-    let world = world_for(&fake);
-    let json = format!(r#"{{"mailboxes": [{{"alias": "finance", "address": "{FINANCE}"}}]}}"#);
-    let path = world.path().join("plugin.json");
-    write_mode(&path, json.as_bytes(), 0o600);
-    let c = world
-        .client(&["--config", &path.display().to_string(), "serve"])
-        .await;
+    let (_world, c) = finance_client(&fake, "").await;
     let hit = c
         .ok(
             "search_mailbox",
@@ -745,13 +744,7 @@ async fn attachments_of_each_graph_kind() {
             .file_attachment("huge.csv", "text/csv", b"a,b\n")
             .declared_size(900 * 1024 * 1024),
     );
-    let world = world_for(&fake);
-    let json = format!(r#"{{"mailboxes": [{{"alias": "finance", "address": "{FINANCE}"}}]}}"#);
-    let path = world.path().join("plugin.json");
-    write_mode(&path, json.as_bytes(), 0o600);
-    let c = world
-        .client(&["--config", &path.display().to_string(), "serve"])
-        .await;
+    let (_world, c) = finance_client(&fake, "").await;
     let listed = c
         .ok(
             "list_attachments",
@@ -812,7 +805,7 @@ async fn attachments_of_each_graph_kind() {
 /// refreshes the token once and the listing completes as if nothing happened.
 #[tokio::test]
 async fn a_token_that_expires_mid_listing_is_refreshed_once() {
-    let (fake, c) = paging_world().await;
+    let (fake, _world, c) = paging_world().await;
     // The first call fetches the token.
     c.ok("list_folders", json!({"mailbox": "finance"})).await;
     fake.latency(std::time::Duration::from_millis(40));
