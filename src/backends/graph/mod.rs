@@ -112,7 +112,6 @@ pub(crate) fn client(settings: &GraphSettings) -> Result<Arc<GraphClient>, Graph
     let http = reqwest::Client::builder()
         .connect_timeout(client::CONNECT_TIMEOUT)
         .timeout(client::REQUEST_TIMEOUT)
-        .https_only(false)
         // A redirect would carry the request elsewhere; Graph does not redirect these calls.
         .redirect(reqwest::redirect::Policy::none())
         .build()
