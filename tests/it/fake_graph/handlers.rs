@@ -230,14 +230,8 @@ impl State {
                 Err(r) => return r,
             }
         }
-        let mut body = json!({
-            "@odata.context": format!("{}/$metadata#users('{}')/mailFolders", ctx.base(), percent_encode(address)),
-            "value": value,
-        });
-        if skip + top < all.len() {
-            body["@odata.nextLink"] = json!(ctx.next_link("$skip", &(skip + top).to_string()));
-        }
-        Reply::json(200, &body)
+        let more = (skip + top < all.len()).then(|| ("$skip", (skip + top).to_string()));
+        paged(ctx, address, "mailFolders", value, more)
     }
 
     fn scope<'m>(
@@ -367,14 +361,8 @@ impl State {
             Ok(v) => v,
             Err(r) => return r,
         };
-        let mut body = json!({
-            "@odata.context": format!("{}/$metadata#users('{}')/messages", ctx.base(), percent_encode(address)),
-            "value": value,
-        });
-        if skip + top < msgs.len() {
-            body["@odata.nextLink"] = json!(ctx.next_link("$skip", &(skip + top).to_string()));
-        }
-        Reply::json(200, &body)
+        let more = (skip + top < msgs.len()).then(|| ("$skip", (skip + top).to_string()));
+        paged(ctx, address, "messages", value, more)
     }
 
     fn search(&self, address: &str, folder: Option<&str>, ctx: &Ctx<'_>, rid: u64) -> Reply {
@@ -433,15 +421,9 @@ impl State {
             Ok(v) => v,
             Err(r) => return r,
         };
-        let mut body = json!({
-            "@odata.context": format!("{}/$metadata#users('{}')/messages", ctx.base(), percent_encode(address)),
-            "value": value,
-        });
-        if offset + top < msgs.len() {
-            body["@odata.nextLink"] =
-                json!(ctx.next_link("$skiptoken", &encode_skiptoken(offset + top)));
-        }
-        Reply::json(200, &body)
+        let more =
+            (offset + top < msgs.len()).then(|| ("$skiptoken", encode_skiptoken(offset + top)));
+        paged(ctx, address, "messages", value, more)
     }
 
     fn find(&self, address: &str, id: &str, rid: u64) -> Result<usize, Reply> {
@@ -960,4 +942,27 @@ fn access_denied(rid: u64) -> Reply {
         "Access is denied. Check credentials and try again.",
         rid,
     )
+}
+
+/// One page of a collection of `address`'s `collection` (Graph's `@odata.context` form), with a
+/// nextLink carrying `more` (the paging parameter and its value) when items are left.
+fn paged(
+    ctx: &Ctx<'_>,
+    address: &str,
+    collection: &str,
+    value: Vec<Value>,
+    more: Option<(&str, String)>,
+) -> Reply {
+    let mut body = json!({
+        "@odata.context": format!(
+            "{}/$metadata#users('{}')/{collection}",
+            ctx.base(),
+            percent_encode(address)
+        ),
+        "value": value,
+    });
+    if let Some((key, next)) = more {
+        body["@odata.nextLink"] = json!(ctx.next_link(key, &next));
+    }
+    Reply::json(200, &body)
 }
