@@ -78,28 +78,23 @@ async fn call(client: &Client, tool: &str, args: Value) -> (Value, usize) {
     (structured, bytes)
 }
 
-/// Median of the wall times of `rounds` runs of `f`.
-async fn median<F, Fut>(rounds: usize, mut f: F) -> Duration
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = ()>,
-{
+/// Calls `tool` with `args` `rounds` times: the median wall time, and every answer with its
+/// size in bytes.
+async fn timed(
+    client: &Client,
+    rounds: usize,
+    tool: &str,
+    args: &Value,
+) -> (Duration, Vec<(Value, usize)>) {
     let mut times = Vec::with_capacity(rounds);
+    let mut answers = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let started = Instant::now();
-        f().await;
+        answers.push(call(client, tool, args.clone()).await);
         times.push(started.elapsed());
     }
     times.sort();
-    times[times.len() / 2]
-}
-
-fn status_kb(pid: u32, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    text.lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
+    (times[times.len() / 2], answers)
 }
 
 fn ms(d: Duration) -> String {
@@ -174,86 +169,50 @@ async fn main() {
     // The slowest single mailbox's chain, each alone.
     let mut slowest = Duration::ZERO;
     for i in 0..MAILBOXES {
-        let alias = format!("team{i}");
-        let t = median(rounds, || {
-            let args = json!({"mailbox": alias, "criteria": {"query": WORD}});
-            let client = &client;
-            async move {
-                call(client, "search_mailbox", args).await;
-            }
-        })
-        .await;
-        slowest = slowest.max(t);
+        let args = json!({"mailbox": format!("team{i}"), "criteria": {"query": WORD}});
+        slowest = slowest.max(timed(&client, rounds, "search_mailbox", &args).await.0);
     }
     let requests_before = fake.requests().len();
     let bytes_before = fake.served_bytes();
-    let results = std::cell::Cell::new(0usize);
-    let answer_bytes = std::cell::Cell::new(0usize);
-    let fan_out = median(rounds, || {
-        let client = &client;
-        let (results, answer_bytes) = (&results, &answer_bytes);
-        async move {
-            let (out, bytes) = call(
-                client,
-                "search_mailboxes",
-                json!({"criteria": {"query": WORD}}),
-            )
-            .await;
-            let found: usize = out["results"].as_array().map_or(0, |r| {
-                r.iter()
-                    .map(|m| m["messages"].as_array().map_or(0, Vec::len))
-                    .sum()
-            });
-            results.set(results.get() + found);
-            answer_bytes.set(answer_bytes.get() + bytes);
-        }
-    })
+    let (fan_out, answers) = timed(
+        &client,
+        rounds,
+        "search_mailboxes",
+        &json!({"criteria": {"query": WORD}}),
+    )
     .await;
-    let (results, answer_bytes) = (results.get(), answer_bytes.get());
+    let results: usize = answers
+        .iter()
+        .flat_map(|(out, _)| out["results"].as_array().into_iter().flatten())
+        .map(|m| m["messages"].as_array().map_or(0, Vec::len))
+        .sum();
+    let answer_bytes: usize = answers.iter().map(|(_, bytes)| bytes).sum();
     let requests = fake.requests().len() - requests_before;
     let fetched = fake.served_bytes() - bytes_before;
     let searches = rounds * MAILBOXES;
 
     // A word no message holds: Graph finds nothing, so the local fallback scan lists the
     // window and fetches each candidate's body before it may say NOT_FOUND.
-    let absent_single = median(rounds, || {
-        let client = &client;
-        async move {
-            call(
-                client,
-                "search_mailbox",
-                json!({"mailbox": "team0", "criteria": {"query": "zorblaxquint"}}),
-            )
-            .await;
-        }
-    })
-    .await;
+    let absent = json!({"mailbox": "team0", "criteria": {"query": "zorblaxquint"}});
+    let absent_single = timed(&client, rounds, "search_mailbox", &absent).await.0;
     let before_absent = fake.requests().len();
-    let absent_fan_out = median(rounds, || {
-        let client = &client;
-        async move {
-            call(
-                client,
-                "search_mailboxes",
-                json!({"criteria": {"query": "zorblaxquint"}}),
-            )
-            .await;
-        }
-    })
-    .await;
+    let absent_all = json!({"criteria": {"query": "zorblaxquint"}});
+    let absent_fan_out = timed(&client, rounds, "search_mailboxes", &absent_all)
+        .await
+        .0;
     let absent_requests = fake.requests().len() - before_absent;
 
     // Memory: a burst of the heaviest fan-out (the fallback reads bodies); the server runs four
     // calls at once (MAX_CALLS_IN_FLIGHT). RSS is sampled during the burst, since VmHWM would
     // also hold the earlier runs' peak.
-    let rss_before = status_kb(pid, "VmRSS");
+    let rss_before = common::proc_status_kb(pid, "VmRSS");
     let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let sampler = {
         let sampling = std::sync::Arc::clone(&sampling);
         tokio::spawn(async move {
             let mut peak = 0;
             while sampling.load(std::sync::atomic::Ordering::Relaxed) {
-                peak = peak.max(status_kb(pid, "VmRSS").unwrap_or(0));
+                peak = peak.max(common::proc_status_kb(pid, "VmRSS").unwrap_or(0));
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
             peak

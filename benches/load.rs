@@ -373,19 +373,10 @@ impl Server {
         stdin.flush().expect("flush initialized");
     }
 
-    /// A `/proc/PID/status` field in kB.
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the bench reads the server's /proc status; the cap-std rule is for the library"
-    )]
-    /// None once the server is gone (the report then says so instead of panicking before it
+    /// A `/proc/PID/status` field in kB; None once the server is gone (the report then says so instead of panicking before it
     /// is printed).
     fn status(&self, field: &str) -> Option<u64> {
-        let path = format!("/proc/{}/status", self.child.id());
-        let text = std::fs::read_to_string(&path).ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        common::proc_status_kb(self.child.id(), field)
     }
 
     /// Closes stdin (done by the caller) and reaps the server, killing it if it lingers.

@@ -27,3 +27,19 @@ pub(crate) fn smoke() -> bool {
         || !args.iter().any(|a| a == "--bench")
         || std::env::var("MAILGATE_BENCH_SMOKE").is_ok_and(|v| v == "1")
 }
+
+/// A field of `/proc/PID/status` in kB (`VmRSS`, `VmHWM`), when readable.
+#[allow(
+    dead_code,
+    reason = "the memory benches (load, graph_search) use it; maildir_search includes this module too"
+)]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bench binary reads /proc; the library's file rule is for the library"
+)]
+pub(crate) fn proc_status_kb(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
