@@ -726,14 +726,7 @@ impl State {
             Ok(x) => x,
             Err(r) => return r,
         };
-        let now = Utc::now();
-        msg.received = now;
-        msg.sent = now;
-        msg.is_draft = true;
-        msg.is_read = true;
-        if msg.from.is_none() {
-            msg.from = Some(EmailAddress::new("", address));
-        }
+        stamp_own(&mut msg, address, true);
         let id = self.file(address, "drafts", msg);
         let idx = self.mailboxes[address]
             .messages
@@ -773,14 +766,7 @@ impl State {
             mime,
         });
         // Graph files the sent message in Sent Items itself (saveToSentItems defaults to true).
-        let now = Utc::now();
-        msg.received = now;
-        msg.sent = now;
-        msg.is_read = true;
-        msg.is_draft = false;
-        if msg.from.is_none() {
-            msg.from = Some(EmailAddress::new("", address));
-        }
+        stamp_own(&mut msg, address, false);
         self.file(address, "sentitems", msg);
         Reply::empty(202)
     }
@@ -965,4 +951,17 @@ fn paged(
         body["@odata.nextLink"] = json!(ctx.next_link(key, &next));
     }
     Reply::json(200, &body)
+}
+
+/// Marks an uploaded message as the mailbox's own, as Graph files a draft or a sent copy: dated
+/// now, read, sent from `address` unless the MIME said otherwise.
+fn stamp_own(msg: &mut Message, address: &str, draft: bool) {
+    let now = Utc::now();
+    msg.received = now;
+    msg.sent = now;
+    msg.is_read = true;
+    msg.is_draft = draft;
+    if msg.from.is_none() {
+        msg.from = Some(EmailAddress::new("", address));
+    }
 }
