@@ -142,12 +142,6 @@ fn serde_plain<T: serde::Serialize>(v: &T) -> String {
     }
 }
 
-/// Minimum Graph application permissions for a whole catalog.
-#[cfg(test)]
-pub(crate) fn graph_permissions(tools: &[&'static ToolDef]) -> Vec<&'static str> {
-    reduce_graph_permissions(tools.iter().map(|t| t.graph_permission))
-}
-
 /// The smallest set of Graph application permissions covering `needed` (the tools'
 /// `graph_permission` values), sorted: `none` is dropped, and `Mail.Read` goes when
 /// `Mail.ReadWrite` is there, because Graph's `Mail.ReadWrite` includes reading.
@@ -497,21 +491,48 @@ mod tests {
         assert_eq!(order, expected);
     }
 
-    /// The reduced permission set of each of the eight catalogs: reading needs `Mail.Read`,
-    /// the write gate replaces it with `Mail.ReadWrite`, the send gate adds `Mail.Send`, and the
-    /// handoff gate adds nothing.
+    /// What a Graph mailbox needs under each of the eight catalogs: reading needs `Mail.Read`,
+    /// the write gate replaces it with `Mail.ReadWrite` and the send gate adds `Mail.Send` for
+    /// a full mailbox that is the sender; the handoff gate adds nothing. A mailbox narrowed to
+    /// `read` needs `Mail.Read` only, and one that does not send never needs `Mail.Send`.
     #[test]
-    fn each_gate_setting_reduces_to_its_minimum_graph_permissions() {
+    fn each_gate_setting_reduces_to_each_mailboxs_minimum_graph_permissions() {
+        let config = crate::config::Config::from_json(
+            br#"{"mailboxes": [
+                {"alias": "cloud", "address": "cloud@example.org"},
+                {"alias": "team", "address": "team@example.org"},
+                {"alias": "narrow", "address": "narrow@example.org", "access": "read"}]}"#,
+            std::path::Path::new("/"),
+        )
+        .expect("config");
+        let [cloud, team, narrow] = [0, 1, 2].map(|i| &config.mailboxes[i]);
+        let sender = Some(&cloud.alias);
         for (h, w, s) in COMBINATIONS {
             let mut gates = Gates::read_only();
             gates.handoffs = h;
             gates.writes = w;
             let tools = catalog::build_for(&gates, s);
-            let mut expected = vec![if w { "Mail.ReadWrite" } else { "Mail.Read" }];
+            let read = if w { "Mail.ReadWrite" } else { "Mail.Read" };
+            let mut expected = vec![read];
             if s {
                 expected.push("Mail.Send");
             }
-            assert_eq!(graph_permissions(&tools), expected, "gates {h} {w} {s}");
+            let gates_seen = format!("gates {h} {w} {s}");
+            assert_eq!(
+                mailbox_permissions(&tools, cloud, sender),
+                expected,
+                "{gates_seen}"
+            );
+            assert_eq!(
+                mailbox_permissions(&tools, team, sender),
+                [read],
+                "{gates_seen}"
+            );
+            assert_eq!(
+                mailbox_permissions(&tools, narrow, sender),
+                ["Mail.Read"],
+                "{gates_seen}"
+            );
         }
     }
 
