@@ -35,6 +35,10 @@ use crate::alias::Alias;
 use crate::config::{BackendSpec, MailboxEntry};
 use crate::path_guard;
 
+/// Per-message reads one caller runs at once (bodies, attachment lists) when a backend has no
+/// batch form for them.
+pub(crate) const FETCHES_AT_ONCE: usize = 4;
+
 /// How long one backend operation other than a scan may take before it is a
 /// [`BackendError::Timeout`].
 pub(crate) const OPERATION_DEADLINE: Duration = Duration::from_secs(30);
@@ -67,7 +71,7 @@ pub(crate) trait MailStore: Sync {
 
     /// The text of each message of `wanted` (its summary says whether it has attachments), in
     /// order, one result per message; a message not read by `deadline` is `Timeout`. The
-    /// default reads them one by one, four at a time; a remote backend may batch.
+    /// default reads them one by one, [`FETCHES_AT_ONCE`] at a time; a remote backend may batch.
     fn texts(
         &self,
         wanted: &[&MessageSummary],
@@ -88,7 +92,7 @@ pub(crate) trait MailStore: Sync {
                     Err(_) => Err(BackendError::Timeout),
                 }
             })
-            .buffered(4)
+            .buffered(FETCHES_AT_ONCE)
             .collect::<Vec<_>>()
     }
 

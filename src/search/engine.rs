@@ -17,9 +17,6 @@ use crate::backends::AttachmentMeta;
 use crate::backends::BackendError;
 use crate::backends::model::{ContentGap, MessageSummary, Order, Page, SearchKind};
 
-/// Attachment lists fetched at once for results whose listing left them out.
-const BODY_FETCHES: usize = 4;
-
 /// A term that cannot occur in real mail, derived from the query so that a backend which ignores
 /// the query returns the same "hits" for it.
 pub(crate) fn canary_term(query: &str) -> String {
@@ -55,7 +52,7 @@ async fn list_attachments<S: SearchSource>(
             let list = tokio::time::timeout_at(deadline, source.attachments(&id)).await;
             (i, list.ok().and_then(Result::ok))
         })
-        .buffered(BODY_FETCHES)
+        .buffered(crate::backends::FETCHES_AT_ONCE)
         .collect()
         .await;
     for (i, list) in fetched {
