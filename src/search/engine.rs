@@ -491,6 +491,9 @@ pub(crate) mod tests {
                 })
                 .collect()
         }
+        async fn attachments(&self, _id: &str) -> Result<Vec<AttachmentMeta>, BackendError> {
+            unreachable!("every scripted summary lists its attachments")
+        }
     }
 
     /// `Fake` whose bodies hold `body`, or cannot be fetched (`None`).
@@ -521,6 +524,9 @@ pub(crate) mod tests {
                         .ok_or(BackendError::Timeout)
                 })
                 .collect()
+        }
+        async fn attachments(&self, _id: &str) -> Result<Vec<AttachmentMeta>, BackendError> {
+            unreachable!("every scripted summary lists its attachments")
         }
     }
 
@@ -949,6 +955,9 @@ pub(crate) mod tests {
             _deadline: std::time::Instant,
         ) -> Vec<Result<MessageText, BackendError>> {
             unreachable!("an exhaustive search matched bodies itself")
+        }
+        async fn attachments(&self, _id: &str) -> Result<Vec<AttachmentMeta>, BackendError> {
+            unreachable!("every scripted summary lists its attachments")
         }
     }
 

@@ -308,10 +308,7 @@ pub(crate) trait SearchSource: Sync {
     fn attachments(
         &self,
         id: &str,
-    ) -> impl Future<Output = Result<Vec<AttachmentMeta>, BackendError>> + Send {
-        let _ = id;
-        async { Ok(Vec::new()) }
-    }
+    ) -> impl Future<Output = Result<Vec<AttachmentMeta>, BackendError>> + Send;
 }
 
 impl SearchSource for Backend {
