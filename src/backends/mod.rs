@@ -14,6 +14,7 @@
 
 pub(crate) mod error;
 pub(crate) mod graph;
+pub(crate) mod imap;
 pub(crate) mod maildir;
 pub(crate) mod model;
 pub(crate) mod outbox;
