@@ -167,8 +167,11 @@ impl Endpoint {
         self.tls
             .connect(self.server_name.clone(), tcp)
             .await
-            // A certificate the roots do not vouch for is as fatal as a refused password.
-            .map_err(|_| BackendError::Unavailable)
+            .map_err(|e| {
+                // The operator's clue (an untrusted certificate: set caFile); metadata only.
+                tracing::warn!(host = %self.host, port = self.port, error = %e, "IMAP TLS handshake failed");
+                BackendError::Unavailable
+            })
     }
 
     async fn authenticate(
@@ -281,4 +284,76 @@ fn is_loopback(host: &str) -> bool {
             .trim_end_matches(']')
             .parse::<IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use async_imap::Authenticator as _;
+
+    fn secret(value: &str) -> Secret {
+        crate::config::env::Env::from_pairs([("V", value)])
+            .secret("V")
+            .expect("set")
+    }
+
+    #[test]
+    fn xoauth2_sends_the_user_and_bearer_token_once() {
+        let token = secret("ya29.example-token");
+        let mut auth = XOauth2 {
+            user: "ops@example.org",
+            token: &token,
+        };
+        assert_eq!(
+            auth.process(b""),
+            "user=ops@example.org\x01auth=Bearer ya29.example-token\x01\x01"
+        );
+        // The server's error challenge gets the empty answer that ends the exchange.
+        assert_eq!(auth.process(br#"{"status":"401"}"#), "");
+    }
+
+    #[test]
+    fn settings_are_checked_before_any_connection() {
+        let login = || ImapLogin::Password(secret("pw"));
+        let user = || "ops@example.org".to_owned();
+        assert!(matches!(
+            Endpoint::new(
+                "imap.example.org",
+                143,
+                Security::Plain,
+                user(),
+                login(),
+                None
+            ),
+            Err(ImapSetupError::PlainNotLoopback)
+        ));
+        for host in ["127.0.0.1", "localhost", "::1", "127.0.0.9"] {
+            assert!(
+                Endpoint::new(host, 143, Security::Plain, user(), login(), None).is_ok(),
+                "{host}"
+            );
+        }
+        assert!(matches!(
+            Endpoint::new(
+                "imap.example.org",
+                993,
+                Security::Tls,
+                user(),
+                login(),
+                Some(b"not pem")
+            ),
+            Err(ImapSetupError::CaFile)
+        ));
+        let endpoint = Endpoint::new(
+            "imap.example.org",
+            993,
+            Security::Tls,
+            user(),
+            login(),
+            None,
+        )
+        .expect("ok");
+        let shown = format!("{endpoint:?}");
+        assert!(!shown.contains("ops@") && !shown.contains("pw"), "{shown}");
+    }
 }
