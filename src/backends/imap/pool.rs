@@ -177,8 +177,12 @@ impl Pool {
 
     fn take_idle(&self) -> Option<Conn> {
         let mut idle = self.idle.lock().ok()?;
-        while let Some(entry) = idle.pop() {
+        while let Some(mut entry) = idle.pop() {
             if entry.since.elapsed() < IDLE_TIMEOUT {
+                // Each operation opens its folder afresh: SELECT/EXAMINE is what reports the
+                // folder's current UIDVALIDITY, which an id must be checked against, and the
+                // folder may have been reset since the last operation.
+                entry.conn.selected = None;
                 return Some(entry.conn);
             }
             // Too old to trust: dropped (closing the socket) rather than logged out politely.
