@@ -889,8 +889,15 @@ impl ImapStore {
         self.admit()?;
         let (groups, refused) = by_folder(ids);
         with_conn!(self.pool, Self::deadline(), Repeat::Never, |conn| {
-            if (verb == "MOVE" && !conn.caps.r#move) || !conn.caps.uidplus {
-                return Err(OpError::Backend(BackendError::Unsupported("imap")));
+            if verb == "MOVE" && !conn.caps.r#move {
+                return Err(OpError::Backend(BackendError::ServerLacks(
+                    "MOVE (RFC 6851)",
+                )));
+            }
+            if !conn.caps.uidplus {
+                return Err(OpError::Backend(BackendError::ServerLacks(
+                    "UIDPLUS (RFC 4315)",
+                )));
             }
             let target = self.existing(conn, destination).await?;
             let mut results: Vec<ItemResult<String>> = refused
