@@ -18,6 +18,7 @@ pub(crate) mod imap;
 pub(crate) mod maildir;
 pub(crate) mod model;
 pub(crate) mod outbox;
+pub(crate) mod rate;
 pub(crate) mod smtp;
 pub(crate) mod transport;
 
