@@ -308,19 +308,20 @@ fn summary(
     parsed: &mime::ParsedMessage,
 ) -> Option<MessageSummary> {
     let uid = f.uid?;
-    let (attachments, structure_cut) = match f.bodystructure() {
+    let (attachments, structure_cut, name_cut) = match f.bodystructure() {
         Some(s) => {
             let found = structure::attachments(s);
             (
                 found.parts.into_iter().map(|p| p.meta).collect::<Vec<_>>(),
                 found.cut,
+                found.name_cut,
             )
         }
-        None => (Vec::new(), true),
+        None => (Vec::new(), true, false),
     };
     let gap = if structure_cut {
         Some(ContentGap::Structure)
-    } else if parsed.cuts.header {
+    } else if parsed.cuts.header || name_cut {
         Some(ContentGap::Header)
     } else {
         None
@@ -774,6 +775,8 @@ impl MailStore for ImapStore {
                 .ok_or(OpError::Backend(BackendError::Malformed))?;
             let bytes = structure::decode_part(raw, part.encoding)
                 .ok_or(OpError::Backend(BackendError::Malformed))?;
+            let bytes =
+                structure::transcode(bytes, &part.meta.content_type, part.charset.as_deref());
             if bytes.len() as u64 > max_bytes {
                 return Err(OpError::Backend(BackendError::TooLarge));
             }
