@@ -196,6 +196,8 @@ mod tests {
         assert_eq!(bucket.try_take_at(later), Ok(()));
         // A racing caller that read the clock before `later` gets no refill from going back.
         assert_eq!(bucket.try_take_at(start), Err(MINUTE));
+        // Nor does the clock moving back and forth count the same minute twice.
+        assert_eq!(bucket.try_take_at(later), Err(MINUTE));
     }
 
     #[test]
