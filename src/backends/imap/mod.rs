@@ -14,13 +14,10 @@
 
 mod conn;
 mod ids;
-#[allow(dead_code, reason = "stub until the helper's codec lands (issue 12)")]
 pub(crate) mod mutf7;
 mod pool;
-#[allow(dead_code, reason = "stub until the helper's builder lands (issue 12)")]
 pub(crate) mod query;
 mod session;
-#[allow(dead_code, reason = "stub until the helper's walker lands (issue 12)")]
 pub(crate) mod structure;
 
 use std::collections::BTreeMap;

@@ -52,8 +52,11 @@ pub(crate) enum Key {
     Seen,
     Unseen,
     /// `UID set`, from UIDs: non-empty, non-zero, strictly ascending (see [`Key::uids`]).
+    #[cfg(any(test, fuzzing))]
     Uids(Vec<u32>),
+    #[cfg(any(test, fuzzing))]
     Not(Box<Key>),
+    #[cfg(any(test, fuzzing))]
     Or(Box<Key>, Box<Key>),
 }
 
@@ -74,16 +77,20 @@ pub(crate) enum QueryError {
     TooLong,
     #[error("search keys nest deeper than {MAX_DEPTH}")]
     TooDeep,
+    #[cfg(any(test, fuzzing))]
     #[error("a UID set is empty")]
     EmptyUidSet,
+    #[cfg(any(test, fuzzing))]
     #[error("a UID set holds UID 0")]
     ZeroUid,
+    #[cfg(any(test, fuzzing))]
     #[error("a UID set is not strictly ascending")]
     UidsNotAscending,
     #[error("a search date's year is outside 0000-9999")]
     DateOutOfRange,
 }
 
+#[cfg(test)]
 impl Key {
     /// `UID` of these UIDs in any order, sorted and deduplicated as [`Key::Uids`] needs.
     pub(crate) fn uids(uids: impl IntoIterator<Item = u32>) -> Self {
@@ -228,6 +235,7 @@ impl Writer {
             }
             Key::Seen => self.out.push_str("SEEN"),
             Key::Unseen => self.out.push_str("UNSEEN"),
+            #[cfg(any(test, fuzzing))]
             Key::Uids(uids) => {
                 if uids.is_empty() {
                     return Err(QueryError::EmptyUidSet);
@@ -241,10 +249,12 @@ impl Writer {
                 self.out.push_str("UID ");
                 self.out.push_str(&uid_set(uids));
             }
+            #[cfg(any(test, fuzzing))]
             Key::Not(inner) => {
                 self.out.push_str("NOT ");
                 self.key(inner, depth + 1)?;
             }
+            #[cfg(any(test, fuzzing))]
             Key::Or(left, right) => {
                 self.out.push_str("OR ");
                 self.key(left, depth + 1)?;

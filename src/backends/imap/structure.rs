@@ -88,18 +88,21 @@ pub(crate) struct Structure {
     /// text/html part before it outside any alternative (mime renders both, in order); else
     /// the first text/html body part. `None` when the message has no body text outside attached
     /// messages (or a bound cut it off: then `attachments.cut` is set).
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the walk's body rule decides which text parts are attachments; the \
+                      section itself is read by the tests that pin that rule to mime's (search \
+                      reads still fetch whole messages)"
+        )
+    )]
     pub(crate) text: Option<TextSection>,
 }
 
 /// The attachments of a message, in part order.
 pub(crate) fn attachments(structure: &BodyStructure<'_>) -> Attachments {
     analyze(structure).attachments
-}
-
-/// The section of the message's body text (see [`Structure::text`]), not looking inside
-/// attached messages.
-pub(crate) fn text_section(structure: &BodyStructure<'_>) -> Option<TextSection> {
-    analyze(structure).text
 }
 
 /// Attachments and body text section of one BODYSTRUCTURE, in one walk.
