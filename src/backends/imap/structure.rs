@@ -15,6 +15,7 @@ use std::borrow::Cow;
 
 use imap_proto::{BodyContentCommon, BodyParams, BodyStructure, ContentEncoding};
 use mail_parser::HeaderValue;
+use mail_parser::decoders::charsets::map::charset_decoder;
 use mail_parser::parsers::MessageStream;
 
 use crate::backends::AttachmentMeta;
@@ -140,6 +141,26 @@ pub(crate) fn decode_part(bytes: &[u8], encoding: TransferEncoding) -> Option<Ve
         }
     };
     (end != usize::MAX).then(|| decoded.into_owned())
+}
+
+/// The bytes the Maildir backend gives for the same attachment, from its `decode_part` output:
+/// a text part whose charset mail-parser knows is transcoded to UTF-8 (as `crate::mime` does,
+/// since the label does not travel with the bytes); anything else is returned as it is.
+/// `us-ascii` is never transcoded: servers (Dovecot) report it for a text part without a charset
+/// (RFC 2045's default), where mime keeps the original bytes, often UTF-8.
+pub(crate) fn attachment_bytes(decoded: Vec<u8>, info: &PartInfo) -> Vec<u8> {
+    if !info.meta.content_type.starts_with("text/") {
+        return decoded;
+    }
+    match info
+        .charset
+        .as_deref()
+        .filter(|c| !c.eq_ignore_ascii_case("us-ascii"))
+        .and_then(|c| charset_decoder(c.as_bytes()))
+    {
+        Some(decode) => decode(&decoded).into_bytes(),
+        None => decoded,
+    }
 }
 
 /// The decoded size of a part of `octets` encoded bytes, as an estimate known before the fetch.
@@ -701,18 +722,11 @@ mod tests {
                 .expect("parses");
             for (i, info) in list.parts.iter().enumerate() {
                 let part = &message.parts[message.attachments[i] as usize];
-                // mime transcodes labelled non-UTF-8 text to UTF-8; the caller does that from
-                // `charset`, not decode_part.
-                let transcoded = info.charset.as_deref().is_some_and(|c| {
-                    !["utf-8", "us-ascii"].contains(&c.to_ascii_lowercase().as_str())
-                });
-                if transcoded {
-                    continue;
-                }
                 let section = &raw[part.offset_body as usize..part.offset_end as usize];
                 let decoded = decode_part(section, info.encoding).expect("decodes");
                 let expected = mime::attachment_bytes(&raw, i).expect("mime bytes");
-                assert_eq!(decoded, expected, "{key}: bytes of {}", info.meta.id);
+                let bytes = attachment_bytes(decoded.clone(), info);
+                assert_eq!(bytes, expected, "{key}: bytes of {}", info.meta.id);
                 if info.encoding == TransferEncoding::Base64 {
                     let actual = decoded.len() as u64;
                     assert!(
@@ -1125,5 +1139,20 @@ mod tests {
         let mut cut = false;
         assert_eq!(param_header(&None, "name", &mut cut), None);
         assert!(!cut);
+    }
+
+    #[test]
+    fn labelled_text_attachments_are_transcoded_like_mime() {
+        let raw = "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nbody\r\n--b\r\nContent-Type: text/csv; charset=iso-8859-1; name=d.csv\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\ncaf=E9\r\n--b\r\nContent-Type: application/octet-stream; name=b.bin\r\n\r\nxy\r\n--b--\r\n";
+        let list = attachments(&bs(
+            r#"(("text" "plain" NIL NIL NIL "7bit" 4 1 NIL NIL NIL NIL)("text" "csv" ("charset" "iso-8859-1" "name" "d.csv") NIL NIL "quoted-printable" 6 1 NIL NIL NIL NIL)("application" "octet-stream" ("name" "b.bin") NIL NIL "7bit" 2 NIL NIL NIL NIL) "mixed" NIL NIL NIL NIL)"#,
+        ));
+        let csv = decode_part(b"caf=E9", list.parts[0].encoding).expect("qp");
+        assert_eq!(csv, b"caf\xe9");
+        let csv = attachment_bytes(csv, &list.parts[0]);
+        assert_eq!(csv, "café".as_bytes());
+        assert_eq!(Some(csv), mime::attachment_bytes(raw.as_bytes(), 0));
+        let bin = attachment_bytes("é".as_bytes().to_vec(), &list.parts[1]);
+        assert_eq!(bin, "é".as_bytes());
     }
 }
