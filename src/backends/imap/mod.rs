@@ -772,8 +772,7 @@ impl MailStore for ImapStore {
                 .ok_or(OpError::Backend(BackendError::Malformed))?;
             let bytes = structure::decode_part(raw, part.encoding)
                 .ok_or(OpError::Backend(BackendError::Malformed))?;
-            let bytes =
-                structure::transcode(bytes, &part.meta.content_type, part.charset.as_deref());
+            let bytes = structure::attachment_bytes(bytes, &part);
             if bytes.len() as u64 > max_bytes {
                 return Err(OpError::Backend(BackendError::TooLarge));
             }
