@@ -1015,12 +1015,21 @@ mod tests {
             Just(Key::Unseen),
             uids().prop_map(Key::Uids),
         ];
-        leaf.prop_recursive(MAX_DEPTH as u32 + 3, 48, 2, |inner| {
+        let tree = leaf.prop_recursive(MAX_DEPTH as u32 + 3, 48, 2, |inner| {
             prop_oneof![
                 inner.clone().prop_map(|k| Key::Not(Box::new(k))),
                 (inner.clone(), inner).prop_map(|(l, r)| Key::Or(Box::new(l), Box::new(r))),
             ]
-        })
+        });
+        // Random trees seldom reach the depth bound: chains of NOT around a tree do, on both
+        // sides of it.
+        let chain = (tree.clone(), MAX_DEPTH - 4..MAX_DEPTH + 2).prop_map(|(mut key, nots)| {
+            for _ in 0..nots {
+                key = Key::Not(Box::new(key));
+            }
+            key
+        });
+        prop_oneof![4 => tree, 1 => chain]
     }
 
     proptest! {
