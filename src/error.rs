@@ -25,6 +25,8 @@ pub(crate) enum StartupError {
     DownloadDir(crate::path_guard::PrivateDirError),
     #[error("the handoff store (<state folder>/handoffs) is refused: {0}")]
     HandoffStore(String),
+    #[error("mailbox {alias}: its IMAP connection settings are refused: {why}")]
+    Imap { alias: String, why: String },
     #[error("the Microsoft Graph client could not be prepared: {0}")]
     Graph(crate::backends::graph::GraphSetupError),
     #[error("the send transport could not be prepared: {0}")]

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::backends::{Backend, Grants, Registry};
+use crate::backends::{Backend, Grants, OpenError, Registry};
 use crate::config::env::Env;
 use crate::config::{Access, ConfigError, DOWNLOAD_DIR, Settings};
 use crate::downloads::DownloadRoot;
@@ -53,11 +53,16 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         .map_err(StartupError::Graph)?;
     let mut entries = Vec::with_capacity(settings.config.mailboxes.len());
     for mailbox in &settings.config.mailboxes {
-        let backend = Backend::open(mailbox, graph.as_ref()).map_err(|e| {
-            StartupError::MaildirUnavailable {
+        let login = settings.imap_logins.get(&mailbox.alias);
+        let backend = Backend::open(mailbox, graph.as_ref(), login).map_err(|e| match e {
+            OpenError::Maildir(e) => StartupError::MaildirUnavailable {
                 alias: mailbox.alias.to_string(),
                 kind: e.kind(),
-            }
+            },
+            OpenError::Imap(why) => StartupError::Imap {
+                alias: mailbox.alias.to_string(),
+                why,
+            },
         })?;
         let grants = Grants {
             write: gates.writes && mailbox.access != Access::Read,

@@ -12,6 +12,10 @@ pub(crate) enum BackendError {
     NotFound,
     #[error("the id is not one this mailbox issued")]
     BadId,
+    /// The id was issued for an earlier state of its folder, which the server has since reset
+    /// (IMAP's UIDVALIDITY changed): the message it named cannot be told from others.
+    #[error("the id belongs to an earlier state of its folder")]
+    Outdated,
     /// The backend kind, or this operation on it, is not available (names the kind).
     #[error("the {0} backend does not support this operation in this build")]
     Unsupported(&'static str),

@@ -18,6 +18,7 @@ pub(crate) mod imap;
 pub(crate) mod maildir;
 pub(crate) mod model;
 pub(crate) mod outbox;
+pub(crate) mod rate;
 pub(crate) mod smtp;
 pub(crate) mod transport;
 
@@ -230,6 +231,7 @@ impl MailWrite for NotBuilt {
 pub(crate) enum Backend {
     Maildir(maildir::MaildirStore),
     Graph(graph::GraphStore),
+    Imap(imap::ImapStore),
     NotBuilt(NotBuilt),
 }
 
@@ -239,9 +241,37 @@ macro_rules! on_backend {
         match $self {
             Backend::Maildir($b) => $body,
             Backend::Graph($b) => $body,
+            Backend::Imap($b) => $body,
             Backend::NotBuilt($b) => $body,
         }
     };
+}
+
+/// Why a mailbox's backend could not be opened at startup.
+#[derive(Debug)]
+pub(crate) enum OpenError {
+    /// The Maildir root is not an openable directory.
+    Maildir(std::io::Error),
+    /// An `imap` block's settings are unusable (the text names the setting, never a secret).
+    Imap(String),
+}
+
+/// Largest `caFile` accepted (a PEM bundle of a few certificates).
+const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The contents of a server block's `caFile` (`role`: "imap" or "smtp"), which must pass the
+/// trusted-file checks (the user's own, not writable by others) like plugin.json.
+pub(crate) fn ca_file(
+    spec: &crate::config::ServerSpec,
+    role: &str,
+) -> Result<Option<Vec<u8>>, String> {
+    let Some(path) = &spec.ca_file else {
+        return Ok(None);
+    };
+    path_guard::read_optional_trusted_file(path, MAX_CA_FILE_BYTES)
+        .map_err(|e| format!("the {role} caFile is refused: {e}"))?
+        .ok_or_else(|| format!("the {role} caFile does not exist"))
+        .map(Some)
 }
 
 /// `fut` under [`OPERATION_DEADLINE`].
@@ -253,22 +283,38 @@ async fn bounded<T>(fut: impl Future<Output = Result<T, BackendError>>) -> Resul
 
 impl Backend {
     /// Opens the backend a mailbox's config block names, pinned to its address; a Maildir root
-    /// must be an openable directory (startup refuses the config otherwise). `graph` is the
-    /// process's Graph client, which startup builds whenever a Graph mailbox is listed.
+    /// must be an openable directory and an IMAP block's settings must be usable (startup
+    /// refuses the config otherwise). `graph` is the process's Graph client, which startup
+    /// builds whenever a Graph mailbox is listed; `imap_login` the mailbox's resolved IMAP
+    /// credential (present for every IMAP mailbox).
     pub(crate) fn open(
         entry: &MailboxEntry,
         graph: Option<&Arc<graph::client::GraphClient>>,
-    ) -> std::io::Result<Self> {
+        imap_login: Option<&crate::config::imap::ImapLogin>,
+    ) -> Result<Self, OpenError> {
         Ok(match (&entry.backend, graph) {
-            (BackendSpec::Maildir { path, .. }, _) => {
-                Backend::Maildir(maildir::MaildirStore::new(path_guard::open_dir(path)?))
-            }
+            (BackendSpec::Maildir { path, .. }, _) => Backend::Maildir(maildir::MaildirStore::new(
+                path_guard::open_dir(path).map_err(OpenError::Maildir)?,
+            )),
             (BackendSpec::Graph, Some(client)) => Backend::Graph(graph::GraphStore::new(
                 Arc::clone(client),
                 entry.address.as_str(),
             )),
             (BackendSpec::Graph, None) => Backend::NotBuilt(NotBuilt { kind: "graph" }),
-            (BackendSpec::Imap { .. }, _) => Backend::NotBuilt(NotBuilt { kind: "imap" }),
+            (BackendSpec::Imap { imap, .. }, _) => {
+                let login = imap_login
+                    .cloned()
+                    .ok_or_else(|| OpenError::Imap("its credential was not resolved".to_owned()))?;
+                let ca = ca_file(imap, "imap").map_err(OpenError::Imap)?;
+                let user = imap
+                    .username
+                    .clone()
+                    .unwrap_or_else(|| entry.address.as_str().to_owned());
+                Backend::Imap(
+                    imap::ImapStore::new(imap, user, login, ca.as_deref())
+                        .map_err(|e| OpenError::Imap(e.to_string()))?,
+                )
+            }
         })
     }
 

@@ -112,6 +112,17 @@ pub(crate) struct MessageSummary {
     pub(crate) gap: Option<ContentGap>,
 }
 
+/// The words of a search query as a server-side search is given them: maximal runs of letters
+/// and digits, lower-cased. Punctuation, quotes and operators never reach a server's query
+/// language; the engine matches the caller's own tokens locally either way.
+pub(crate) fn query_words(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
 /// Characters of body text a summary's preview keeps.
 pub(crate) const PREVIEW_CHARS: usize = 500;
 

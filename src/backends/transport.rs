@@ -13,11 +13,7 @@ use super::outbox::{self, Outbox};
 use super::smtp::SmtpSender;
 use crate::config::env::Secret;
 use crate::config::{BackendSpec, MailboxEntry};
-use crate::path_guard;
 use crate::policy::outbound::{SendPermit, SentMessage};
-
-/// Largest `caFile` accepted (a PEM bundle of a few certificates).
-const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Why the transport could not be set up at startup.
 #[derive(Debug)]
@@ -59,14 +55,7 @@ impl Transport {
         };
         Ok(match (smtp, &entry.backend) {
             (Some(spec), _) => {
-                let ca = match &spec.ca_file {
-                    None => None,
-                    Some(path) => Some(
-                        path_guard::read_optional_trusted_file(path, MAX_CA_FILE_BYTES)
-                            .map_err(|e| setup(format!("the smtp caFile is refused: {e}")))?
-                            .ok_or_else(|| setup("the smtp caFile does not exist".to_owned()))?,
-                    ),
-                };
+                let ca = super::ca_file(spec, "smtp").map_err(setup)?;
                 let sender = SmtpSender::new(spec, &entry.address, smtp_secret, ca.as_deref())
                     .map_err(|e| setup(e.to_string()))?;
                 Transport::Smtp(sender)

@@ -155,7 +155,10 @@ pub(crate) fn error_warning(err: &BackendError) -> Option<&'static str> {
         BackendError::Timeout => Some(warning::TIMEOUT),
         BackendError::Unavailable | BackendError::Io(_) => Some(warning::UNAVAILABLE),
         BackendError::Malformed => Some(warning::MALFORMED),
-        BackendError::NotFound | BackendError::BadId | BackendError::TooLarge => None,
+        BackendError::NotFound
+        | BackendError::BadId
+        | BackendError::Outdated
+        | BackendError::TooLarge => None,
     }
 }
 

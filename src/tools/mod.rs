@@ -291,6 +291,12 @@ impl ToolError {
             BackendError::NotFound | BackendError::BadId => {
                 ToolError::new(ErrorCode::NotFound, "no such item in this mailbox")
             }
+            BackendError::Outdated => ToolError::new(
+                ErrorCode::NotFound,
+                "the id is from before the mail server reset its folder (UIDVALIDITY changed); \
+                 list the folder again for current ids",
+            )
+            .with_reason("uidvalidity_changed"),
             BackendError::Unsupported(kind) => ToolError::new(
                 ErrorCode::Unsupported,
                 format!("the {kind} backend is not available in this version of mailgate"),

@@ -47,12 +47,14 @@ async fn too_many_queries_is_a_limit_error() {
     c.close().await;
 }
 
-/// A mailbox whose backend kind is not built (IMAP until issue 12) answers `UNSUPPORTED`, and
-/// a multi-mailbox search says so for it while the others still answer.
+/// A mailbox whose server cannot be reached answers `BACKEND_UNAVAILABLE` for a read and a
+/// failed (never `NOT_FOUND`) search, and a multi-mailbox search says so for it while the
+/// others still answer.
 #[tokio::test]
-async fn unbuilt_backends_answer_unsupported_not_a_silent_failure() {
-    let world = World::new();
+async fn an_unreachable_mail_server_is_a_failure_never_an_absence() {
+    let world = World::new().with("SUPPORT_IMAP_PASSWORD", "example-password");
     let mail = crate::util::shared_demo().mail.clone();
+    // Port 9 (discard) on loopback: nothing listens, so every connection is refused at once.
     let json = format!(
         r#"{{"mailboxes": [
             {{"alias": "finance", "address": "finance@example.com",
@@ -68,12 +70,19 @@ async fn unbuilt_backends_answer_unsupported_not_a_silent_failure() {
     let c = world.client(&["--config", &config, "serve"]).await;
     assert_eq!(
         c.tool_error(
-            "search_mailbox",
-            json!({"mailbox": "support", "criteria": {"query": "x"}})
+            "get_message",
+            json!({"mailbox": "support", "messageId": "1.1.SU5CT1g"})
         )
         .await,
-        "UNSUPPORTED"
+        "BACKEND_UNAVAILABLE"
     );
+    let single = c
+        .ok(
+            "search_mailbox",
+            json!({"mailbox": "support", "criteria": {"query": "invoice"}}),
+        )
+        .await;
+    assert_eq!(single["status"], "SEARCH_FAILED", "{single}");
     let multi = c
         .ok(
             "search_mailboxes",
@@ -83,7 +92,14 @@ async fn unbuilt_backends_answer_unsupported_not_a_silent_failure() {
     let support = &multi["results"][1];
     assert_eq!(support["mailbox"], "support");
     assert_eq!(support["status"], "SEARCH_FAILED");
-    assert_eq!(support["warnings"][0], "backend_unsupported");
+    assert!(
+        support["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .any(|w| w == "backend_unavailable"),
+        "{support}"
+    );
     assert_eq!(
         multi["results"][0]["status"], "FOUND",
         "one mailbox's failure keeps the others"

@@ -197,11 +197,7 @@ pub(crate) fn folder(selector: &FolderSelector) -> Result<&str, BackendError> {
 /// lower-cased, space-separated, in double quotes; `None` when it has no word. KQL operators
 /// are upper-case, so lower-casing also keeps `AND`/`OR`/`NOT` as plain words.
 pub(crate) fn search_expression(query: &str) -> Option<String> {
-    let words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = crate::backends::model::query_words(query);
     (!words.is_empty()).then(|| format!("\"{}\"", words.join(" ")))
 }
 

@@ -20,10 +20,17 @@ pub(crate) struct PartInfo {
     pub(crate) encoding: TransferEncoding,
 }
 
+/// The attachments of a message and whether a bound stopped the walk.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Attachments {
+    pub(crate) parts: Vec<PartInfo>,
+    pub(crate) cut: bool,
+}
+
 /// The attachments of a message, in part order.
-pub(crate) fn attachments(structure: &BodyStructure<'_>) -> Vec<PartInfo> {
+pub(crate) fn attachments(structure: &BodyStructure<'_>) -> Attachments {
     let _ = structure;
-    Vec::new()
+    Attachments::default()
 }
 
 /// The decoded bytes of a fetched section; `None` when the encoding is broken.

@@ -25,6 +25,7 @@
 
 pub mod env;
 pub mod graph;
+pub mod imap;
 pub(crate) mod raw;
 mod vars;
 
@@ -168,6 +169,13 @@ pub enum ConfigError {
          or MICROSOFT_GRAPH_CLIENT_KEY_PATH) are both set; set only one"
     )]
     GraphCredentialConflict,
+    #[error(
+        "mailbox {alias}: its imap block names no credential; set passwordEnv (a password or \
+         app password) or oauth2TokenEnv (an XOAUTH2 access token)"
+    )]
+    ImapCredentialUnnamed { alias: String },
+    #[error("mailbox {alias}: {var} (its IMAP credential) is not set or is empty; value not shown")]
+    ImapCredentialMissing { alias: String, var: String },
     #[cfg(debug_assertions)]
     #[error("MAILGATE_TEST_HANDOFF_CRASH_AT names no crash point")]
     BadCrashPoint,
@@ -822,6 +830,8 @@ pub struct Settings {
     pub handoff_crash_at: Option<CrashPoint>,
     /// The Graph app credentials and endpoints; `Some` exactly when a Graph mailbox is listed.
     pub graph: Option<graph::GraphSettings>,
+    /// The login of every IMAP mailbox, by alias (empty when none is listed).
+    pub imap_logins: std::collections::BTreeMap<Alias, imap::ImapLogin>,
 }
 
 impl Settings {
@@ -903,6 +913,7 @@ pub fn resolve_settings(
         parse_bool(env::OUTPUT_SCHEMAS_VAR, env.raw(env::OUTPUT_SCHEMAS_VAR))?.unwrap_or(false);
     let handoff_ttl = handoff_ttl(env)?;
     let graph = graph::resolve(env, &config)?;
+    let imap_logins = imap::resolve(env, &config)?;
     #[cfg(debug_assertions)]
     let handoff_crash_at = env
         .get(HANDOFF_CRASH_VAR)
@@ -921,6 +932,7 @@ pub fn resolve_settings(
         handoff_ttl,
         handoff_crash_at,
         graph,
+        imap_logins,
     })
 }
 
