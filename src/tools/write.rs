@@ -190,7 +190,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
         hints: ADDITIVE,
         mutates: Mutates::Mailbox,
         graph_permission: "Mail.ReadWrite",
-        imap_capability: "APPEND to Drafts with \\Draft",
+        imap_capability: "APPEND to Drafts with \\Seen \\Draft (Drafts created when missing)",
         input_schema: input_schema::<CreateDraftArgs>,
         output_schema: Some(output_schema::<DraftOut>),
         call: handler!(CreateDraftArgs, create_draft),

@@ -349,7 +349,7 @@ mod tests {
             UidSetMember::Uid(7),
             UidSetMember::UidRange(3..=5),
             // RFC 4315 allows a descending range; the pairing is by position.
-            UidSetMember::UidRange(10..=8),
+            UidSetMember::UidRange(std::ops::RangeInclusive::new(10, 8)),
         ];
         assert_eq!(expand(&set), Some(vec![7, 3, 4, 5, 10, 9, 8]));
         assert_eq!(expand(&[UidSetMember::UidRange(1..=u32::MAX)]), None);
