@@ -1183,3 +1183,75 @@ async fn a_search_cut_mid_fetch_is_incomplete_evidence() {
     }
     c.close().await;
 }
+
+/// Dovecot's imap process serving the mailbox is killed between two calls (found by its title,
+/// which names the user: verbose_proctitle): the pooled connection is dead, and the next read
+/// reconnects and answers instead of failing or hanging.
+#[tokio::test]
+#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+async fn a_killed_server_process_is_replaced_by_a_new_connection() {
+    let server = server_or_skip!("a_killed_server_process_is_replaced_by_a_new_connection");
+    if !rustix::process::geteuid().is_root() {
+        eprintln!(
+            "!!! SKIP a_killed_server_process_is_replaced_by_a_new_connection: killing Dovecot's process needs root"
+        );
+        return;
+    }
+    let owner = ImapUser::fresh(server, "killed");
+    owner
+        .append(
+            "INBOX",
+            b"From: a@example.org\r\nSubject: still here\r\nMessage-ID: <k@example.org>\r\n\r\nx\r\n",
+            &[],
+        )
+        .await;
+    let (_world, c) = serve(
+        server,
+        World::new(),
+        &[ImapEntry::new(server, "team", &owner)],
+    )
+    .await;
+    let args = json!({"mailbox": "team", "folderId": "inbox"});
+    assert_eq!(
+        c.ok("get_folder_stats", args.clone()).await["totalEmails"],
+        1
+    );
+    let pids = imap_pids(&owner);
+    assert!(
+        !pids.is_empty(),
+        "the pooled connection's imap process, by its title"
+    );
+    for pid in &pids {
+        let status = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill {pid}");
+    }
+    let started = Instant::now();
+    let stats = c.ok("get_folder_stats", args).await;
+    assert_eq!(stats["totalEmails"], 1, "{stats}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let now = imap_pids(&owner);
+    assert!(
+        now.iter().all(|p| !pids.contains(p)) && !now.is_empty(),
+        "a new process serves the new connection: {pids:?} -> {now:?}"
+    );
+    c.close().await;
+}
+
+/// The pids of Dovecot's imap processes serving `user` (their titles carry the user's address).
+fn imap_pids(user: &ImapUser) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let title = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let title = String::from_utf8_lossy(&title);
+        if title.contains("/imap [") && title.contains(&user.address) {
+            pids.push(pid);
+        }
+    }
+    pids
+}

@@ -544,7 +544,8 @@ pub(crate) struct ImapEntry {
 }
 
 impl ImapEntry {
-    /// `user`'s mailbox as `alias`: IMAPS with the test CA, SMTP submission with STARTTLS.
+    /// `user`'s mailbox as `alias`: IMAPS with the test CA, SMTP submission with STARTTLS, a
+    /// bucket of 6000 IMAP commands a minute (the largest accepted).
     pub(crate) fn new(server: &MailServer, alias: &str, user: &ImapUser) -> Self {
         Self {
             alias: alias.to_owned(),
@@ -555,7 +556,9 @@ impl ImapEntry {
             security: Security::Tls,
             smtp_port: server.submission_port,
             ca: Some(server.ca.clone()),
-            imap_per_minute: None,
+            // The tests make hundreds of calls a minute; the default 60/minute bucket would
+            // refuse them. The rate-limit test sets its own small bucket.
+            imap_per_minute: Some(6000),
             access: None,
         }
     }
