@@ -776,7 +776,12 @@ impl MailStore for ImapStore {
             if bytes.len() as u64 > max_bytes {
                 return Err(OpError::Backend(BackendError::TooLarge));
             }
-            Ok((part.meta, bytes))
+            let meta = AttachmentMeta {
+                size: bytes.len() as u64,
+                size_is_estimate: false,
+                ..part.meta
+            };
+            Ok((meta, bytes))
         })
     }
 }

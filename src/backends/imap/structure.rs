@@ -399,6 +399,7 @@ impl Walk {
                 name,
                 content_type: content_type(&common.ty.ty, &common.ty.subtype),
                 size: decoded_size(other.octets, encoding),
+                size_is_estimate: encoding == TransferEncoding::Base64,
                 is_inline,
             },
             encoding,
