@@ -1186,7 +1186,6 @@ async fn a_search_cut_mid_fetch_is_incomplete_evidence() {
 /// BACKEND_UNAVAILABLE "the mail server sent a response mailgate cannot read" (Malformed, which
 /// is not retried) instead of reconnecting (notes/imaptests.md).
 #[tokio::test]
-#[ignore = "backend: a pooled connection killed between calls is sometimes Malformed, not retried"]
 #[allow(clippy::print_stderr, reason = "a skipped test says why")]
 async fn a_killed_server_process_is_replaced_by_a_new_connection() {
     let server = server_or_skip!("a_killed_server_process_is_replaced_by_a_new_connection");
@@ -1261,7 +1260,6 @@ fn imap_pids(user: &ImapUser) -> Vec<u32> {
 /// ATTACHMENT_METADATA_INVALID ("decoded size differs from the declared size")
 /// (notes/imaptests.md).
 #[tokio::test]
-#[ignore = "backend: IMAP attachment size is the encoded size; handoff refuses the mismatch"]
 async fn a_base64_attachment_is_handed_off_from_an_imap_mailbox() {
     let server = server_or_skip!("a_base64_attachment_is_handed_off_from_an_imap_mailbox");
     let owner = ImapUser::fresh(server, "handoff");

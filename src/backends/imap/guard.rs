@@ -131,6 +131,10 @@ pub(crate) struct DepthGuard<S> {
     inner: S,
     scanner: Scanner,
     failed: bool,
+    /// A read found the end of the stream. async-imap ends a response it was still reading at
+    /// the end of the stream as if it were complete (a STATUS without counts, a FETCH or SEARCH
+    /// without its tail), so its callers ask this before trusting an answer.
+    eof: bool,
 }
 
 impl<S> DepthGuard<S> {
@@ -139,7 +143,13 @@ impl<S> DepthGuard<S> {
             inner,
             scanner: Scanner::default(),
             failed: false,
+            eof: false,
         }
+    }
+
+    /// Whether the server's side of the connection has ended.
+    pub(crate) fn hit_eof(&self) -> bool {
+        self.eof
     }
 
     pub(crate) fn into_inner(self) -> S {
@@ -160,6 +170,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for DepthGuard<S> {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
+                if buf.filled().len() == before && buf.remaining() > 0 {
+                    this.eof = true;
+                }
                 if this.scanner.feed(&buf.filled()[before..]).is_err() {
                     // Nothing of this read reaches the parser.
                     buf.set_filled(before);
@@ -255,5 +268,9 @@ mod tests {
             .await
             .expect("passes");
         assert_eq!(out, ok);
+        let mut guarded = DepthGuard::new(&ok[..]);
+        assert!(!guarded.hit_eof());
+        guarded.read_to_end(&mut Vec::new()).await.expect("reads");
+        assert!(guarded.hit_eof(), "the end of the stream is remembered");
     }
 }

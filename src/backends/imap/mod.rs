@@ -978,3 +978,89 @@ impl ImapStore {
         Ok((uid_validity, uid))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::config::Security;
+
+    /// A scripted IMAP server on loopback: answers LOGIN, CAPABILITY and EXAMINE properly, then
+    /// answers the first UID FETCH with one complete untagged FETCH line and closes the
+    /// connection before the tagged completion.
+    async fn server_that_ends_a_fetch_early() -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let (read, mut write) = socket.into_split();
+                    let mut lines = BufReader::new(read).lines();
+                    write.write_all(b"* OK ready\r\n").await.ok();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        let (tag, command) = line.split_once(' ').unwrap_or((&line, ""));
+                        let reply = if command.starts_with("LOGIN") {
+                            format!("{tag} OK logged in\r\n")
+                        } else if command.starts_with("CAPABILITY") {
+                            format!("* CAPABILITY IMAP4rev1 MOVE UIDPLUS\r\n{tag} OK done\r\n")
+                        } else if command.starts_with("EXAMINE") {
+                            format!(
+                                "* 3 EXISTS\r\n* OK [UIDVALIDITY 7] ok\r\n{tag} OK [READ-ONLY] done\r\n"
+                            )
+                        } else if command.starts_with("UID FETCH") {
+                            // One complete answer, then the end of the stream: no tagged OK.
+                            write
+                                .write_all(b"* 1 FETCH (UID 5 FLAGS (\\Seen))\r\n")
+                                .await
+                                .ok();
+                            return;
+                        } else {
+                            format!("{tag} BAD unexpected\r\n")
+                        };
+                        write.write_all(reply.as_bytes()).await.ok();
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    /// A connection that ends between two complete responses (async-imap then returns the
+    /// answer so far as if complete) is a failure, never a message with an empty body.
+    #[tokio::test]
+    async fn an_answer_cut_between_responses_is_a_failure_not_a_short_answer() {
+        let port = server_that_ends_a_fetch_early().await;
+        let spec = ServerSpec {
+            host: "127.0.0.1".to_owned(),
+            port,
+            security: Security::Plain,
+            username: None,
+            password_env: Some("PW".to_owned()),
+            oauth2_token_env: None,
+            ca_file: None,
+            rate_limit: None,
+        };
+        let login = ImapLogin::Password(
+            crate::config::env::Env::from_pairs([("PW", "pw")])
+                .secret("PW")
+                .expect("set"),
+        );
+        let store =
+            ImapStore::new(&spec, "ops@example.org".to_owned(), login, None).expect("settings");
+        let id = MessageRef {
+            folder: "INBOX".to_owned(),
+            uid_validity: 7,
+            uid: 5,
+        }
+        .encode();
+        assert!(
+            matches!(store.get_message(&id).await, Err(BackendError::Unavailable)),
+            "a cut answer must not read as a message"
+        );
+    }
+}

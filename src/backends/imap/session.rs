@@ -37,7 +37,22 @@ fn mailbox(name: &str) -> Result<String, OpError> {
     query::quote(name).map_err(|_| OpError::Backend(BackendError::BadId))
 }
 
+/// The connection ended while async-imap was reading an answer, which it then returns as if
+/// complete: the answer is not one.
+fn lost() -> OpError {
+    OpError::Imap(async_imap::error::Error::ConnectionLost)
+}
+
 impl Conn {
+    /// `Err` when the server's side of the connection has ended (see [`lost`]).
+    fn intact(&self) -> Result<(), OpError> {
+        if self.session.get_ref().hit_eof() {
+            Err(lost())
+        } else {
+            Ok(())
+        }
+    }
+
     /// Opens `wire` (read-only unless `writable`) unless it is already open that way; returns its
     /// UIDVALIDITY. A folder that does not exist is `NotFound`.
     pub(crate) async fn open(&mut self, wire: &str, writable: bool) -> Result<u32, OpError> {
@@ -59,6 +74,7 @@ impl Conn {
             async_imap::error::Error::No(_) => OpError::Backend(BackendError::NotFound),
             other => OpError::Imap(other),
         })?;
+        self.intact()?;
         let uid_validity = opened
             .uid_validity
             .ok_or(OpError::Backend(BackendError::Malformed))?;
@@ -78,6 +94,7 @@ impl Conn {
             .await?
             .try_collect()
             .await?;
+        self.intact()?;
         Ok(names
             .iter()
             .map(|n| (unescape(n.name()), n))
@@ -121,6 +138,7 @@ impl Conn {
                 async_imap::error::Error::No(_) => OpError::Backend(BackendError::NotFound),
                 other => OpError::Imap(other),
             })?;
+        self.intact()?;
         Ok((
             u64::from(status.exists),
             u64::from(status.unseen.unwrap_or(0)),
@@ -138,6 +156,7 @@ impl Conn {
             .await?
             .into_iter()
             .collect();
+        self.intact()?;
         uids.sort_unstable();
         Ok(uids)
     }
@@ -159,6 +178,7 @@ impl Conn {
             .await?
             .try_collect()
             .await?;
+        self.intact()?;
         Ok(fetched
             .into_iter()
             .filter(|f| f.uid.is_some_and(|u| uids.binary_search(&u).is_ok()))
@@ -184,6 +204,7 @@ impl Conn {
             .await?
             .try_collect()
             .await?;
+        self.intact()?;
         Ok(answered.iter().filter_map(|f| f.uid).collect())
     }
 
