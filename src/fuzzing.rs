@@ -769,3 +769,26 @@ fn contain_mail_parser_panics() {
         }));
     });
 }
+
+// ----------------------------------------------------------------------------------------------
+// imap_query
+// ----------------------------------------------------------------------------------------------
+
+/// Bytes → IMAP `UID SEARCH` criteria and mailbox names (issue 12). The bytes are decoded into
+/// criteria (`query::criteria_from_bytes`: strings with quotes, backslashes, controls and
+/// non-ASCII, dates out of range, bad UID sets, nesting past the bound, searches past the
+/// length bound), and the same bytes are read as a wire mailbox name.
+///
+/// Oracles, beyond "no panic" (`query::check_criteria`, `mutf7::check_name`): `to_arguments`
+/// refuses exactly when an independent walk finds a reason (a control character, a bound, a
+/// bad UID set or date), and then with one of them; an accepted line is one line without
+/// control characters, at most `MAX_ARGUMENT_BYTES`, equal to a plain reference rendering,
+/// with `CHARSET UTF-8` exactly when a string is not ASCII, and `parse_arguments` gives back
+/// the same criteria (so every string was quoted). A name `mutf7::decode` accepts is canonical
+/// (`encode` gives it back); plain ASCII without `&` is itself; `encode` of any text is
+/// printable ASCII and decodes back to the text.
+pub fn imap_query(data: &[u8]) {
+    use crate::backends::imap::{mutf7, query};
+    query::check_criteria(&query::criteria_from_bytes(data));
+    mutf7::check_name(data);
+}

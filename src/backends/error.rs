@@ -19,10 +19,15 @@ pub(crate) enum BackendError {
     /// The backend kind, or this operation on it, is not available (names the kind).
     #[error("the {0} backend does not support this operation in this build")]
     Unsupported(&'static str),
+    /// The mail server lacks a protocol capability the operation needs (names it, e.g.
+    /// `MOVE`): refused rather than emulated.
+    #[error("the mail server lacks the {0} capability this operation needs")]
+    ServerLacks(&'static str),
     #[error("a server-side limit was exceeded")]
     TooLarge,
-    /// The server asked us to slow down (HTTP 429/503, an IMAP rate limit, our own bucket).
-    #[error("the mail server is throttling requests")]
+    /// The server asked us to slow down (HTTP 429/503), or the mailbox's own rate limit
+    /// (mailgate's per-account bucket) is spent.
+    #[error("requests to the mailbox are rate-limited")]
     Throttled { retry_after: Option<Duration> },
     /// Credentials were refused or have expired.
     #[error("the mail server refused the credentials")]

@@ -231,7 +231,7 @@ impl MailWrite for NotBuilt {
 pub(crate) enum Backend {
     Maildir(maildir::MaildirStore),
     Graph(graph::GraphStore),
-    Imap(imap::ImapStore),
+    Imap(Box<imap::ImapStore>),
     NotBuilt(NotBuilt),
 }
 
@@ -310,10 +310,10 @@ impl Backend {
                     .username
                     .clone()
                     .unwrap_or_else(|| entry.address.as_str().to_owned());
-                Backend::Imap(
+                Backend::Imap(Box::new(
                     imap::ImapStore::new(imap, user, login, ca.as_deref())
                         .map_err(|e| OpenError::Imap(e.to_string()))?,
-                )
+                ))
             }
         })
     }

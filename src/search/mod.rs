@@ -149,7 +149,9 @@ fn fault_warning(fault: Fault) -> &'static str {
 /// failure left it unproven (the tool boundary maps the same classes to error codes).
 pub(crate) fn error_warning(err: &BackendError) -> Option<&'static str> {
     match err {
-        BackendError::Unsupported(_) => Some(warning::BACKEND_UNSUPPORTED),
+        BackendError::Unsupported(_) | BackendError::ServerLacks(_) => {
+            Some(warning::BACKEND_UNSUPPORTED)
+        }
         BackendError::Throttled { .. } => Some(warning::RATE_LIMITED),
         BackendError::Unauthorised => Some(warning::AUTH_FAILED),
         BackendError::Timeout => Some(warning::TIMEOUT),

@@ -299,8 +299,16 @@ impl ToolError {
             .with_reason("uidvalidity_changed"),
             BackendError::Unsupported(kind) => ToolError::new(
                 ErrorCode::Unsupported,
-                format!("the {kind} backend is not available in this version of mailgate"),
+                format!("the {kind} backend does not support this operation"),
             ),
+            BackendError::ServerLacks(capability) => ToolError::new(
+                ErrorCode::Unsupported,
+                format!(
+                    "the mail server lacks the {capability} capability this operation needs; \
+                     mailgate refuses rather than emulate it"
+                ),
+            )
+            .with_reason("server_capability_missing"),
             BackendError::TooLarge => ToolError::new(
                 ErrorCode::LimitExceeded,
                 "the item exceeds a server-side limit",
@@ -310,10 +318,13 @@ impl ToolError {
                 let mut error = ToolError::new(
                     ErrorCode::RateLimited,
                     match secs {
-                        Some(s) => {
-                            format!("the mail server is throttling requests; retry in {s} s")
-                        }
-                        None => "the mail server is throttling requests; retry later".to_owned(),
+                        Some(s) => format!(
+                            "requests to this mailbox are rate-limited (by the mail server or \
+                             mailgate's per-account limit); retry in {s} s"
+                        ),
+                        None => "requests to this mailbox are rate-limited (by the mail server \
+                                 or mailgate's per-account limit); retry later"
+                            .to_owned(),
                     },
                 );
                 error.retry_after_secs = secs;
@@ -743,7 +754,13 @@ mod tests {
                 "UNSUPPORTED",
                 Some(warning::BACKEND_UNSUPPORTED),
             ),
+            (
+                BackendError::ServerLacks("MOVE (RFC 6851)"),
+                "UNSUPPORTED",
+                Some(warning::BACKEND_UNSUPPORTED),
+            ),
             (BackendError::NotFound, "NOT_FOUND", None),
+            (BackendError::Outdated, "NOT_FOUND", None),
             (BackendError::TooLarge, "LIMIT_EXCEEDED", None),
         ];
         for (error, code, evidence) in cases {
@@ -760,6 +777,18 @@ mod tests {
         assert_eq!(throttled.retry_after_secs, Some(2));
         let meta = render_error(&throttled).meta.expect("meta");
         assert_eq!(meta.0["mailgate/retryAfterSeconds"], 2);
+        // An id from before a folder reset is not found, and says why (issue 12).
+        let outdated = render_error(&ToolError::from_backend(&BackendError::Outdated));
+        assert_eq!(
+            outdated.meta.expect("meta").0["mailgate/reason"],
+            "uidvalidity_changed"
+        );
+        let lacking = ToolError::from_backend(&BackendError::ServerLacks("MOVE (RFC 6851)"));
+        assert!(
+            lacking.message.contains("MOVE (RFC 6851)"),
+            "{}",
+            lacking.message
+        );
     }
 
     /// Issue 10, item 4: at most [`MAX_CALLS_IN_FLIGHT`] calls run; the rest wait for a slot

@@ -49,7 +49,7 @@ const fn read_tool(
         hints: READ_HINTS,
         mutates: Mutates::Nothing,
         graph_permission: "Mail.Read",
-        imap_capability: "IMAP4rev1 read (SELECT/EXAMINE, SEARCH, FETCH BODY.PEEK)",
+        imap_capability: "IMAP4rev1 read (EXAMINE, UID SEARCH, UID FETCH BODY.PEEK)",
         input_schema,
         output_schema: Some(output_schema),
         call,

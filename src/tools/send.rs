@@ -354,12 +354,15 @@ async fn proposal(backend: &Backend, args: &SendEmailArgs) -> Result<Proposal, T
 }
 
 /// The tool error for a policy refusal: the cap has its own code (and the text does not repeat
-/// it: the rendered error is `CODE: message`), every other rule is `POLICY_DENIED` with the
-/// rule's code first in the text.
+/// it: the rendered error is `CODE: message`) and a retry-after hint (the text's "retry in N s"
+/// and `_meta["mailgate/retryAfterSeconds"]`, as for a throttling server), every other rule is
+/// `POLICY_DENIED` with the rule's code first in the text.
 fn denied(reason: DenyReason) -> ToolError {
     match reason {
         DenyReason::RateLimited { .. } => {
-            ToolError::new(ErrorCode::RateLimited, reason.to_string())
+            let mut error = ToolError::new(ErrorCode::RateLimited, reason.to_string());
+            error.retry_after_secs = reason.retry_after_secs();
+            error
         }
         _ => ToolError::new(
             ErrorCode::PolicyDenied,
@@ -573,13 +576,28 @@ mod tests {
                 .message
                 .starts_with("RECIPIENT_DOMAIN_NOT_ALLOWED: 2 recipient(s)")
         );
-        let error = denied(DenyReason::RateLimited { max_per_hour: 20 });
+        let error = denied(DenyReason::RateLimited {
+            max_per_hour: 20,
+            retry_after: Duration::from_millis(90_500),
+        });
         assert_eq!(error.code, ErrorCode::RateLimited);
+        assert_eq!(
+            error.retry_after_secs,
+            Some(91),
+            "rounded up, as the text says"
+        );
+        assert!(
+            error.message.ends_with("retry in 91 s"),
+            "{}",
+            error.message
+        );
         // Rendered as `RATE_LIMITED: <message>`: the code is not repeated inside the message.
         let rendered = crate::tools::render_error(&error).content[0]
             .as_text()
             .map(|t| t.text.clone())
             .unwrap_or_default();
         assert_eq!(rendered.matches("RATE_LIMITED").count(), 1, "{rendered}");
+        let meta = crate::tools::render_error(&error).meta.expect("meta");
+        assert_eq!(meta.0["mailgate/retryAfterSeconds"], 91);
     }
 }

@@ -328,6 +328,31 @@ async fn dry_runs_send_nothing_and_do_not_count_against_the_cap() {
 }
 
 #[tokio::test]
+async fn a_send_over_the_cap_is_rate_limited_with_a_retry_after_hint() {
+    let world = send_world().with("MAILGATE_SEND_MAX_PER_HOUR", "1");
+    let client = world.demo_client().await;
+    let args = json!({"to": ["ana.lima@example.com"], "subject": "Figures", "body": "b"});
+    assert_eq!(
+        client.ok("send_email", args.clone()).await["status"],
+        "sent"
+    );
+    let result = client.call("send_email", args).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let meta = &result.meta.as_ref().expect("error meta").0;
+    assert_eq!(meta["mailgate/errorCode"], "RATE_LIMITED");
+    // The one send leaves the hour window just under an hour from now; rounded up, that is
+    // the whole hour (a slow machine may have spent a second or two in between).
+    let retry = meta["mailgate/retryAfterSeconds"]
+        .as_u64()
+        .expect("a retry-after hint");
+    assert!((3_590..=3_600).contains(&retry), "{retry}");
+    let text = text_of(&result);
+    assert!(text.ends_with(&format!("retry in {retry} s")), "{text}");
+    assert_eq!(outbox(&world).len(), 1, "the refused send left nothing");
+    client.close().await;
+}
+
+#[tokio::test]
 async fn an_idempotency_key_returns_the_first_receipt() {
     let world = send_world();
     let client = world.demo_client().await;

@@ -110,8 +110,17 @@ pub enum DenyReason {
     ReplyRecipientsDerived,
     #[error("the Message-ID of the message answered cannot be used for threading")]
     ThreadIdInvalid,
-    #[error("the per-process send cap of {max_per_hour} messages per hour is reached")]
-    RateLimited { max_per_hour: u32 },
+    #[error(
+        "the per-process send cap of {max_per_hour} messages per hour is reached; retry in \
+         {secs} s",
+        secs = whole_secs_up(*.retry_after)
+    )]
+    RateLimited {
+        max_per_hour: u32,
+        /// Until the oldest send counted leaves the hour window (a slot is free then, unless
+        /// another send takes it first).
+        retry_after: Duration,
+    },
     #[error("the message could not be built")]
     MessageInvalid,
 }
@@ -132,6 +141,27 @@ impl DenyReason {
             DenyReason::MessageInvalid => "MESSAGE_INVALID",
         }
     }
+
+    /// When a retry can succeed, in whole seconds (rounded up, at least 1): only the cap has
+    /// one, every other rule refuses the same message again. Rounded up because the window is
+    /// exact: a retry a fraction of a second early would be refused once more.
+    pub fn retry_after_secs(self) -> Option<u64> {
+        match self {
+            DenyReason::RateLimited { retry_after, .. } => Some(whole_secs_up(retry_after)),
+            _ => None,
+        }
+    }
+}
+
+/// A wait in whole seconds, rounded up, at least 1 (a "retry in 0 s" would invite a refusal).
+fn whole_secs_up(wait: Duration) -> u64 {
+    let secs = wait.as_secs();
+    let secs = if wait.subsec_nanos() > 0 {
+        secs.saturating_add(1)
+    } else {
+        secs
+    };
+    secs.max(1)
 }
 
 /// The rendered message and its envelope, as approved. Private fields: only this module builds
@@ -299,9 +329,10 @@ impl OutboundPolicy {
             Ok(message) => message,
             Err(reason) => return Decision::Deny(reason),
         };
-        if !self.cap.try_reserve(now) {
+        if let Err(retry_after) = self.cap.try_reserve(now) {
             return Decision::Deny(DenyReason::RateLimited {
                 max_per_hour: self.cap.max_per_hour,
+                retry_after,
             });
         }
         Decision::Allow(SendPermit {
@@ -313,9 +344,10 @@ impl OutboundPolicy {
     /// The verdict a real send would get now, without a permit and without taking a slot.
     pub fn preview(&self, proposal: Proposal) -> Result<Preview, DenyReason> {
         let message = self.approve(proposal)?;
-        if !self.cap.has_room(Instant::now()) {
+        if let Err(retry_after) = self.cap.has_room(Instant::now()) {
             return Err(DenyReason::RateLimited {
                 max_per_hour: self.cap.max_per_hour,
+                retry_after,
             });
         }
         Ok(Preview {
@@ -511,6 +543,13 @@ fn header_value(raw: &[u8], name: &str) -> Option<String> {
 }
 
 /// Messages per hour on a sliding window of [`Instant`]s. A poisoned lock fails closed.
+///
+/// This is also issue 12's per-account SMTP limit (one sending account per process). A sliding
+/// window is stricter than the token bucket the IMAP side uses (`backends::rate`): a bucket
+/// refills continuously, so after a full burst it grants a send every `1/max_per_hour` of an
+/// hour, while this window grants nothing until the oldest send is an hour old — never more
+/// than `max_per_hour` sends in any hour, where a bucket allows up to twice that across two
+/// adjacent windows.
 struct SendCap {
     max_per_hour: u32,
     issued: Mutex<VecDeque<Instant>>,
@@ -537,24 +576,38 @@ impl SendCap {
         usize::try_from(self.max_per_hour).unwrap_or(usize::MAX)
     }
 
-    fn try_reserve(&self, now: Instant) -> bool {
+    /// Takes a slot, or says how long until one is free.
+    fn try_reserve(&self, now: Instant) -> Result<(), Duration> {
         let Ok(mut issued) = self.issued.lock() else {
-            return false;
+            // A poisoned counter never recovers: refuse, with a whole window as the hint.
+            return Err(CAP_WINDOW);
         };
         Self::prune(&mut issued, now);
-        if issued.len() >= self.limit() {
-            return false;
-        }
+        self.room(&issued, now)?;
         issued.push_back(now);
-        true
+        Ok(())
     }
 
-    fn has_room(&self, now: Instant) -> bool {
+    /// [`Self::try_reserve`] without taking the slot.
+    fn has_room(&self, now: Instant) -> Result<(), Duration> {
         let Ok(mut issued) = self.issued.lock() else {
-            return false;
+            return Err(CAP_WINDOW);
         };
         Self::prune(&mut issued, now);
-        issued.len() < self.limit()
+        self.room(&issued, now)
+    }
+
+    /// On a pruned window: `Ok` when a slot is free, else the wait until the send whose leaving
+    /// frees one (the oldest, as the window never holds more than the limit) is an hour old.
+    fn room(&self, issued: &VecDeque<Instant>, now: Instant) -> Result<(), Duration> {
+        let limit = self.limit();
+        if issued.len() < limit {
+            return Ok(());
+        }
+        let frees_a_slot = issued.len() - limit;
+        Err(issued.get(frees_a_slot).map_or(CAP_WINDOW, |sent| {
+            (*sent + CAP_WINDOW).saturating_duration_since(now)
+        }))
     }
 }
 
@@ -879,7 +932,10 @@ mod tests {
             },
             DenyReason::ReplyRecipientsDerived,
             DenyReason::ThreadIdInvalid,
-            DenyReason::RateLimited { max_per_hour: 1 },
+            DenyReason::RateLimited {
+                max_per_hour: 1,
+                retry_after: Duration::from_secs(1),
+            },
             DenyReason::MessageInvalid,
         ]
         .into_iter()
@@ -1004,21 +1060,71 @@ mod tests {
         let _ = deny(p.decide_at(proposal(&["x@evil.example.net"]), start));
         let _ = allow(p.decide_at(ok(), start));
         let _ = allow(p.decide_at(ok(), start + Duration::from_secs(60)));
+        // Refused two minutes in: the first permit leaves the window 58 minutes later.
         assert_eq!(
             deny(p.decide_at(ok(), start + Duration::from_secs(120))),
-            DenyReason::RateLimited { max_per_hour: 2 }
+            DenyReason::RateLimited {
+                max_per_hour: 2,
+                retry_after: Duration::from_secs(58 * 60)
+            }
         );
-        assert_eq!(
+        assert!(matches!(
             p.preview(ok()),
-            Err(DenyReason::RateLimited { max_per_hour: 2 })
-        );
-        // One hour after the first permit, one slot is free again; the second is still taken.
+            Err(DenyReason::RateLimited {
+                max_per_hour: 2,
+                ..
+            })
+        ));
+        // One hour after the first permit, one slot is free again; the second is still taken,
+        // until an hour after it.
         let later = start + CAP_WINDOW;
         let _ = allow(p.decide_at(ok(), later));
         assert_eq!(
             deny(p.decide_at(ok(), later)),
-            DenyReason::RateLimited { max_per_hour: 2 }
+            DenyReason::RateLimited {
+                max_per_hour: 2,
+                retry_after: Duration::from_secs(60)
+            }
         );
+    }
+
+    #[test]
+    fn the_cap_hints_when_the_oldest_send_leaves_the_window() {
+        let p = OutboundPolicy::from_parts(
+            addr("finance@example.com"),
+            vec![addr("finance@example.com")],
+            ["example.com".to_owned()],
+            1,
+        );
+        let start = Instant::now();
+        let ok = || proposal(&["ana.lima@example.com"]);
+        let _ = allow(p.decide_at(ok(), start));
+        let at = start + Duration::from_millis(1_500);
+        let reason = deny(p.decide_at(ok(), at));
+        assert_eq!(
+            reason,
+            DenyReason::RateLimited {
+                max_per_hour: 1,
+                retry_after: CAP_WINDOW - Duration::from_millis(1_500)
+            }
+        );
+        // 3598.5 s rounds up: a retry after 3598 s would still be refused.
+        assert_eq!(reason.retry_after_secs(), Some(3_599));
+        assert!(reason.to_string().ends_with("retry in 3599 s"), "{reason}");
+        // The dry run reports the same hint on the real clock: at most the window.
+        let preview = p.preview(ok()).expect_err("full");
+        assert!(
+            preview
+                .retry_after_secs()
+                .is_some_and(|s| (1..=3_600).contains(&s))
+        );
+        // Waiting exactly the hint is enough.
+        let _ = allow(p.decide_at(ok(), at + CAP_WINDOW - Duration::from_millis(1_500)));
+        // Sub-second waits still say 1 s; other refusals have no hint.
+        assert_eq!(whole_secs_up(Duration::from_millis(1)), 1);
+        assert_eq!(whole_secs_up(Duration::ZERO), 1);
+        assert_eq!(whole_secs_up(Duration::from_secs(5)), 5);
+        assert_eq!(DenyReason::NoRecipients.retry_after_secs(), None);
     }
 
     #[test]
@@ -1029,10 +1135,11 @@ mod tests {
             panic!("poison the lock");
         }));
         assert!(p.cap.issued.is_poisoned());
-        assert!(matches!(
-            deny(p.decide(proposal(&["ana.lima@example.com"]))),
-            DenyReason::RateLimited { .. }
-        ));
+        assert_eq!(
+            deny(p.decide(proposal(&["ana.lima@example.com"]))).retry_after_secs(),
+            Some(3_600),
+            "refused, with a whole window as the hint"
+        );
         assert!(p.preview(proposal(&["ana.lima@example.com"])).is_err());
     }
 

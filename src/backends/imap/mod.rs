@@ -58,8 +58,6 @@ const MAX_MESSAGE_BYTES: u64 = 4 * 1024 * 1024;
 const PREVIEW_BYTES: usize = 2048;
 /// How long a folder list is reused before LIST runs again.
 const FOLDER_LIST_TTL: Duration = Duration::from_secs(60);
-/// The default rate limit: IMAP operations per minute per account.
-pub(crate) const DEFAULT_PER_MINUTE: u32 = 60;
 
 /// What a listing fetches per message: flags, arrival, size, structure (the attachment list)
 /// and the few headers a summary shows — never the body.
@@ -98,7 +96,7 @@ impl ImapStore {
         ca_pem: Option<&[u8]>,
     ) -> Result<Self, ImapSetupError> {
         let endpoint = Endpoint::new(&spec.host, spec.port, spec.security, user, login, ca_pem)?;
-        let per_minute = DEFAULT_PER_MINUTE;
+        let per_minute = spec.imap_per_minute();
         Ok(Self {
             pool: Pool::new(endpoint),
             limit: TokenBucket::new(per_minute, Duration::from_secs(60)),
@@ -310,19 +308,20 @@ fn summary(
     parsed: &mime::ParsedMessage,
 ) -> Option<MessageSummary> {
     let uid = f.uid?;
-    let (attachments, structure_cut) = match f.bodystructure() {
+    let (attachments, structure_cut, name_cut) = match f.bodystructure() {
         Some(s) => {
             let found = structure::attachments(s);
             (
                 found.parts.into_iter().map(|p| p.meta).collect::<Vec<_>>(),
                 found.cut,
+                found.name_cut,
             )
         }
-        None => (Vec::new(), true),
+        None => (Vec::new(), true, false),
     };
     let gap = if structure_cut {
         Some(ContentGap::Structure)
-    } else if parsed.cuts.header {
+    } else if parsed.cuts.header || name_cut {
         Some(ContentGap::Header)
     } else {
         None
@@ -776,6 +775,8 @@ impl MailStore for ImapStore {
                 .ok_or(OpError::Backend(BackendError::Malformed))?;
             let bytes = structure::decode_part(raw, part.encoding)
                 .ok_or(OpError::Backend(BackendError::Malformed))?;
+            let bytes =
+                structure::transcode(bytes, &part.meta.content_type, part.charset.as_deref());
             if bytes.len() as u64 > max_bytes {
                 return Err(OpError::Backend(BackendError::TooLarge));
             }
@@ -889,8 +890,15 @@ impl ImapStore {
         self.admit()?;
         let (groups, refused) = by_folder(ids);
         with_conn!(self.pool, Self::deadline(), Repeat::Never, |conn| {
-            if (verb == "MOVE" && !conn.caps.r#move) || !conn.caps.uidplus {
-                return Err(OpError::Backend(BackendError::Unsupported("imap")));
+            if verb == "MOVE" && !conn.caps.r#move {
+                return Err(OpError::Backend(BackendError::ServerLacks(
+                    "MOVE (RFC 6851)",
+                )));
+            }
+            if !conn.caps.uidplus {
+                return Err(OpError::Backend(BackendError::ServerLacks(
+                    "UIDPLUS (RFC 4315)",
+                )));
             }
             let target = self.existing(conn, destination).await?;
             let mut results: Vec<ItemResult<String>> = refused

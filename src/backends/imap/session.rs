@@ -338,3 +338,35 @@ fn expand(set: &[UidSetMember]) -> Option<Vec<u32>> {
     }
     (uids.len() <= MAX).then_some(uids)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uid_sets_expand_in_order_and_refuse_what_no_command_of_ours_could_answer() {
+        let set = vec![
+            UidSetMember::Uid(7),
+            UidSetMember::UidRange(3..=5),
+            // RFC 4315 allows a descending range; the pairing is by position.
+            UidSetMember::UidRange(std::ops::RangeInclusive::new(10, 8)),
+        ];
+        assert_eq!(expand(&set), Some(vec![7, 3, 4, 5, 10, 9, 8]));
+        assert_eq!(expand(&[UidSetMember::UidRange(1..=u32::MAX)]), None);
+        let pairs = Code::of(&ResponseCode::CopyUid(
+            9,
+            vec![UidSetMember::UidRange(1..=2)],
+            vec![UidSetMember::UidRange(20..=21)],
+        ));
+        assert!(matches!(pairs, Some(Code::CopyUid(9, p)) if p == vec![(1, 20), (2, 21)]));
+        // Unequal halves cannot be paired: no ids rather than wrong ones.
+        let unequal = Code::of(&ResponseCode::CopyUid(
+            9,
+            vec![UidSetMember::Uid(1)],
+            vec![UidSetMember::UidRange(20..=21)],
+        ));
+        assert!(unequal.is_none());
+        let appended = Code::of(&ResponseCode::AppendUid(3, vec![UidSetMember::Uid(44)]));
+        assert!(matches!(appended, Some(Code::AppendUid(3, 44))));
+    }
+}

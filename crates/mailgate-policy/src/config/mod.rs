@@ -299,10 +299,6 @@ pub enum BackendSpec {
 
 /// An IMAP or SMTP server block. Credentials are only ever names of environment variables.
 #[derive(Clone, Debug)]
-#[allow(
-    dead_code,
-    reason = "read by the IMAP/SMTP backends, which are not written yet"
-)]
 pub struct ServerSpec {
     /// Lower-cased host name or IP address.
     pub host: String,
@@ -313,8 +309,29 @@ pub struct ServerSpec {
     pub password_env: Option<String>,
     pub oauth2_token_env: Option<String>,
     pub ca_file: Option<PathBuf>,
-    /// Overrides of the default rate limits (IMAP 60/minute, SMTP 100/hour).
+    /// Overrides of the default rate limits ([`DEFAULT_IMAP_PER_MINUTE`],
+    /// [`DEFAULT_SMTP_PER_HOUR`]); read them through [`ServerSpec::imap_per_minute`] and
+    /// [`ServerSpec::smtp_per_hour`], which apply the defaults.
     pub rate_limit: Option<RateLimit>,
+}
+
+impl ServerSpec {
+    /// IMAP commands per minute for this account: the `imap` block's `rateLimit.imapPerMinute`,
+    /// else [`DEFAULT_IMAP_PER_MINUTE`]. Meaningful on an `imap` block only (the config refuses
+    /// the key elsewhere, so an `smtp` block always answers the default).
+    pub fn imap_per_minute(&self) -> u32 {
+        self.rate_limit
+            .and_then(|limit| limit.imap_per_minute)
+            .unwrap_or(DEFAULT_IMAP_PER_MINUTE)
+    }
+
+    /// SMTP sends per hour for this account: the `smtp` block's `rateLimit.smtpPerHour`, else
+    /// [`DEFAULT_SMTP_PER_HOUR`]. Meaningful on an `smtp` block only.
+    pub fn smtp_per_hour(&self) -> u32 {
+        self.rate_limit
+            .and_then(|limit| limit.smtp_per_hour)
+            .unwrap_or(DEFAULT_SMTP_PER_HOUR)
+    }
 }
 
 /// Transport security. `Plain` is only accepted for loopback hosts.
@@ -332,6 +349,15 @@ pub struct RateLimit {
     pub(crate) imap_per_minute: Option<u32>,
     pub(crate) smtp_per_hour: Option<u32>,
 }
+
+/// IMAP commands per minute per account when the `imap` block sets no
+/// `rateLimit.imapPerMinute` (issue 12: the backend's token bucket holds this many and refills
+/// them over a minute, so a full minute's worth may go out at once).
+pub const DEFAULT_IMAP_PER_MINUTE: u32 = 60;
+/// SMTP sends per hour per account when the `smtp` block sets no `rateLimit.smtpPerHour`
+/// (issue 12). The process-wide send cap (`MAILGATE_SEND_MAX_PER_HOUR`, default 20) also applies
+/// and the smaller wins, so with both unset the effective limit is 20 an hour.
+pub const DEFAULT_SMTP_PER_HOUR: u32 = 100;
 
 /// Bounds for `rateLimit.imapPerMinute`.
 pub(crate) const IMAP_PER_MINUTE_BOUNDS: (u32, u32) = (1, 6_000);
@@ -1129,6 +1155,42 @@ mod tests {
         "backend": {"kind": "maildir", "path": "/srv/mail/finance"}}"#;
 
     #[test]
+    fn rate_limits_default_to_issue_12s_numbers_and_take_the_configured_override() {
+        let spec = |rate_limit| ServerSpec {
+            host: "imap.example.org".to_owned(),
+            port: 993,
+            security: Security::Tls,
+            username: None,
+            password_env: None,
+            oauth2_token_env: None,
+            ca_file: None,
+            rate_limit,
+        };
+        let unset = spec(None);
+        assert_eq!(unset.imap_per_minute(), 60);
+        assert_eq!(unset.smtp_per_hour(), 100);
+        let imap_only = spec(Some(RateLimit {
+            imap_per_minute: Some(12),
+            smtp_per_hour: None,
+        }));
+        assert_eq!(imap_only.imap_per_minute(), 12);
+        assert_eq!(imap_only.smtp_per_hour(), DEFAULT_SMTP_PER_HOUR);
+        let smtp_only = spec(Some(RateLimit {
+            imap_per_minute: None,
+            smtp_per_hour: Some(7),
+        }));
+        assert_eq!(smtp_only.imap_per_minute(), DEFAULT_IMAP_PER_MINUTE);
+        assert_eq!(smtp_only.smtp_per_hour(), 7);
+        // The defaults lie inside the bounds a configured value must respect.
+        for (default, (min, max)) in [
+            (DEFAULT_IMAP_PER_MINUTE, IMAP_PER_MINUTE_BOUNDS),
+            (DEFAULT_SMTP_PER_HOUR, SMTP_PER_HOUR_BOUNDS),
+        ] {
+            assert!((min..=max).contains(&default));
+        }
+    }
+
+    #[test]
     fn minimal_config_gets_defaults() {
         let config = parse(&with_mailboxes(FINANCE, "")).expect("valid");
         assert_eq!(config.mailboxes.len(), 1);
@@ -1202,6 +1264,8 @@ mod tests {
                 assert_eq!(smtp.security, Security::Plain);
                 assert_eq!(smtp.username, None);
                 assert_eq!(smtp.rate_limit.and_then(|r| r.smtp_per_hour), Some(5));
+                assert_eq!(imap.imap_per_minute(), 30, "configured");
+                assert_eq!(smtp.smtp_per_hour(), 5, "configured");
             }
             other => panic!("expected imap, got {other:?}"),
         }
@@ -1209,6 +1273,11 @@ mod tests {
             BackendSpec::Maildir { path, smtp } => {
                 assert_eq!(path, &PathBuf::from("/etc/mailgate/mail/archive"));
                 assert_eq!(smtp.as_ref().map(|s| s.host.as_str()), Some("::1"));
+                assert_eq!(
+                    smtp.as_ref().map(ServerSpec::smtp_per_hour),
+                    Some(DEFAULT_SMTP_PER_HOUR),
+                    "unset: the default"
+                );
             }
             other => panic!("expected maildir, got {other:?}"),
         }

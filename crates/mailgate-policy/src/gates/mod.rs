@@ -262,10 +262,14 @@ fn send_settings(
                 .ok_or(ConfigError::Send(SendRefusal::SmtpSecretMissing))
         })
         .transpose()?;
-    let max_per_hour = smtp
-        .and_then(|spec| spec.rate_limit)
-        .and_then(|limit| limit.smtp_per_hour)
-        .map_or(max_per_hour, |per_hour| per_hour.min(max_per_hour));
+    // One sending account per process, so this one cap is the per-account SMTP limit of issue 12
+    // (`OutboundPolicy`'s sliding window, stricter than a token bucket: no refill before the
+    // oldest send is an hour old). The smaller of the process cap and the account's limit wins;
+    // the account's default (`DEFAULT_SMTP_PER_HOUR`, 100) is above the process cap's default
+    // (`DEFAULT_SEND_MAX_PER_HOUR`, 20), so with neither set the effective cap stays 20. Raising
+    // `MAILGATE_SEND_MAX_PER_HOUR` past 100 for an SMTP sender also needs `smtpPerHour`. A
+    // sender without an `smtp` block (the outbox, Graph) has only the process cap.
+    let max_per_hour = smtp.map_or(max_per_hour, |spec| spec.smtp_per_hour().min(max_per_hour));
     Ok(SendSettings {
         from_alias: mailbox.alias.clone(),
         from,
@@ -664,6 +668,22 @@ mod tests {
         assert_eq!(cap(&[]), 5, "the smtp block's smaller limit wins");
         assert_eq!(cap(&[(SEND_MAX_PER_HOUR_VAR, "3")]), 3);
         assert_eq!(cap(&[(SEND_MAX_PER_HOUR_VAR, "50")]), 5);
+        // Issue 12's per-account default (100 an hour) bounds an SMTP sender without its own
+        // limit; the process cap's default (20) is the smaller one when neither is set.
+        let unlimited = config("");
+        let cap_of = |config: &Config, pairs: &[(&'static str, &'static str)]| {
+            Gates::resolve(&env(pairs), config)
+                .expect("open")
+                .send
+                .expect("send")
+                .max_per_hour
+        };
+        assert_eq!(cap_of(&unlimited, &[]), DEFAULT_SEND_MAX_PER_HOUR);
+        assert_eq!(cap_of(&unlimited, &[(SEND_MAX_PER_HOUR_VAR, "50")]), 50);
+        assert_eq!(
+            cap_of(&unlimited, &[(SEND_MAX_PER_HOUR_VAR, "500")]),
+            crate::config::DEFAULT_SMTP_PER_HOUR
+        );
         let with_password = config(r#", "passwordEnv": "FINANCE_SMTP_PW""#);
         let send = Gates::resolve(&env(&[("FINANCE_SMTP_PW", "s3cret pass")]), &with_password)
             .expect("open")
