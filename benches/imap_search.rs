@@ -64,7 +64,7 @@ const SENDER: &str = "dana.novak@example.com";
 /// message count proves a complete seeding.
 const MARKER_HEADER: &str = "X-Mailgate-Bench-Marker";
 /// Bumped when the generated messages change, so an older seeding is never reused.
-const CORPUS_VERSION: &str = "v1";
+const CORPUS_VERSION: &str = "v2";
 const FANOUT_ACCOUNTS: usize = 4;
 /// The password variable the generated plugin.json names.
 const PASSWORD_ENV: &str = "MAILGATE_IMAP_BENCH_PASSWORD";
@@ -149,6 +149,11 @@ struct Counts {
     cpu_ticks: u64,
     /// CPU time of the Dovecot `imap` processes serving the bench's users; set by `call`.
     dovecot_ticks: u64,
+    /// Commands sent and not yet answered (tagged), over all connections.
+    in_flight: u64,
+    /// The most commands in flight at once since the last [`Proxy::reset_peak`]: how many
+    /// round trips overlapped (1 = strictly one after another).
+    peak_in_flight: u64,
 }
 
 impl Counts {
@@ -168,6 +173,8 @@ impl Counts {
             down: self.down - before.down,
             cpu_ticks: self.cpu_ticks.saturating_sub(before.cpu_ticks),
             dovecot_ticks: self.dovecot_ticks.saturating_sub(before.dovecot_ticks),
+            in_flight: self.in_flight,
+            peak_in_flight: self.peak_in_flight,
         }
     }
 
@@ -181,6 +188,7 @@ impl Counts {
         self.down += other.down;
         self.cpu_ticks += other.cpu_ticks;
         self.dovecot_ticks += other.dovecot_ticks;
+        self.peak_in_flight = self.peak_in_flight.max(other.peak_in_flight);
     }
 
     fn total(&self) -> u64 {
@@ -208,12 +216,17 @@ impl Counts {
         if self.connections > 0 {
             parts.push(format!("new connections {}", per(self.connections)));
         }
+        if self.peak_in_flight > 0 {
+            parts.push(format!("at most {} in flight at once", self.peak_in_flight));
+        }
         parts.join(", ")
     }
 }
 
-/// Finds client command lines in the client→server stream: a line that is not the rest of a
-/// command after a literal starts a command (`tag NAME ...`, `tag UID NAME ...`).
+/// Finds command lines in the client→server stream (a line that is not the rest of a command
+/// after a literal starts a command: `tag NAME ...`, `tag UID NAME ...`) and, in the
+/// server→client stream, the tagged lines that complete them (neither `* ` nor `+`), skipping
+/// literals either way.
 #[derive(Default)]
 struct CommandScanner {
     line: Vec<u8>,
@@ -224,7 +237,7 @@ struct CommandScanner {
 }
 
 impl CommandScanner {
-    fn feed(&mut self, mut data: &[u8], counts: &mut Counts) {
+    fn feed(&mut self, mut data: &[u8], counts: &mut Counts, upstream: bool) {
         while !data.is_empty() {
             if self.skip > 0 {
                 let k = self.skip.min(data.len());
@@ -242,13 +255,21 @@ impl CommandScanner {
             let text = String::from_utf8_lossy(&line);
             let text = text.trim_end_matches(['\r', '\n']);
             if !self.continuation {
-                *counts.commands.entry(command_name(text)).or_default() += 1;
+                if upstream {
+                    *counts.commands.entry(command_name(text)).or_default() += 1;
+                    counts.in_flight += 1;
+                    counts.peak_in_flight = counts.peak_in_flight.max(counts.in_flight);
+                } else if !text.starts_with('*') && !text.starts_with('+') {
+                    counts.in_flight = counts.in_flight.saturating_sub(1);
+                }
             }
             match literal_len(text) {
                 Some(n) => {
                     self.skip = n;
                     self.continuation = true;
-                    counts.literals += 1;
+                    if upstream {
+                        counts.literals += 1;
+                    }
                 }
                 None => self.continuation = false,
             }
@@ -302,7 +323,7 @@ impl Proxy {
                 let (client_r, client_w) = client.into_split();
                 let (server_r, server_w) = server.into_split();
                 tokio::spawn(pump(client_r, server_w, Arc::clone(&shared), true, scan));
-                tokio::spawn(pump(server_r, client_w, Arc::clone(&shared), false, false));
+                tokio::spawn(pump(server_r, client_w, Arc::clone(&shared), false, scan));
             }
         });
         Self { addr, counts }
@@ -310,6 +331,12 @@ impl Proxy {
 
     fn snapshot(&self) -> Counts {
         lock(&self.counts).clone()
+    }
+
+    /// Starts a new peak of commands in flight (from those in flight now).
+    fn reset_peak(&self) {
+        let mut c = lock(&self.counts);
+        c.peak_in_flight = c.in_flight;
     }
 }
 
@@ -339,11 +366,11 @@ async fn pump(
             let mut c = lock(&counts);
             if upstream {
                 c.up += n as u64;
-                if scan {
-                    scanner.feed(&buf[..n], &mut c);
-                }
             } else {
                 c.down += n as u64;
+            }
+            if scan {
+                scanner.feed(&buf[..n], &mut c, upstream);
             }
         }
         if to.write_all(&buf[..n]).await.is_err() {
@@ -649,7 +676,8 @@ fn message(corpus: &[Vec<u8>], owner: &str, i: usize, n: usize) -> Seeded {
         .expect("a date in range");
     let person = PEOPLE[(i / 3) % PEOPLE.len()];
     let domain = DOMAINS[i % DOMAINS.len()];
-    let from = if i % 25 == 11 {
+    // Every 25th message, half of them with the common word in the subject (i % 10 == 3).
+    let from = if i % 25 == 13 {
         format!("Dana Novak <{SENDER}>")
     } else {
         format!(
@@ -1042,6 +1070,9 @@ async fn call(
     args: &Value,
 ) -> (Duration, Counts, Answer) {
     loop {
+        if let Some(p) = proxy {
+            p.reset_peak();
+        }
         let before = proxy.map(Proxy::snapshot).unwrap_or_default();
         let cpu_before = server_cpu_ticks();
         let dovecot_before = dovecot_cpu_ticks();
