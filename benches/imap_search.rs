@@ -3,11 +3,13 @@
 //!
 //! The bench seeds a mailbox of 10,000 messages (built from the demo corpus, `src/demo/messages`,
 //! with varied subjects, senders and dates, a rare word in three bodies, a common word in a fifth
-//! of the messages) by pipelined `APPEND`s, plus four smaller accounts for the fan-out, then drives
-//! the built `mailgate serve` over stdio with an rmcp client. Every IMAP byte passes a counting
-//! proxy in this process (127.0.0.1:ephemeral → the server), so each call reports, beside its
-//! time (median and p95), the IMAP commands it sent (each one a round trip), the bytes the server
-//! sent back, those bytes per returned result and the size of the answer itself. Each figure is
+//! of the messages) by pipelined MULTIAPPEND batches, plus four smaller accounts for the fan-out,
+//! then drives the built `mailgate serve` over stdio with an rmcp client. Every IMAP byte passes a
+//! counting proxy in this process (127.0.0.1:ephemeral → the server, `"security": "plain"` to
+//! loopback), so each call reports, beside its time (median and p95), the IMAP commands it sent
+//! (each one a round trip) and how many were in flight at once, the bytes the server sent back,
+//! those bytes per returned result, the size of the answer itself, and the CPU time of mailgate
+//! and of the Dovecot processes serving the bench's users. Each figure is
 //! printed beside its anchor measured in the same run: the MCP floor (`list_allowed_mailboxes`),
 //! Dovecot's own time for the same `UID SEARCH` on a raw connection, the mailbox's size, and, for
 //! the fan-out, the slowest of the four single-account searches alone. TLS (implicit, the
