@@ -60,6 +60,57 @@ node_clients() {
   (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
 }
 
+# The IMAP tests (tests/it/imap*.rs) run against a real Dovecot + Postfix on loopback
+# (scripts/mailserver.sh). Installing and starting them runs in the background from the start of
+# the run, so it overlaps the lint and build steps; the `tests` step waits for it. As root (CI)
+# they must come up or the run fails; without root and without running servers the IMAP tests
+# skip, loudly (MAILGATE_IMAP_TESTS tells the harness why). Servers this run started are
+# stopped when it ends, a developer's already running ones are left alone.
+mailserver_log=target/mailserver-up.log
+mailserver_pid=
+mkdir -p target
+rm -f target/mailserver-up.seconds
+if scripts/mailserver.sh running; then
+  echo "== mail servers: already running (scripts/mailserver.sh down stops them)"
+  export MAILGATE_IMAP_TESTS=require
+elif [ "$(id -u)" = 0 ]; then
+  # Dovecot keeps the stderr it was started with: the log file, never this terminal or a pipe.
+  (
+    start=$SECONDS
+    rc=0
+    scripts/mailserver.sh up </dev/null >"$mailserver_log" 2>&1 || rc=$?
+    echo $((SECONDS - start)) >target/mailserver-up.seconds
+    exit $rc
+  ) &
+  mailserver_pid=$!
+  # On any exit (a failed step included): let a start in progress finish, then stop the servers.
+  mailserver_stop() {
+    [ -z "$mailserver_pid" ] || wait "$mailserver_pid" || true
+    scripts/mailserver.sh down </dev/null >>"$mailserver_log" 2>&1 || true
+  }
+  trap mailserver_stop EXIT
+else
+  reason="not root, and the test mail servers are not running (sudo scripts/mailserver.sh up starts them)"
+  echo "== !!! IMAP TESTS WILL BE SKIPPED: $reason"
+  export MAILGATE_IMAP_TESTS="skip: $reason"
+fi
+
+# Waits for the background mail-server start; a failure ends the run with its log.
+mailservers_ready() {
+  [ -n "$mailserver_pid" ] || return 0
+  local rc=0
+  wait "$mailserver_pid" || rc=$?
+  mailserver_pid=
+  # the setup's own time (it overlapped the steps before this one)
+  timings+=("$(printf '%-22s %4s s' "mail servers (bg)" "$(cat target/mailserver-up.seconds 2>/dev/null || echo "?")")")
+  if [ "$rc" != 0 ]; then
+    echo "== mail servers failed to start (exit $rc):"
+    cat "$mailserver_log"
+    return 1
+  fi
+  export MAILGATE_IMAP_TESTS=require
+}
+
 step format cargo fmt --all --check
 step clippy cargo clippy --locked --workspace --all-targets -- -D warnings
 # The shipped library and binary alone: --all-targets turns the test-only `bench` feature on
@@ -67,6 +118,7 @@ step clippy cargo clippy --locked --workspace --all-targets -- -D warnings
 step "clippy (shipped build)" cargo clippy --locked --workspace --lib --bins -- -D warnings
 step "test dependencies" test_dependencies
 step "node clients" node_clients
+step "mail servers (wait)" mailservers_ready
 step tests cargo test --locked --workspace --all-targets
 # --all-targets leaves out doctests; they hold the compile_fail proof that a send permit cannot
 # be forged or cloned outside mailgate_policy::outbound (the policy crate's doctests).

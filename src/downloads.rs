@@ -523,6 +523,7 @@ mod tests {
             name: Some(format!("{id}.bin")),
             content_type: "application/octet-stream".into(),
             size,
+            size_is_estimate: false,
             is_inline: inline,
         }
     }

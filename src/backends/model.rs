@@ -85,7 +85,12 @@ pub(crate) struct AttachmentMeta {
     pub(crate) id: String,
     pub(crate) name: Option<String>,
     pub(crate) content_type: String,
+    /// The decoded size in bytes: exact, unless `size_is_estimate`.
     pub(crate) size: u64,
+    /// The listing could only estimate the decoded size (IMAP declares a base64 part's encoded
+    /// length); the download's own metadata then declares it exactly, and that is what the
+    /// bytes must match.
+    pub(crate) size_is_estimate: bool,
     pub(crate) is_inline: bool,
 }
 

@@ -201,7 +201,7 @@ async fn create_attachment_handoff(
     if meta.size > max {
         return Err(too_large(max));
     }
-    let (_, bytes) = resolved
+    let (downloaded, bytes) = resolved
         .backend
         .attachment(&args.message_id, &args.attachment_id, max)
         .await
@@ -212,8 +212,14 @@ async fn create_attachment_handoff(
     if bytes.len() as u64 > max {
         return Err(too_large(max));
     }
-    // security.md §4: the decoded size must equal the declared size.
-    if bytes.len() as u64 != meta.size {
+    // security.md §4: the decoded size must equal the declared size: the listing's, or when the
+    // listing could only estimate it, the exact size the download declares.
+    let declared = if meta.size_is_estimate {
+        downloaded.size
+    } else {
+        meta.size
+    };
+    if bytes.len() as u64 != declared {
         return Err(metadata_invalid());
     }
     let filename = SafeFileName::from_untrusted(meta.name.as_deref().unwrap_or(""));

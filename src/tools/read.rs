@@ -938,6 +938,7 @@ mod tests {
                         name: Some(text.clone()),
                         content_type: format!("application/{text}"),
                         size: 1,
+                        size_is_estimate: false,
                         is_inline: i % 2 == 0,
                     })
                     .collect(),

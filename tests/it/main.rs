@@ -10,6 +10,7 @@ mod util;
 
 mod fake_graph;
 mod fake_graph_selftest;
+mod imap_server;
 
 mod catalog;
 mod cli;
@@ -20,6 +21,7 @@ mod graph;
 mod handoff_cli;
 mod handoffs;
 mod hostile_mail;
+mod imap;
 mod invalid_inputs;
 mod limits;
 mod output_bounds;

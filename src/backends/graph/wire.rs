@@ -324,6 +324,7 @@ impl Attachment {
             name: self.name,
             content_type,
             size: self.size,
+            size_is_estimate: false,
             is_inline: self.is_inline,
         }
     }

@@ -14,13 +14,10 @@
 
 mod conn;
 mod ids;
-#[allow(dead_code, reason = "stub until the helper's codec lands (issue 12)")]
 pub(crate) mod mutf7;
 mod pool;
-#[allow(dead_code, reason = "stub until the helper's builder lands (issue 12)")]
 pub(crate) mod query;
 mod session;
-#[allow(dead_code, reason = "stub until the helper's walker lands (issue 12)")]
 pub(crate) mod structure;
 
 use std::collections::BTreeMap;
@@ -775,12 +772,16 @@ impl MailStore for ImapStore {
                 .ok_or(OpError::Backend(BackendError::Malformed))?;
             let bytes = structure::decode_part(raw, part.encoding)
                 .ok_or(OpError::Backend(BackendError::Malformed))?;
-            let bytes =
-                structure::transcode(bytes, &part.meta.content_type, part.charset.as_deref());
+            let bytes = structure::attachment_bytes(bytes, &part);
             if bytes.len() as u64 > max_bytes {
                 return Err(OpError::Backend(BackendError::TooLarge));
             }
-            Ok((part.meta, bytes))
+            let meta = AttachmentMeta {
+                size: bytes.len() as u64,
+                size_is_estimate: false,
+                ..part.meta
+            };
+            Ok((meta, bytes))
         })
     }
 }

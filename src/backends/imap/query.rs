@@ -52,8 +52,11 @@ pub(crate) enum Key {
     Seen,
     Unseen,
     /// `UID set`, from UIDs: non-empty, non-zero, strictly ascending (see [`Key::uids`]).
+    #[cfg(any(test, fuzzing))]
     Uids(Vec<u32>),
+    #[cfg(any(test, fuzzing))]
     Not(Box<Key>),
+    #[cfg(any(test, fuzzing))]
     Or(Box<Key>, Box<Key>),
 }
 
@@ -74,16 +77,20 @@ pub(crate) enum QueryError {
     TooLong,
     #[error("search keys nest deeper than {MAX_DEPTH}")]
     TooDeep,
+    #[cfg(any(test, fuzzing))]
     #[error("a UID set is empty")]
     EmptyUidSet,
+    #[cfg(any(test, fuzzing))]
     #[error("a UID set holds UID 0")]
     ZeroUid,
+    #[cfg(any(test, fuzzing))]
     #[error("a UID set is not strictly ascending")]
     UidsNotAscending,
     #[error("a search date's year is outside 0000-9999")]
     DateOutOfRange,
 }
 
+#[cfg(test)]
 impl Key {
     /// `UID` of these UIDs in any order, sorted and deduplicated as [`Key::Uids`] needs.
     pub(crate) fn uids(uids: impl IntoIterator<Item = u32>) -> Self {
@@ -228,6 +235,7 @@ impl Writer {
             }
             Key::Seen => self.out.push_str("SEEN"),
             Key::Unseen => self.out.push_str("UNSEEN"),
+            #[cfg(any(test, fuzzing))]
             Key::Uids(uids) => {
                 if uids.is_empty() {
                     return Err(QueryError::EmptyUidSet);
@@ -241,10 +249,12 @@ impl Writer {
                 self.out.push_str("UID ");
                 self.out.push_str(&uid_set(uids));
             }
+            #[cfg(any(test, fuzzing))]
             Key::Not(inner) => {
                 self.out.push_str("NOT ");
                 self.key(inner, depth + 1)?;
             }
+            #[cfg(any(test, fuzzing))]
             Key::Or(left, right) => {
                 self.out.push_str("OR ");
                 self.key(left, depth + 1)?;
@@ -1005,12 +1015,21 @@ mod tests {
             Just(Key::Unseen),
             uids().prop_map(Key::Uids),
         ];
-        leaf.prop_recursive(MAX_DEPTH as u32 + 3, 48, 2, |inner| {
+        let tree = leaf.prop_recursive(MAX_DEPTH as u32 + 3, 48, 2, |inner| {
             prop_oneof![
                 inner.clone().prop_map(|k| Key::Not(Box::new(k))),
                 (inner.clone(), inner).prop_map(|(l, r)| Key::Or(Box::new(l), Box::new(r))),
             ]
-        })
+        });
+        // Random trees seldom reach the depth bound: chains of NOT around a tree do, on both
+        // sides of it.
+        let chain = (tree.clone(), MAX_DEPTH - 4..MAX_DEPTH + 2).prop_map(|(mut key, nots)| {
+            for _ in 0..nots {
+                key = Key::Not(Box::new(key));
+            }
+            key
+        });
+        prop_oneof![4 => tree, 1 => chain]
     }
 
     proptest! {

@@ -80,9 +80,10 @@ impl Conn {
             .await?;
         Ok(names
             .iter()
-            .filter(|n| super::ids::is_wire_name(n.name()))
+            .map(|n| (unescape(n.name()), n))
+            .filter(|(wire, _)| super::ids::is_wire_name(wire))
             .take(MAX_FOLDERS)
-            .map(|n| {
+            .map(|(wire, n)| {
                 let attributes = n.attributes();
                 let special = attributes.iter().find_map(|a| match a {
                     NameAttribute::Sent => Some(WellKnown::SentItems),
@@ -93,13 +94,13 @@ impl Conn {
                     _ => None,
                 });
                 Listed {
-                    wire: n.name().to_owned(),
                     delimiter: n.delimiter().map(str::to_owned),
-                    special: if n.name().eq_ignore_ascii_case("INBOX") {
+                    special: if wire.eq_ignore_ascii_case("INBOX") {
                         Some(WellKnown::Inbox)
                     } else {
                         special
                     },
+                    wire,
                     selectable: !attributes.iter().any(|a| {
                         matches!(a, NameAttribute::NoSelect)
                             || matches!(a, NameAttribute::Extension(e) if e.eq_ignore_ascii_case("\\NonExistent"))
@@ -281,6 +282,26 @@ impl Conn {
     }
 }
 
+/// The mailbox name LIST sent as a quoted string, unescaped: imap-proto hands a quoted string
+/// over with its `\"` and `\\` escapes in place, and quoting it again for SELECT would double
+/// them (the folder would be unreachable). A name holding a lone `"` or `\` cannot have come
+/// quoted (it came as a literal, which has no escapes) and is kept as it is.
+fn unescape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(escaped @ ('\\' | '"')) => out.push(escaped),
+                _ => return name.to_owned(),
+            },
+            '"' => return name.to_owned(),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// A tagged NO or BAD: the server refused the command (the folder is missing, the UID set is
 /// bad, the quota is full); the connection itself is fine.
 fn refusal(status: &Status) -> OpError {
@@ -342,6 +363,19 @@ fn expand(set: &[UidSetMember]) -> Option<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_list_names_are_unescaped_and_literals_kept() {
+        assert_eq!(
+            unescape(r#"Relat&APM-rios \"Q1\" a\\b"#),
+            r#"Relat&APM-rios "Q1" a\b"#
+        );
+        assert_eq!(unescape("INBOX/Projects"), "INBOX/Projects");
+        // A lone quote or backslash: a literal, taken as it is.
+        assert_eq!(unescape(r#"a"b"#), r#"a"b"#);
+        assert_eq!(unescape(r"a\b"), r"a\b");
+        assert_eq!(unescape(r"trailing\"), r"trailing\");
+    }
 
     #[test]
     fn uid_sets_expand_in_order_and_refuse_what_no_command_of_ours_could_answer() {

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 
 use imap_proto::{BodyContentCommon, BodyParams, BodyStructure, ContentEncoding};
 use mail_parser::HeaderValue;
+use mail_parser::decoders::charsets::map::charset_decoder;
 use mail_parser::parsers::MessageStream;
 
 use crate::backends::AttachmentMeta;
@@ -88,18 +89,21 @@ pub(crate) struct Structure {
     /// text/html part before it outside any alternative (mime renders both, in order); else
     /// the first text/html body part. `None` when the message has no body text outside attached
     /// messages (or a bound cut it off: then `attachments.cut` is set).
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the walk's body rule decides which text parts are attachments; the \
+                      section itself is read by the tests that pin that rule to mime's (search \
+                      reads still fetch whole messages)"
+        )
+    )]
     pub(crate) text: Option<TextSection>,
 }
 
 /// The attachments of a message, in part order.
 pub(crate) fn attachments(structure: &BodyStructure<'_>) -> Attachments {
     analyze(structure).attachments
-}
-
-/// The section of the message's body text (see [`Structure::text`]), not looking inside
-/// attached messages.
-pub(crate) fn text_section(structure: &BodyStructure<'_>) -> Option<TextSection> {
-    analyze(structure).text
 }
 
 /// Attachments and body text section of one BODYSTRUCTURE, in one walk.
@@ -142,19 +146,23 @@ pub(crate) fn decode_part(bytes: &[u8], encoding: TransferEncoding) -> Option<Ve
     (end != usize::MAX).then(|| decoded.into_owned())
 }
 
-/// A decoded text attachment in UTF-8, as the Maildir backend hands out the same part: mime
-/// (mail-parser) transcodes a `text/*` part whose `charset` label is known and not UTF-8 or
-/// ASCII; an unknown or absent label leaves the bytes as they are.
-pub(crate) fn transcode(bytes: Vec<u8>, content_type: &str, charset: Option<&str>) -> Vec<u8> {
-    let Some(label) = charset.filter(|_| content_type.starts_with("text/")) else {
-        return bytes;
-    };
-    if ["utf-8", "utf8", "us-ascii"].contains(&label.to_ascii_lowercase().as_str()) {
-        return bytes;
+/// The bytes the Maildir backend gives for the same attachment, from its `decode_part` output:
+/// a text part whose charset mail-parser knows is transcoded to UTF-8 (as `crate::mime` does,
+/// since the label does not travel with the bytes); anything else is returned as it is.
+/// `us-ascii` is never transcoded: servers (Dovecot) report it for a text part without a charset
+/// (RFC 2045's default), where mime keeps the original bytes, often UTF-8.
+pub(crate) fn attachment_bytes(decoded: Vec<u8>, info: &PartInfo) -> Vec<u8> {
+    if !info.meta.content_type.starts_with("text/") {
+        return decoded;
     }
-    match mail_parser::decoders::charsets::map::charset_decoder(label.as_bytes()) {
-        Some(decode) => decode(&bytes).into_bytes(),
-        None => bytes,
+    match info
+        .charset
+        .as_deref()
+        .filter(|c| !c.eq_ignore_ascii_case("us-ascii"))
+        .and_then(|c| charset_decoder(c.as_bytes()))
+    {
+        Some(decode) => decode(&decoded).into_bytes(),
+        None => decoded,
     }
 }
 
@@ -391,6 +399,7 @@ impl Walk {
                 name,
                 content_type: content_type(&common.ty.ty, &common.ty.subtype),
                 size: decoded_size(other.octets, encoding),
+                size_is_estimate: encoding == TransferEncoding::Base64,
                 is_inline,
             },
             encoding,
@@ -455,11 +464,23 @@ fn charset(params: &BodyParams<'_>) -> Option<String> {
 }
 
 /// The decoded value of parameter `wanted` (`name` or `filename`): its plain, RFC 2231
-/// (`wanted*`, `wanted*0*`, …) and RFC 2047 forms decoded by mail-parser's Content-Type parser,
-/// run over a parameter list rebuilt from the BODYSTRUCTURE's (only `wanted`'s parameters, keys
-/// that are tokens, values quoted with control characters blanked, so a server's value cannot
-/// end the line or add a parameter). Sets `cut` when [`MAX_PARAM_BYTES`] truncated it.
+/// (`wanted*`, `wanted*0*`, …) and RFC 2047 forms decoded by mail-parser's Content-Type parser
+/// over [`param_header`]. Sets `cut` when [`MAX_PARAM_BYTES`] truncated it.
 fn param(params: &BodyParams<'_>, wanted: &str, cut: &mut bool) -> Option<String> {
+    let header = param_header(params, wanted, cut)?;
+    match MessageStream::new(header.as_bytes()).parse_content_type() {
+        HeaderValue::ContentType(ct) => ct.attribute(wanted).map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// A Content-Type value (`x/y; …`, CRLF-terminated, at most [`MAX_PARAM_BYTES`] before the CRLF)
+/// rebuilt from the BODYSTRUCTURE's parameters for mail-parser to decode: only `wanted`'s
+/// parameters, only keys that are tokens, every value quoted (mail-parser percent-decodes a
+/// quoted RFC 2231 value too; Dovecot sends continuations already joined as `wanted*`), with
+/// quotes and backslashes escaped and control characters blanked, so that no server value can
+/// end the line or add a parameter. `None` when there is no such parameter.
+fn param_header(params: &BodyParams<'_>, wanted: &str, cut: &mut bool) -> Option<String> {
     let mut header = String::from("x/y");
     let mut any = false;
     for (key, value) in params.iter().flatten() {
@@ -467,7 +488,8 @@ fn param(params: &BodyParams<'_>, wanted: &str, cut: &mut bool) -> Option<String
         if !base.eq_ignore_ascii_case(wanted) || !key.bytes().all(is_token_byte) {
             continue;
         }
-        let budget = MAX_PARAM_BYTES.saturating_sub(header.len() + key.len() + 4);
+        // "; " + key + "=\"" before the value, "\"" after it.
+        let budget = MAX_PARAM_BYTES.saturating_sub(header.len() + key.len() + 5);
         if budget == 0 {
             *cut = true;
             break;
@@ -475,13 +497,7 @@ fn param(params: &BodyParams<'_>, wanted: &str, cut: &mut bool) -> Option<String
         any = true;
         header.push_str("; ");
         header.push_str(key);
-        header.push('=');
-        // An RFC 2231 extended value (`charset'lang'%XX…`) is a token and must stay unquoted
-        // for mail-parser to percent-decode it.
-        let extended = key.ends_with('*') && value.bytes().all(is_token_byte);
-        if !extended {
-            header.push('"');
-        }
+        header.push_str("=\"");
         let mut used = 0;
         for c in imap_unescape(value) {
             let escaped = matches!(c, '"' | '\\');
@@ -495,18 +511,10 @@ fn param(params: &BodyParams<'_>, wanted: &str, cut: &mut bool) -> Option<String
             }
             header.push(if c.is_control() { ' ' } else { c });
         }
-        if !extended {
-            header.push('"');
-        }
-    }
-    if !any {
-        return None;
+        header.push('"');
     }
     header.push_str("\r\n");
-    match MessageStream::new(header.as_bytes()).parse_content_type() {
-        HeaderValue::ContentType(ct) => ct.attribute(wanted).map(str::to_owned),
-        _ => None,
-    }
+    any.then_some(header)
 }
 
 /// The characters of an IMAP string as the server meant them. imap-proto 0.17 returns a quoted
@@ -718,18 +726,11 @@ mod tests {
                 .expect("parses");
             for (i, info) in list.parts.iter().enumerate() {
                 let part = &message.parts[message.attachments[i] as usize];
-                // mime transcodes labelled non-UTF-8 text to UTF-8; the caller does that from
-                // `charset`, not decode_part.
-                let transcoded = info.charset.as_deref().is_some_and(|c| {
-                    !["utf-8", "us-ascii"].contains(&c.to_ascii_lowercase().as_str())
-                });
-                if transcoded {
-                    continue;
-                }
                 let section = &raw[part.offset_body as usize..part.offset_end as usize];
                 let decoded = decode_part(section, info.encoding).expect("decodes");
                 let expected = mime::attachment_bytes(&raw, i).expect("mime bytes");
-                assert_eq!(decoded, expected, "{key}: bytes of {}", info.meta.id);
+                let bytes = attachment_bytes(decoded.clone(), info);
+                assert_eq!(bytes, expected, "{key}: bytes of {}", info.meta.id);
                 if info.encoding == TransferEncoding::Base64 {
                     let actual = decoded.len() as u64;
                     assert!(
@@ -1056,5 +1057,106 @@ mod tests {
             decode_part(b"=3D\x00\xff raw", Identity).as_deref(),
             Some(&b"=3D\x00\xff raw"[..])
         );
+    }
+
+    /// Our list for `body` matches mime's for `eml` (count, names, types, inline), and is `ids`.
+    fn agrees_with_mime(eml: &str, body: &str, ids_expected: &[&str]) {
+        let raw = eml.replace('\n', "\r\n");
+        let theirs = mime::parse(raw.as_bytes()).attachments;
+        let ours = attachments(&bs(body));
+        assert_eq!(ids(&ours), ids_expected);
+        let ours: Vec<_> = ours
+            .parts
+            .iter()
+            .map(|p| {
+                (
+                    p.meta.name.clone(),
+                    p.meta.content_type.clone(),
+                    p.meta.is_inline,
+                )
+            })
+            .collect();
+        let theirs: Vec<_> = theirs
+            .iter()
+            .map(|a| (a.name.clone(), a.content_type.clone(), a.is_inline))
+            .collect();
+        assert_eq!(ours, theirs);
+    }
+
+    #[test]
+    fn later_parts_of_a_related_are_attachments() {
+        // mail-parser: in multipart/related only the first part can be inline body text.
+        agrees_with_mime(
+            "Content-Type: multipart/related; boundary=r\n\n--r\nContent-Type: text/html\n\n\
+             <p>x</p>\n--r\nContent-Type: text/plain\n\nnot body\n--r--\n",
+            r#"(("text" "html" NIL NIL NIL "7bit" 8 1 NIL NIL NIL NIL)("text" "plain" NIL NIL NIL "7bit" 8 1 NIL NIL NIL NIL) "related" NIL NIL NIL NIL)"#,
+            &["2"],
+        );
+    }
+
+    #[test]
+    fn inline_html_in_an_alternative_branch_makes_later_plain_an_attachment() {
+        // alternative → mixed [html, plain]: the HTML answers the branch, the plain part after
+        // it is no body (mail-parser's need_text/need_html flags).
+        agrees_with_mime(
+            "Content-Type: multipart/alternative; boundary=a\n\n--a\n\
+             Content-Type: multipart/mixed; boundary=m\n\n--m\nContent-Type: text/html\n\n\
+             <p>x</p>\n--m\nContent-Type: text/plain\n\nsecond\n--m--\n--a--\n",
+            r#"((("text" "html" NIL NIL NIL "7bit" 8 1 NIL NIL NIL NIL)("text" "plain" NIL NIL NIL "7bit" 6 1 NIL NIL NIL NIL) "mixed" NIL NIL NIL NIL) "alternative" NIL NIL NIL NIL)"#,
+            &["1.2"],
+        );
+    }
+
+    #[test]
+    fn line_breaks_from_literals_are_blanked() {
+        // A literal can carry CR LF, which would end the rebuilt header line early.
+        let s = analyze(&bs(
+            "(\"application\" \"pdf\" NIL NIL NIL \"base64\" 8 NIL (\"attachment\" (\"filename\" {17}\r\nline\r\nbreak\r\n.pdf)) NIL NIL)",
+        ));
+        assert_eq!(
+            s.attachments.parts[0].meta.name.as_deref(),
+            Some("line  break  .pdf")
+        );
+    }
+
+    #[test]
+    fn keys_that_are_not_tokens_are_dropped() {
+        // A literal key can hold `=` and `;`: passed on, it would set `filename*0` itself.
+        let s = analyze(&bs(
+            "(\"application\" \"pdf\" (\"name\" \"ct.pdf\") NIL NIL \"base64\" 8 NIL (\"attachment\" ({21}\r\nfilename*0=evil.exe;x \"good.pdf\")) NIL NIL)",
+        ));
+        assert_eq!(s.attachments.parts[0].meta.name.as_deref(), Some("ct.pdf"));
+    }
+
+    #[test]
+    fn parameter_text_handed_to_the_parser_is_bounded() {
+        let value = "a\"".repeat(MAX_PARAM_BYTES);
+        let params: BodyParams<'_> = Some(vec![
+            (Cow::Borrowed("name*0"), Cow::Borrowed(value.as_str())),
+            (Cow::Borrowed("name*1"), Cow::Borrowed("tail")),
+        ]);
+        let mut cut = false;
+        let header = param_header(&params, "name", &mut cut).expect("header");
+        assert!(cut);
+        assert!(header.len() <= MAX_PARAM_BYTES + 2, "{}", header.len());
+        assert!(header.ends_with("\"\r\n"));
+        let mut cut = false;
+        assert_eq!(param_header(&None, "name", &mut cut), None);
+        assert!(!cut);
+    }
+
+    #[test]
+    fn labelled_text_attachments_are_transcoded_like_mime() {
+        let raw = "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nbody\r\n--b\r\nContent-Type: text/csv; charset=iso-8859-1; name=d.csv\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\ncaf=E9\r\n--b\r\nContent-Type: application/octet-stream; name=b.bin\r\n\r\nxy\r\n--b--\r\n";
+        let list = attachments(&bs(
+            r#"(("text" "plain" NIL NIL NIL "7bit" 4 1 NIL NIL NIL NIL)("text" "csv" ("charset" "iso-8859-1" "name" "d.csv") NIL NIL "quoted-printable" 6 1 NIL NIL NIL NIL)("application" "octet-stream" ("name" "b.bin") NIL NIL "7bit" 2 NIL NIL NIL NIL) "mixed" NIL NIL NIL NIL)"#,
+        ));
+        let csv = decode_part(b"caf=E9", list.parts[0].encoding).expect("qp");
+        assert_eq!(csv, b"caf\xe9");
+        let csv = attachment_bytes(csv, &list.parts[0]);
+        assert_eq!(csv, "café".as_bytes());
+        assert_eq!(Some(csv), mime::attachment_bytes(raw.as_bytes(), 0));
+        let bin = attachment_bytes("é".as_bytes().to_vec(), &list.parts[1]);
+        assert_eq!(bin, "é".as_bytes());
     }
 }

@@ -295,6 +295,7 @@ fn attachment_metas(parsed: &ParsedMessage) -> Vec<AttachmentMeta> {
             name: a.name.clone(),
             content_type: a.content_type.clone(),
             size: a.size,
+            size_is_estimate: false,
             is_inline: a.is_inline,
         })
         .collect()

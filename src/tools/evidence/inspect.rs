@@ -368,7 +368,7 @@ impl Inspection {
             self.reason(EvidenceReason::AttachmentTooLarge);
             return;
         }
-        if actual != meta.size || actual != downloaded.size {
+        if actual != downloaded.size || (!meta.size_is_estimate && actual != meta.size) {
             self.reason(EvidenceReason::SizeMismatch);
             return;
         }

@@ -1283,6 +1283,7 @@ mod tests {
             name: name.map(str::to_owned),
             content_type: "application/pdf".into(),
             size: 10,
+            size_is_estimate: false,
             is_inline: false,
         }
     }
