@@ -13,6 +13,7 @@
 //! deletes anything. Every operation takes one token of the mailbox's rate limit first.
 
 mod conn;
+pub(crate) mod guard;
 mod ids;
 pub(crate) mod mutf7;
 mod pool;
