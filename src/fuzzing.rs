@@ -792,3 +792,60 @@ pub fn imap_query(data: &[u8]) {
     query::check_criteria(&query::criteria_from_bytes(data));
     mutf7::check_name(data);
 }
+
+// ----------------------------------------------------------------------------------------------
+// imap_response
+// ----------------------------------------------------------------------------------------------
+
+/// Bytes → what an IMAP server may send: the nesting guard (`imap::guard::Scanner`) reads
+/// them, fed whole and again in two pieces split at the first byte's value; what it accepts
+/// goes to imap-proto's response parser (which recurses per nesting level: the reason for the
+/// guard) and every BODYSTRUCTURE found to the attachment walk (`imap::structure::analyze`).
+///
+/// Oracles, beyond "no panic and no stack overflow": the guard's verdict does not depend on how
+/// the bytes are split into reads; an accepted line never nests deeper than
+/// `guard::MAX_PAREN_DEPTH`; the walk keeps its part bound, and every attachment id is a
+/// section path (dot-separated positive numbers) the attachment reader accepts.
+pub fn imap_response(data: &[u8]) {
+    use crate::backends::imap::{guard, structure};
+    let whole = guard::Scanner::default().feed(data);
+    let split = usize::from(data.first().copied().unwrap_or(0)).min(data.len());
+    let mut pieces = guard::Scanner::default();
+    let in_pieces = pieces
+        .feed(&data[..split])
+        .and_then(|()| pieces.feed(&data[split..]));
+    assert_eq!(whole, in_pieces, "the verdict depends on the split");
+    if whole.is_err() {
+        return;
+    }
+    let mut rest = data;
+    for _ in 0..64 {
+        let Ok((left, response)) = imap_proto::Response::parse(rest) else {
+            return;
+        };
+        if let imap_proto::Response::Fetch(_, attributes) = &response {
+            for attribute in attributes {
+                if let imap_proto::AttributeValue::BodyStructure(body) = attribute {
+                    let found = structure::analyze(body);
+                    assert!(found.attachments.parts.len() <= structure::MAX_PARTS);
+                    for part in &found.attachments.parts {
+                        let id = &part.meta.id;
+                        assert!(
+                            !id.is_empty()
+                                && id.split('.').all(|n| {
+                                    !n.is_empty()
+                                        && !n.starts_with('0')
+                                        && n.bytes().all(|b| b.is_ascii_digit())
+                                }),
+                            "attachment id {id:?} is not a section path"
+                        );
+                    }
+                }
+            }
+        }
+        if left.len() == rest.len() {
+            return;
+        }
+        rest = left;
+    }
+}

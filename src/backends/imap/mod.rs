@@ -377,6 +377,55 @@ fn by_folder(ids: &[String]) -> (Grouped, Vec<Option<BackendError>>) {
     (groups, refused)
 }
 
+/// The attachments of message `m` by its BODYSTRUCTURE, its id checked against the folder as it
+/// is now.
+async fn attachment_parts(
+    conn: &mut Conn,
+    m: &MessageRef,
+) -> Result<Vec<structure::PartInfo>, OpError> {
+    let uid_validity = conn.open(&m.folder, false).await?;
+    current(m, uid_validity)?;
+    let fetched = conn.fetch(&[m.uid], "(UID BODYSTRUCTURE)").await?;
+    let f = fetched
+        .first()
+        .ok_or(OpError::Backend(BackendError::NotFound))?;
+    let s = f
+        .bodystructure()
+        .ok_or(OpError::Backend(BackendError::Malformed))?;
+    Ok(structure::attachments(s).parts)
+}
+
+/// The starting results of a batch write: `BadId` for an id that did not parse, `NotFound` for
+/// the rest until the server says otherwise (a message it does not report was not there).
+fn unsettled<T>(refused: &[Option<BackendError>]) -> Vec<ItemResult<T>> {
+    refused
+        .iter()
+        .map(|r| match r {
+            Some(_) => Err(BackendError::BadId),
+            None => Err(BackendError::NotFound),
+        })
+        .collect()
+}
+
+/// The UIDs of `items` whose ids name the folder as it is now (`uid_validity`), sorted and
+/// deduplicated for one command; an outdated id's result becomes `Outdated`.
+fn live_uids<T>(
+    items: &[(usize, MessageRef)],
+    uid_validity: u32,
+    results: &mut [ItemResult<T>],
+) -> Vec<u32> {
+    let mut uids = Vec::new();
+    for (i, m) in items {
+        match current(m, uid_validity) {
+            Ok(()) => uids.push(m.uid),
+            Err(e) => results[*i] = Err(e),
+        }
+    }
+    uids.sort_unstable();
+    uids.dedup();
+    uids
+}
+
 /// `BODY.PEEK[<section>]` for an attachment id (`2`, `1.2`); `BadId` for anything else.
 fn section_path(id: &str) -> Result<Vec<u32>, BackendError> {
     if id.is_empty() || id.len() > 64 {
@@ -719,17 +768,8 @@ impl MailStore for ImapStore {
         let m = MessageRef::parse(message_id)?;
         self.admit()?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
-            let uid_validity = conn.open(&m.folder, false).await?;
-            current(&m, uid_validity)?;
-            let fetched = conn.fetch(&[m.uid], "(UID BODYSTRUCTURE)").await?;
-            let f = fetched
-                .first()
-                .ok_or(OpError::Backend(BackendError::NotFound))?;
-            let s = f
-                .bodystructure()
-                .ok_or(OpError::Backend(BackendError::Malformed))?;
-            Ok(structure::attachments(s)
-                .parts
+            Ok(attachment_parts(conn, &m)
+                .await?
                 .into_iter()
                 .map(|p| p.meta)
                 .collect())
@@ -746,17 +786,8 @@ impl MailStore for ImapStore {
         let path = section_path(attachment_id)?;
         self.admit()?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
-            let uid_validity = conn.open(&m.folder, false).await?;
-            current(&m, uid_validity)?;
-            let fetched = conn.fetch(&[m.uid], "(UID BODYSTRUCTURE)").await?;
-            let f = fetched
-                .first()
-                .ok_or(OpError::Backend(BackendError::NotFound))?;
-            let s = f
-                .bodystructure()
-                .ok_or(OpError::Backend(BackendError::Malformed))?;
-            let part = structure::attachments(s)
-                .parts
+            let part = attachment_parts(conn, &m)
+                .await?
                 .into_iter()
                 .find(|p| p.meta.id == attachment_id)
                 .ok_or(OpError::Backend(BackendError::NotFound))?;
@@ -841,28 +872,14 @@ impl MailWrite for ImapStore {
         self.admit()?;
         let (groups, refused) = by_folder(ids);
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
-            let mut results: Vec<ItemResult<()>> = refused
-                .iter()
-                .map(|r| match r {
-                    Some(_) => Err(BackendError::BadId),
-                    None => Err(BackendError::NotFound),
-                })
-                .collect();
+            let mut results: Vec<ItemResult<()>> = unsettled(&refused);
             for (folder, items) in &groups {
                 let uid_validity = match conn.open(folder, true).await {
                     Ok(v) => v,
                     Err(OpError::Backend(BackendError::NotFound)) => continue,
                     Err(e) => return Err(e),
                 };
-                let mut uids = Vec::new();
-                for (i, m) in items {
-                    match current(m, uid_validity) {
-                        Ok(()) => uids.push(m.uid),
-                        Err(e) => results[*i] = Err(e),
-                    }
-                }
-                uids.sort_unstable();
-                uids.dedup();
+                let uids = live_uids(items, uid_validity, &mut results);
                 if uids.is_empty() {
                     continue;
                 }
@@ -903,28 +920,14 @@ impl ImapStore {
                 )));
             }
             let target = self.existing(conn, destination).await?;
-            let mut results: Vec<ItemResult<String>> = refused
-                .iter()
-                .map(|r| match r {
-                    Some(_) => Err(BackendError::BadId),
-                    None => Err(BackendError::NotFound),
-                })
-                .collect();
+            let mut results: Vec<ItemResult<String>> = unsettled(&refused);
             for (folder, items) in &groups {
                 let uid_validity = match conn.open(folder, verb == "MOVE").await {
                     Ok(v) => v,
                     Err(OpError::Backend(BackendError::NotFound)) => continue,
                     Err(e) => return Err(e),
                 };
-                let mut uids = Vec::new();
-                for (i, m) in items {
-                    match current(m, uid_validity) {
-                        Ok(()) => uids.push(m.uid),
-                        Err(e) => results[*i] = Err(e),
-                    }
-                }
-                uids.sort_unstable();
-                uids.dedup();
+                let uids = live_uids(items, uid_validity, &mut results);
                 if uids.is_empty() {
                     continue;
                 }

@@ -9,7 +9,7 @@
 //! string, or LITERAL+, and async-imap sends a command as one line. `NOT` and `OR` take exactly
 //! one key per operand, so the prefix form is unambiguous and no parentheses are needed. The
 //! arguments are at most [`MAX_ARGUMENT_BYTES`], keys nest at most [`MAX_DEPTH`] deep, and a
-//! UID set must be non-empty, non-zero and strictly ascending ([`Key::uids`] makes one), so
+//! UID set must be non-empty, non-zero and strictly ascending (`Key::uids` makes one), so
 //! that the test and fuzz oracle `parse_arguments` gives back exactly the same criteria.
 //! [`quote`] is the same quoting for the mailbox names of hand-written commands (STATUS,
 //! APPEND, MOVE), which are modified UTF-7 on the wire and so must be ASCII. Called by the IMAP
