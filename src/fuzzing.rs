@@ -797,10 +797,11 @@ pub fn imap_query(data: &[u8]) {
 // imap_response
 // ----------------------------------------------------------------------------------------------
 
-/// Bytes → what an IMAP server may send: the nesting guard (`imap::guard::Scanner`) reads
-/// them, fed whole and again in two pieces split at the first byte's value; what it accepts
-/// goes to imap-proto's response parser (which recurses per nesting level: the reason for the
-/// guard) and every BODYSTRUCTURE found to the attachment walk (`imap::structure::analyze`).
+/// Bytes → what an IMAP server may send: the read guard (`imap::guard::Scanner`) reads them,
+/// fed whole and again in two pieces split at the first byte's value; what it accepts goes to
+/// imap-proto's response parser (which recurses per nesting level and panics on some status
+/// lines: the reasons for the guard) and every BODYSTRUCTURE found to the attachment walk
+/// (`imap::structure::analyze`).
 ///
 /// Oracles, beyond "no panic and no stack overflow": the guard's verdict does not depend on how
 /// the bytes are split into reads; an accepted line never nests deeper than

@@ -1,15 +1,23 @@
 //! A read guard under the IMAP protocol parser: it follows the server's bytes (quoted strings,
-//! `{n}` literals, parentheses) and fails the connection when a response nests parentheses
-//! deeper than [`MAX_PAREN_DEPTH`].
+//! `{n}` literals, parentheses, line kinds) and fails the connection on a response that would
+//! crash imap-proto, the parser async-imap uses.
 //!
-//! Why: imap-proto, the parser async-imap uses, parses nested lists (BODYSTRUCTURE, ENVELOPE)
-//! by recursion with no depth bound. A BODYSTRUCTURE a few hundred levels deep — which a
-//! hostile server, or a message a stranger crafted and a lax server describes faithfully, can
-//! produce — overflows the thread's stack and aborts the whole process (measured: 1,000 levels
-//! on a 2 MiB stack in a release build, 64 in a debug build). The guard sees every byte before
-//! the parser does, so such a response becomes an I/O error on one connection (the pool closes
-//! it; the call answers `BACKEND_UNAVAILABLE`) instead of a crash. Literal contents and quoted
-//! strings are skipped, so message text full of parentheses is never counted.
+//! Why: imap-proto has two crashes a server can trigger, and the guard sees every byte before the
+//! parser does, so each becomes an I/O error on one connection (the pool closes it; the call
+//! answers `BACKEND_UNAVAILABLE`, and a search is incomplete, never `NOT_FOUND`):
+//! * it parses nested lists (BODYSTRUCTURE, ENVELOPE) by recursion with no depth bound. A
+//!   BODYSTRUCTURE a few hundred levels deep — which a hostile server, or a message a stranger
+//!   crafted and a lax server describes faithfully, can produce — overflows the thread's stack
+//!   and aborts the whole process (measured: 1,000 levels on a 2 MiB stack in a release build,
+//!   64 in a debug build). Refused beyond [`MAX_PAREN_DEPTH`]; literal contents and quoted
+//!   strings are skipped, so message text full of parentheses is never counted.
+//! * in a status response (`OK`, `NO`, `BAD`, `BYE`, `PREAUTH`, or a `+` continuation) whose
+//!   response code is followed directly by a non-ASCII byte (`* OK [ALERT]\xd7`), it slices the
+//!   text one byte in, inside a UTF-8 character, and panics (imap-proto 0.17.0
+//!   `Outcome::parse`; found by the `imap_response` fuzz target). Status lines are told apart
+//!   by their second word, as imap-proto does; in them, `]` followed by a byte above 0x7F is
+//!   refused wherever it stands, and so is a literal (no server sends one there, and following
+//!   it would let the guard and the parser disagree about where lines begin).
 
 use std::io;
 use std::pin::Pin;
@@ -37,10 +45,57 @@ enum State {
     Literal(u64),
 }
 
+/// Longest second word that can be a status (`PREAUTH`).
+const STATUS_WORD_MAX: usize = 7;
+
+/// What kind of line the scanner is on, decided by its first two words as imap-proto decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Line {
+    /// In the first word (a tag or `*`); `started` once a byte of it was read.
+    First { started: bool },
+    /// In the second word: its first bytes, upper-cased.
+    Second {
+        word: [u8; STATUS_WORD_MAX],
+        len: u8,
+    },
+    /// A status response or continuation: the rest of the line is what imap-proto reads as
+    /// response code and human text.
+    Status {
+        after_bracket: bool,
+        literal: LiteralMark,
+    },
+    /// Any other response: quoted strings, literals and parentheses are followed.
+    Data,
+}
+
+/// How much of a literal marker (`{` digits `+`? `}` CR LF) a status line ends with so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LiteralMark {
+    None,
+    Open,
+    Close,
+    Cr,
+}
+
+impl LiteralMark {
+    fn next(self, b: u8) -> Self {
+        match (self, b) {
+            (_, b'{') => LiteralMark::Open,
+            (LiteralMark::Open, b'0'..=b'9' | b'+') => LiteralMark::Open,
+            (LiteralMark::Open, b'}') => LiteralMark::Close,
+            (LiteralMark::Close, b'\r') => LiteralMark::Cr,
+            _ => LiteralMark::None,
+        }
+    }
+}
+
+const STATUS_WORDS: [&[u8]; 5] = [b"OK", b"NO", b"BAD", b"BYE", b"PREAUTH"];
+
 /// The scanner, separate from I/O so it can be fuzzed and tested on byte strings.
 #[derive(Clone, Debug)]
 pub(crate) struct Scanner {
     state: State,
+    line: Line,
     depth: u32,
 }
 
@@ -48,14 +103,15 @@ impl Default for Scanner {
     fn default() -> Self {
         Self {
             state: State::Normal,
+            line: Line::First { started: false },
             depth: 0,
         }
     }
 }
 
 impl Scanner {
-    /// Follows `bytes`; `Err` when a response nests deeper than [`MAX_PAREN_DEPTH`].
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<(), TooDeep> {
+    /// Follows `bytes`; `Err` at the first response imap-proto must not see.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<(), Refused> {
         let mut i = 0;
         while i < bytes.len() {
             if let State::Literal(left) = self.state {
@@ -73,64 +129,136 @@ impl Scanner {
             }
             let b = bytes[i];
             i += 1;
-            self.state = match (self.state, b) {
-                (State::Normal, b'(') => {
-                    self.depth += 1;
-                    if self.depth > MAX_PAREN_DEPTH {
-                        return Err(TooDeep);
-                    }
-                    State::Normal
-                }
-                (State::Normal, b')') => {
-                    self.depth = self.depth.saturating_sub(1);
-                    State::Normal
-                }
-                // A response ends at a line end outside literals and quoted strings.
-                (State::Normal, b'\n') => {
-                    self.depth = 0;
-                    State::Normal
-                }
-                (State::Normal, b'"') => State::Quoted,
-                (State::Normal, b'{') => State::LiteralLength(0),
-                (State::Quoted, b'\\') => State::QuotedEscape,
-                (State::Quoted, b'"') => State::Normal,
-                (State::Quoted, b'\n') => {
-                    // Not valid IMAP; resynchronise at the line end rather than read on.
-                    self.depth = 0;
-                    State::Normal
-                }
-                (State::QuotedEscape, _) | (State::Quoted, _) => State::Quoted,
-                (State::LiteralLength(n), d @ b'0'..=b'9') => {
-                    State::LiteralLength(n.saturating_mul(10).saturating_add(u64::from(d - b'0')))
-                }
-                (State::LiteralLength(n), b'+') => State::LiteralLength(n),
-                (State::LiteralLength(n), b'}') => State::LiteralCr(n),
-                (State::LiteralCr(n), b'\r') => State::LiteralLf(n),
-                (State::LiteralLf(n), b'\n') if n > 0 => State::Literal(n),
-                (State::LiteralLf(_), b'\n') => State::Normal,
-                // Not a literal after all (or a malformed one): back to plain text.
-                (State::LiteralLength(_) | State::LiteralCr(_) | State::LiteralLf(_), _) => {
-                    State::Normal
-                }
-                (State::Normal, _) => State::Normal,
-                (State::Literal(_), _) => self.state,
-            };
+            if self.state == State::Normal && self.line_byte(b)? {
+                continue;
+            }
+            self.data_byte(b)?;
         }
         Ok(())
     }
+
+    /// Classifies the line and checks status lines; `Ok(true)` when `b` was a status line's.
+    fn line_byte(&mut self, b: u8) -> Result<bool, Refused> {
+        let special = matches!(b, b'"' | b'{' | b'(' | b')');
+        self.line = match self.line {
+            Line::Data => return Ok(false),
+            Line::Status {
+                after_bracket,
+                literal,
+            } => {
+                if after_bracket && b >= 0x80 {
+                    return Err(Refused::StatusText);
+                }
+                if b == b'\n' {
+                    if literal == LiteralMark::Cr {
+                        return Err(Refused::StatusText);
+                    }
+                    self.new_line();
+                } else {
+                    self.line = Line::Status {
+                        after_bracket: b == b']',
+                        literal: literal.next(b),
+                    };
+                }
+                return Ok(true);
+            }
+            Line::First { started: false } if b == b'+' => Line::Status {
+                after_bracket: false,
+                literal: LiteralMark::None,
+            },
+            Line::First { .. } if b == b' ' => Line::Second {
+                word: [0; STATUS_WORD_MAX],
+                len: 0,
+            },
+            Line::First { .. } | Line::Second { .. } if special || b == b'\n' => Line::Data,
+            Line::First { .. } => Line::First { started: true },
+            Line::Second { word, len } if matches!(b, b' ' | b'\r') => {
+                if STATUS_WORDS.contains(&&word[..usize::from(len)]) {
+                    // The separator itself is status text (a CR ends the line's text).
+                    self.line = Line::Status {
+                        after_bracket: false,
+                        literal: LiteralMark::None,
+                    };
+                    return Ok(true);
+                }
+                Line::Data
+            }
+            Line::Second { mut word, len } => {
+                if usize::from(len) == STATUS_WORD_MAX {
+                    Line::Data
+                } else {
+                    word[usize::from(len)] = b.to_ascii_uppercase();
+                    Line::Second { word, len: len + 1 }
+                }
+            }
+        };
+        Ok(false)
+    }
+
+    /// Follows quoted strings, literals and parentheses (every line but status lines).
+    fn data_byte(&mut self, b: u8) -> Result<(), Refused> {
+        self.state = match (self.state, b) {
+            (State::Normal, b'(') => {
+                self.depth += 1;
+                if self.depth > MAX_PAREN_DEPTH {
+                    return Err(Refused::TooDeep);
+                }
+                State::Normal
+            }
+            (State::Normal, b')') => {
+                self.depth = self.depth.saturating_sub(1);
+                State::Normal
+            }
+            // A response ends at a line end outside literals and quoted strings; a line end
+            // inside a quoted string is not valid IMAP: resynchronise there rather than read on.
+            (State::Normal | State::Quoted | State::QuotedEscape, b'\n') => {
+                self.new_line();
+                State::Normal
+            }
+            (State::Normal, b'"') => State::Quoted,
+            (State::Normal, b'{') => State::LiteralLength(0),
+            (State::Quoted, b'\\') => State::QuotedEscape,
+            (State::Quoted, b'"') => State::Normal,
+            (State::QuotedEscape, _) | (State::Quoted, _) => State::Quoted,
+            (State::LiteralLength(n), d @ b'0'..=b'9') => {
+                State::LiteralLength(n.saturating_mul(10).saturating_add(u64::from(d - b'0')))
+            }
+            (State::LiteralLength(n), b'+') => State::LiteralLength(n),
+            (State::LiteralLength(n), b'}') => State::LiteralCr(n),
+            (State::LiteralCr(n), b'\r') => State::LiteralLf(n),
+            (State::LiteralLf(n), b'\n') if n > 0 => State::Literal(n),
+            (State::LiteralLf(_), b'\n') => State::Normal,
+            // Not a literal after all (or a malformed one): back to plain text.
+            (State::LiteralLength(_) | State::LiteralCr(_) | State::LiteralLf(_), _) => {
+                State::Normal
+            }
+            (State::Normal, _) => State::Normal,
+            (State::Literal(_), _) => self.state,
+        };
+        Ok(())
+    }
+
+    fn new_line(&mut self) {
+        self.depth = 0;
+        self.line = Line::First { started: false };
+    }
 }
 
-/// A response nested deeper than [`MAX_PAREN_DEPTH`].
+/// A response the guard keeps from the parser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the mail server sent a response nested deeper than {MAX_PAREN_DEPTH} levels")]
-pub(crate) struct TooDeep;
+pub(crate) enum Refused {
+    #[error("the mail server sent a response nested deeper than {MAX_PAREN_DEPTH} levels")]
+    TooDeep,
+    #[error("the mail server sent a status response the IMAP parser cannot read safely")]
+    StatusText,
+}
 
 /// `inner` with every byte read checked by a [`Scanner`].
 #[derive(Debug)]
 pub(crate) struct DepthGuard<S> {
     inner: S,
     scanner: Scanner,
-    failed: bool,
+    refused: Option<Refused>,
     /// A read found the end of the stream. async-imap ends a response it was still reading at
     /// the end of the stream as if it were complete (a STATUS without counts, a FETCH or SEARCH
     /// without its tail), so its callers ask this before trusting an answer.
@@ -142,7 +270,7 @@ impl<S> DepthGuard<S> {
         Self {
             inner,
             scanner: Scanner::default(),
-            failed: false,
+            refused: None,
             eof: false,
         }
     }
@@ -163,8 +291,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for DepthGuard<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if self.failed {
-            return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, TooDeep)));
+        if let Some(refused) = self.refused {
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, refused)));
         }
         let before = buf.filled().len();
         let this = &mut *self;
@@ -173,11 +301,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for DepthGuard<S> {
                 if buf.filled().len() == before && buf.remaining() > 0 {
                     this.eof = true;
                 }
-                if this.scanner.feed(&buf.filled()[before..]).is_err() {
+                if let Err(refused) = this.scanner.feed(&buf.filled()[before..]) {
                     // Nothing of this read reaches the parser.
                     buf.set_filled(before);
-                    this.failed = true;
-                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, TooDeep)));
+                    this.refused = Some(refused);
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, refused)));
                 }
                 Poll::Ready(Ok(()))
             }
@@ -229,9 +357,12 @@ mod tests {
         );
         assert_eq!(
             Scanner::default().feed(&nested(MAX_PAREN_DEPTH as usize)),
-            Err(TooDeep)
+            Err(Refused::TooDeep)
         );
-        assert_eq!(Scanner::default().feed(&nested(100_000)), Err(TooDeep));
+        assert_eq!(
+            Scanner::default().feed(&nested(100_000)),
+            Err(Refused::TooDeep)
+        );
         // Depth resets at each line end: many shallow lines are fine.
         let mut s = Scanner::default();
         for _ in 0..1_000 {
@@ -250,6 +381,56 @@ mod tests {
         let mut s = Scanner::default();
         for b in &line {
             s.feed(std::slice::from_ref(b)).expect("split anywhere");
+        }
+    }
+
+    fn verdict(bytes: &[u8]) -> Result<(), Refused> {
+        let whole = Scanner::default().feed(bytes);
+        let mut s = Scanner::default();
+        let split = bytes
+            .iter()
+            .try_for_each(|b| s.feed(std::slice::from_ref(b)));
+        assert_eq!(whole, split, "a read may end anywhere");
+        whole
+    }
+
+    #[test]
+    fn a_status_code_followed_by_a_non_ascii_byte_is_refused() {
+        // The fuzz finding, cut down: imap-proto 0.17.0 panics on each of these.
+        for line in [
+            &b"* OK [COPYUID 9 1:2 20:21]\xd7moved\r\n"[..],
+            b"* OK [ALERT]\xc3\xa9\r\n",
+            b"a3 no [PARSE]\xff\r\n",
+            b"* BYE [ALERT]\x80",
+            b"+[ALERT]\xd7\r\n",
+            b"+ [ALERT]\xd7\r\n",
+            b"* PREAUTH [BADCHARSET (\"a]\")]\xd7\r\n",
+            // After an ordinary response, and after a literal that was fully read.
+            b"* 1 FETCH (UID 7 BODY[] {3}\r\n(((\r\n* OK [ALERT]\xd7\r\n",
+        ] {
+            assert_eq!(verdict(line), Err(Refused::StatusText), "{line:?}");
+        }
+        // A literal in a status line would let the guard and the parser disagree on lines.
+        assert_eq!(
+            verdict(b"* NO [BADCHARSET ({5}\r\nab]\xd7c)]\r\n"),
+            Err(Refused::StatusText)
+        );
+    }
+
+    #[test]
+    fn non_ascii_text_elsewhere_passes() {
+        for line in [
+            // Human text after the code's space, and without a code.
+            &b"* OK [ALERT] \xc3\xa9t\xc3\xa9\r\n"[..],
+            b"a1 NO \xd7 nope]\r\n",
+            // `]` then non-ASCII inside a quoted string or a literal of a data response.
+            b"* 2 FETCH (UID 8 ENVELOPE (NIL \"[Extern]\xc3\x9cber\" NIL))\r\n",
+            b"* 3 FETCH (UID 9 BODY[] {4}\r\n]\xc3\xa9x)\r\n",
+            // A data response whose second word merely starts like a status.
+            b"* OKAY [X]\xd7\r\n",
+            b"* LIST () \"/\" \"[x]\xd7\"\r\n",
+        ] {
+            assert_eq!(verdict(line), Ok(()), "{line:?}");
         }
     }
 
