@@ -16,13 +16,19 @@
 
 use crate::mime::{self, Mailbox, html};
 
+pub(crate) mod docx;
+pub(crate) mod pdf;
+pub(crate) mod xlsx;
+#[expect(dead_code, reason = "the worker (issue 13) calls it")]
+pub(crate) mod zip;
+
 /// Attachment names an `.eml` extraction lists; the rest are counted.
 const EML_ATTACHMENT_NAMES: usize = 30;
 /// Addresses an `.eml` extraction lists per header (From, To, Cc); the rest are counted.
 const EML_ADDRESSES: usize = 50;
 
 /// What an attachment is, as far as extraction is concerned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Format {
     Text,
@@ -77,25 +83,115 @@ impl std::fmt::Display for Format {
 }
 
 /// Extracted text, at most `max_chars` Unicode scalar values.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Extracted {
     pub(crate) text: String,
     /// True when the attachment holds more text than was returned.
     pub(crate) truncated: bool,
-    /// `"text"`, `"html"` or `"eml"`.
+    /// One of [`EXTRACTORS`].
+    #[serde(deserialize_with = "extractor_name")]
     pub(crate) extractor: &'static str,
     /// Parts whose content is not in `text` at all: an EML's own attachments (only their names
     /// are listed). Evidence search counts them as not read.
     pub(crate) unread_parts: usize,
 }
 
+/// Every `extractor` name an [`Extracted`] may carry.
+pub(crate) const EXTRACTORS: [&str; 6] = ["text", "html", "eml", "pdf", "docx", "xlsx"];
+
+/// An extractor name read back from the worker: one of [`EXTRACTORS`], as the static string.
+fn extractor_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let name = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+    EXTRACTORS
+        .into_iter()
+        .find(|known| *known == name)
+        .ok_or_else(|| serde::de::Error::custom("unknown extractor"))
+}
+
+/// The limits of one extraction (`plugin.json` `limits`), carried to the worker with the job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Caps {
+    /// `maxExtractedChars`: Unicode scalar values of text returned.
+    pub(crate) max_chars: usize,
+    /// `maxZipEntries`: central-directory records (directories count) of an attached archive.
+    pub(crate) max_zip_entries: usize,
+    /// `maxZipUncompressedBytes`: declared total of a listing, real bytes of one entry.
+    pub(crate) max_zip_uncompressed_bytes: u64,
+    /// `maxContainerEntries`: records of a DOCX/XLSX container.
+    pub(crate) max_container_entries: usize,
+    /// `maxContainerUncompressedBytes`: real inflated bytes of a DOCX/XLSX container, counted
+    /// while inflating.
+    pub(crate) max_container_uncompressed_bytes: u64,
+}
+
+impl Caps {
+    /// The caps `limits` sets.
+    pub(crate) fn from_limits(limits: &crate::config::Limits) -> Self {
+        Self {
+            max_chars: limits.max_extracted_chars,
+            max_zip_entries: limits.max_zip_entries,
+            max_zip_uncompressed_bytes: limits.max_zip_uncompressed_bytes,
+            max_container_entries: limits.max_container_entries,
+            max_container_uncompressed_bytes: limits.max_container_uncompressed_bytes,
+        }
+    }
+}
+
+/// The defaults of `plugin.json` (tests and benches build on them).
+#[cfg(any(test, fuzzing, feature = "bench"))]
+impl Default for Caps {
+    fn default() -> Self {
+        Self::from_limits(&crate::config::Limits::default())
+    }
+}
+
 /// Why no text came out. The display strings are the stable tool error codes.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, thiserror::Error, PartialEq, Eq, serde::Serialize, serde::Deserialize,
+)]
 pub(crate) enum ExtractError {
     #[error("UNSUPPORTED_FORMAT")]
     Unsupported(Format),
+    /// The bytes could not be parsed (or the parser panicked).
     #[error("EXTRACTION_FAILED")]
     Failed,
+    /// An encrypted PDF or a password-protected office document.
+    #[error("ENCRYPTED")]
+    Encrypted,
+    #[error("{0}")]
+    Zip(ZipError),
+}
+
+/// What went wrong with a ZIP archive, or with the ZIP container of a DOCX/XLSX (a tripped
+/// container cap is reported with its ZIP code). Display strings are the tool error codes.
+#[derive(
+    Clone, Copy, Debug, thiserror::Error, PartialEq, Eq, serde::Serialize, serde::Deserialize,
+)]
+pub(crate) enum ZipError {
+    /// Not a readable archive (bad central directory, multi-disk, a stream error).
+    #[error("ZIP_INVALID")]
+    Invalid,
+    /// More records than the entry cap.
+    #[error("ZIP_TOO_MANY_ENTRIES")]
+    TooManyEntries,
+    /// Declared or real (inflated) bytes over the byte cap.
+    #[error("ZIP_TOO_LARGE")]
+    TooLarge,
+    /// No addressable entry has that exact name.
+    #[error("ZIP_ENTRY_NOT_FOUND")]
+    EntryNotFound,
+    /// The entry is encrypted and no password was given.
+    #[error("ZIP_ENCRYPTED")]
+    Encrypted,
+    /// The password given does not decrypt the entry (ZipCrypto or AES).
+    #[error("ZIP_PASSWORD_INCORRECT")]
+    PasswordIncorrect,
+    /// An encryption or compression method mailgate does not read (strong encryption, bzip2…).
+    #[error("ZIP_UNSUPPORTED_ENCRYPTION")]
+    Unsupported,
+    /// An archive inside an archive.
+    #[error("ZIP_NESTED")]
+    Nested,
 }
 
 /// One extraction's wall-clock limit in the server.
@@ -122,11 +218,11 @@ pub(crate) async fn extract_in_slot(
     name: Option<String>,
     content_type: String,
     bytes: Vec<u8>,
-    max_chars: usize,
+    caps: Caps,
 ) -> Result<Extracted, SlotError> {
     let job = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        extract_text(name.as_deref(), &content_type, &bytes, max_chars)
+        extract_text(name.as_deref(), &content_type, &bytes, &caps)
     });
     match tokio::time::timeout(EXTRACTION_TIMEOUT, job).await {
         Err(_) => Err(SlotError::TimedOut),
@@ -195,17 +291,19 @@ pub(crate) fn extract_text(
     name: Option<&str>,
     content_type: &str,
     bytes: &[u8],
-    max_chars: usize,
+    caps: &Caps,
 ) -> Result<Extracted, ExtractError> {
+    let max_chars = caps.max_chars;
     match detect(name, content_type, bytes) {
         Format::Text | Format::Csv | Format::Json | Format::Xml => Ok(plain(bytes, max_chars)),
         Format::Html => Ok(html_text(bytes, max_chars)),
         Format::Eml => eml(bytes, max_chars),
-        unsupported @ (Format::Pdf
-        | Format::Docx
-        | Format::Xlsx
-        | Format::Zip
-        | Format::Unknown) => Err(ExtractError::Unsupported(unsupported)),
+        Format::Pdf => pdf::extract(bytes, caps),
+        Format::Docx => docx::extract(bytes, caps),
+        Format::Xlsx => xlsx::extract(bytes, caps),
+        unsupported @ (Format::Zip | Format::Unknown) => {
+            Err(ExtractError::Unsupported(unsupported))
+        }
     }
 }
 
@@ -451,6 +549,14 @@ fn looks_binary(bytes: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// Caps with `max_chars` and the default container limits.
+    pub(crate) fn caps(max_chars: usize) -> Caps {
+        Caps {
+            max_chars,
+            ..Caps::default()
+        }
+    }
+
     const MAX: usize = 10_000;
 
     #[test]
@@ -593,7 +699,7 @@ mod tests {
 
     #[test]
     fn extract_plain_utf8_bom_utf16_and_fallbacks() {
-        let ok = |bytes: &[u8]| extract_text(Some("a.txt"), "text/plain", bytes, MAX);
+        let ok = |bytes: &[u8]| extract_text(Some("a.txt"), "text/plain", bytes, &caps(MAX));
         assert_eq!(
             ok(b"line1\r\nline2").map(|e| e.text),
             Ok("line1\nline2".to_owned())
@@ -621,11 +727,12 @@ mod tests {
                 unread_parts: 0,
             }
         );
-        let csv = extract_text(Some("d.csv"), "text/csv", b"a,b\n1,2\n", MAX).expect("csv");
+        let csv = extract_text(Some("d.csv"), "text/csv", b"a,b\n1,2\n", &caps(MAX)).expect("csv");
         assert_eq!(csv.text, "a,b\n1,2\n");
-        let json = extract_text(None, "application/json", br#"{"k": [1, 2]}"#, MAX).expect("json");
+        let json =
+            extract_text(None, "application/json", br#"{"k": [1, 2]}"#, &caps(MAX)).expect("json");
         assert_eq!(json.text, r#"{"k": [1, 2]}"#);
-        let xml = extract_text(Some("x.xml"), "", b"<a><b>t</b></a>", MAX).expect("xml");
+        let xml = extract_text(Some("x.xml"), "", b"<a><b>t</b></a>", &caps(MAX)).expect("xml");
         assert_eq!(
             (xml.text.as_str(), xml.extractor),
             ("<a><b>t</b></a>", "text")
@@ -635,16 +742,22 @@ mod tests {
     #[test]
     fn extract_plain_is_bounded_in_scalar_values() {
         let text = "é".repeat(1_000);
-        let e = extract_text(Some("a.txt"), "text/plain", text.as_bytes(), 10).expect("text");
+        let e =
+            extract_text(Some("a.txt"), "text/plain", text.as_bytes(), &caps(10)).expect("text");
         assert_eq!(e.text, "é".repeat(10));
         assert!(e.truncated);
-        let e =
-            extract_text(Some("a.txt"), "text/plain", "é".repeat(10).as_bytes(), 10).expect("text");
+        let e = extract_text(
+            Some("a.txt"),
+            "text/plain",
+            "é".repeat(10).as_bytes(),
+            &caps(10),
+        )
+        .expect("text");
         assert!(!e.truncated);
         // A cut inside a multi-byte character must not flip the charset guess.
         let mixed = format!("ab{}", "€".repeat(100));
         for max in 0..12 {
-            let e = extract_text(None, "text/plain", mixed.as_bytes(), max).expect("text");
+            let e = extract_text(None, "text/plain", mixed.as_bytes(), &caps(max)).expect("text");
             assert_eq!(
                 e.text,
                 mixed.chars().take(max).collect::<String>(),
@@ -652,9 +765,9 @@ mod tests {
             );
             assert!(e.truncated);
         }
-        let e = extract_text(None, "text/plain", b"", 5).expect("empty");
+        let e = extract_text(None, "text/plain", b"", &caps(5)).expect("empty");
         assert_eq!((e.text.as_str(), e.truncated), ("", false));
-        let e = extract_text(None, "text/plain", b"abc", 0).expect("zero");
+        let e = extract_text(None, "text/plain", b"abc", &caps(0)).expect("zero");
         assert_eq!((e.text.as_str(), e.truncated), ("", true));
     }
 
@@ -663,7 +776,7 @@ mod tests {
         let page = b"<html><head><style>x{}</style></head><body><p>Quarterly <b>numbers</b></p>\
             <script>evil()</script><div style='display:none'>hidden</div>\
             <img src='https://img.example.com/p.gif'></body></html>";
-        let e = extract_text(Some("r.html"), "text/html", page, MAX).expect("html");
+        let e = extract_text(Some("r.html"), "text/html", page, &caps(MAX)).expect("html");
         assert_eq!(
             e,
             Extracted {
@@ -673,14 +786,15 @@ mod tests {
                 unread_parts: 0,
             }
         );
-        let e = extract_text(Some("r.htm"), "application/octet-stream", page, 9).expect("html");
+        let e =
+            extract_text(Some("r.htm"), "application/octet-stream", page, &caps(9)).expect("html");
         assert_eq!((e.text.as_str(), e.truncated), ("Quarterly", true));
         let latin2 = b"<meta charset=\"iso-8859-2\"><p>\xb3\xf3d\xbc</p>";
-        let e = extract_text(None, "text/html", latin2, MAX).expect("latin2");
+        let e = extract_text(None, "text/html", latin2, &caps(MAX)).expect("latin2");
         assert_eq!(e.text, "łódź");
         let latin1 = b"<p>na\xefve</p>";
         assert_eq!(
-            extract_text(None, "text/html", latin1, MAX).map(|e| e.text),
+            extract_text(None, "text/html", latin1, &caps(MAX)).map(|e| e.text),
             Ok("naïve".into())
         );
     }
@@ -691,7 +805,7 @@ mod tests {
             Subject: Minutes\r\nDate: Wed, 2 Jul 2025 09:30:00 +0000\r\n\
             Content-Type: multipart/mixed; boundary=B\r\n\r\n--B\r\nContent-Type: text/plain\r\n\r\n\
             See notes.\r\n--B\r\nContent-Type: text/csv; name=n.csv\r\n\r\na,b\r\n--B--\r\n";
-        let e = extract_text(Some("fwd.eml"), "message/rfc822", raw, MAX).expect("eml");
+        let e = extract_text(Some("fwd.eml"), "message/rfc822", raw, &caps(MAX)).expect("eml");
         assert_eq!(e.extractor, "eml");
         assert_eq!(
             e.text,
@@ -699,13 +813,19 @@ mod tests {
              Date: 2025-07-02T09:30:00Z\nAttachments: n.csv\n\nSee notes."
         );
         assert!(!e.truncated);
-        let e = extract_text(Some("fwd.eml"), "message/rfc822", raw, 16).expect("eml");
+        let e = extract_text(Some("fwd.eml"), "message/rfc822", raw, &caps(16)).expect("eml");
         assert_eq!((e.text.as_str(), e.truncated), ("Subject: Minutes", true));
         // Missing headers are simply left out.
-        let e = extract_text(None, "message/rfc822", b"X-A: 1\r\n\r\nonly body", MAX).expect("eml");
+        let e = extract_text(
+            None,
+            "message/rfc822",
+            b"X-A: 1\r\n\r\nonly body",
+            &caps(MAX),
+        )
+        .expect("eml");
         assert_eq!(e.text, "only body");
         assert_eq!(
-            extract_text(Some("empty.eml"), "message/rfc822", b"", MAX),
+            extract_text(Some("empty.eml"), "message/rfc822", b"", &caps(MAX)),
             Err(ExtractError::Failed)
         );
     }
@@ -724,8 +844,13 @@ mod tests {
             ));
         }
         raw.push_str("--B--\r\n");
-        let e =
-            extract_text(Some("fwd.eml"), "message/rfc822", raw.as_bytes(), 10_000).expect("eml");
+        let e = extract_text(
+            Some("fwd.eml"),
+            "message/rfc822",
+            raw.as_bytes(),
+            &caps(10_000),
+        )
+        .expect("eml");
         assert!(e.text.contains("BODY-MARKER"), "{}", e.text);
         assert!(e.text.contains("part-29.txt, ... and 1970 more\n"));
         assert!(!e.text.contains("part-30.txt"));
@@ -749,7 +874,7 @@ mod tests {
         ];
         for (name, ct, bytes, format) in cases {
             assert_eq!(
-                extract_text(name, ct, bytes, MAX),
+                extract_text(name, ct, bytes, &caps(MAX)),
                 Err(ExtractError::Unsupported(format)),
                 "{name:?}"
             );
@@ -825,7 +950,7 @@ mod tests {
                 "application/octet-stream", "application/pdf",
             ]),
         ) {
-            if let Ok(e) = extract_text(None, ct, &bytes, max) {
+            if let Ok(e) = extract_text(None, ct, &bytes, &caps(max)) {
                 proptest::prop_assert!(e.text.chars().count() <= max);
             }
         }

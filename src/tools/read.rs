@@ -812,8 +812,8 @@ pub(super) async fn extract_bounded(
                 "too many extractions are running; retry",
             )
         })?;
-    let max_chars = app.config.limits.max_extracted_chars;
-    extract::extract_in_slot(slot, name, content_type, bytes, max_chars)
+    let caps = extract::Caps::from_limits(&app.config.limits);
+    extract::extract_in_slot(slot, name, content_type, bytes, caps)
         .await
         .map_err(|e| match e {
             SlotError::TimedOut => ToolError::new(
@@ -825,6 +825,11 @@ pub(super) async fn extract_bounded(
             }
             SlotError::Extract(ExtractError::Unsupported(format)) => unsupported_format(format),
             SlotError::Extract(ExtractError::Failed) => ToolError::new(
+                ErrorCode::ExtractionFailed,
+                "the attachment could not be parsed",
+            ),
+            // TODO(issue 13): the worker's codes.
+            SlotError::Extract(ExtractError::Encrypted | ExtractError::Zip(_)) => ToolError::new(
                 ErrorCode::ExtractionFailed,
                 "the attachment could not be parsed",
             ),

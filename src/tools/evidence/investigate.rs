@@ -371,7 +371,7 @@ pub(crate) async fn investigate_documents(
     let mut reader = ContentReader {
         slots: Arc::clone(&app.extraction_slots),
         max_input_bytes: app.config.limits.max_attachment_input_bytes,
-        max_chars: app.config.limits.max_extracted_chars,
+        caps: extract::Caps::from_limits(&app.config.limits),
         deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
         coverage: ContentCoverageOut {
             searched: set.reads_content(),
@@ -811,7 +811,7 @@ fn into_match(
 struct ContentReader {
     slots: Arc<tokio::sync::Semaphore>,
     max_input_bytes: u64,
-    max_chars: usize,
+    caps: extract::Caps,
     deadline: std::time::Instant,
     coverage: ContentCoverageOut,
 }
@@ -913,11 +913,13 @@ impl ContentReader {
             Ok(Err(_)) => return Err((format.as_str(), ContentReason::ExtractionFailed)),
             Ok(Ok(slot)) => slot,
         };
-        match extract::extract_in_slot(slot, meta.name, meta.content_type, bytes, self.max_chars)
-            .await
-        {
+        match extract::extract_in_slot(slot, meta.name, meta.content_type, bytes, self.caps).await {
             Err(SlotError::TimedOut) => Err((format.as_str(), ContentReason::ExtractionTimeout)),
             Err(SlotError::Stopped | SlotError::Extract(ExtractError::Failed)) => {
+                Err((format.as_str(), ContentReason::ExtractionFailed))
+            }
+            // TODO(issue 13): encrypted and ZIP outcomes get reasons of their own.
+            Err(SlotError::Extract(ExtractError::Encrypted | ExtractError::Zip(_))) => {
                 Err((format.as_str(), ContentReason::ExtractionFailed))
             }
             Err(SlotError::Extract(ExtractError::Unsupported(f))) => {
