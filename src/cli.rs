@@ -93,6 +93,14 @@ enum PolicyCommand {
 
 /// Runs the CLI and returns the process exit code.
 pub fn run() -> i32 {
+    // The extraction worker (`extract::pool` starts it) reads nothing else: no .env, no config,
+    // no logging set-up, no runtime.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == crate::extract::worker::SUBCOMMAND)
+    {
+        return crate::extract::worker::main();
+    }
     let cli = Cli::parse();
     let env = match Env::capture() {
         Ok(env) => env,

@@ -113,6 +113,7 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         extraction_slots: Arc::new(tokio::sync::Semaphore::new(
             settings.config.limits.max_concurrent_extractions.max(1),
         )),
+        extractor: crate::extract::Extractor::worker(),
         call_slots: tokio::sync::Semaphore::new(crate::tools::MAX_CALLS_IN_FLIGHT),
         gates,
         backends: Registry::new(entries),

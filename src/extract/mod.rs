@@ -17,10 +17,15 @@
 use crate::mime::{self, Mailbox, html};
 
 pub(crate) mod docx;
+pub(crate) mod job;
 pub(crate) mod pdf;
+pub(crate) mod pool;
+pub(crate) mod worker;
 pub(crate) mod xlsx;
-#[expect(dead_code, reason = "the worker (issue 13) calls it")]
 pub(crate) mod zip;
+
+pub(crate) use job::{Answer, Job, Password};
+pub(crate) use pool::{Extractor, SlotError};
 
 /// Attachment names an `.eml` extraction lists; the rest are counted.
 const EML_ATTACHMENT_NAMES: usize = 30;
@@ -62,9 +67,10 @@ impl Format {
         }
     }
 
-    /// Whether [`extract_text`] can turn this format into text (the textual formats).
+    /// Whether extraction can turn this format into text (everything named; an archive's
+    /// text is its entries').
     pub(crate) fn has_extractor(self) -> bool {
-        self.is_textual()
+        self != Format::Unknown
     }
 
     /// Formats whose bytes are (declared to be) text.
@@ -83,29 +89,53 @@ impl std::fmt::Display for Format {
 }
 
 /// Extracted text, at most `max_chars` Unicode scalar values.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub(crate) struct Extracted {
     pub(crate) text: String,
     /// True when the attachment holds more text than was returned.
     pub(crate) truncated: bool,
     /// One of [`EXTRACTORS`].
-    #[serde(deserialize_with = "extractor_name")]
     pub(crate) extractor: &'static str,
     /// Parts whose content is not in `text` at all: an EML's own attachments (only their names
-    /// are listed). Evidence search counts them as not read.
+    /// are listed), an archive's entries that could not be read. Evidence search counts them as
+    /// not read.
     pub(crate) unread_parts: usize,
 }
 
 /// Every `extractor` name an [`Extracted`] may carry.
-pub(crate) const EXTRACTORS: [&str; 6] = ["text", "html", "eml", "pdf", "docx", "xlsx"];
+pub(crate) const EXTRACTORS: [&str; 7] = ["text", "html", "eml", "pdf", "docx", "xlsx", "zip"];
 
-/// An extractor name read back from the worker: one of [`EXTRACTORS`], as the static string.
-fn extractor_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
-    let name = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
-    EXTRACTORS
-        .into_iter()
-        .find(|known| *known == name)
-        .ok_or_else(|| serde::de::Error::custom("unknown extractor"))
+/// [`Extracted`] as the worker sends it; the extractor name must be one of [`EXTRACTORS`].
+#[derive(serde::Deserialize)]
+struct ExtractedWire {
+    text: String,
+    truncated: bool,
+    extractor: String,
+    unread_parts: usize,
+}
+
+impl<'de> serde::Deserialize<'de> for Extracted {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let wire = <ExtractedWire as serde::Deserialize>::deserialize(d)?;
+        Extracted::try_from(wire).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<ExtractedWire> for Extracted {
+    type Error = &'static str;
+
+    fn try_from(wire: ExtractedWire) -> Result<Self, Self::Error> {
+        let extractor = EXTRACTORS
+            .into_iter()
+            .find(|known| *known == wire.extractor)
+            .ok_or("unknown extractor")?;
+        Ok(Extracted {
+            text: wire.text,
+            truncated: wire.truncated,
+            extractor,
+            unread_parts: wire.unread_parts,
+        })
+    }
 }
 
 /// The limits of one extraction (`plugin.json` `limits`), carried to the worker with the job.
@@ -192,43 +222,6 @@ pub(crate) enum ZipError {
     /// An archive inside an archive.
     #[error("ZIP_NESTED")]
     Nested,
-}
-
-/// One extraction's wall-clock limit in the server.
-pub(crate) const EXTRACTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// Why [`extract_in_slot`] returned no text.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum SlotError {
-    /// [`EXTRACTION_TIMEOUT`] passed first.
-    TimedOut,
-    /// The blocking job ended without an answer (it panicked).
-    Stopped,
-    /// The extractor refused or failed.
-    Extract(ExtractError),
-}
-
-/// [`extract_text`] as the server runs it: on the blocking pool, within [`EXTRACTION_TIMEOUT`],
-/// holding `slot` (a permit of the process-wide `maxConcurrentExtractions` bound). The permit
-/// moves into the job, so a job that outlives its caller's timeout still holds it and the bound
-/// counts extractions actually running. Callers differ only in how they get the permit (refuse
-/// when busy, or wait) and how they report a [`SlotError`].
-pub(crate) async fn extract_in_slot(
-    slot: tokio::sync::OwnedSemaphorePermit,
-    name: Option<String>,
-    content_type: String,
-    bytes: Vec<u8>,
-    caps: Caps,
-) -> Result<Extracted, SlotError> {
-    let job = tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        extract_text(name.as_deref(), &content_type, &bytes, &caps)
-    });
-    match tokio::time::timeout(EXTRACTION_TIMEOUT, job).await {
-        Err(_) => Err(SlotError::TimedOut),
-        Ok(Err(_)) => Err(SlotError::Stopped),
-        Ok(Ok(result)) => result.map_err(SlotError::Extract),
-    }
 }
 
 /// Longest ZIP entry name that can be listed and addressed (reference §4.2, §5.11).

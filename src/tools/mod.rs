@@ -214,6 +214,14 @@ pub(crate) enum ErrorCode {
     ExtractionFailed,
     ExtractionTimeout,
     ExtractionBusy,
+    Encrypted,
+    ZipInvalid,
+    ZipTooManyEntries,
+    ZipTooLarge,
+    ZipEntryNotFound,
+    ZipEncrypted,
+    ZipPasswordIncorrect,
+    ZipUnsupportedEncryption,
     RateLimited,
     AuthFailed,
     AttachmentNotFound,
@@ -243,6 +251,14 @@ impl ErrorCode {
             ErrorCode::ExtractionFailed => "EXTRACTION_FAILED",
             ErrorCode::ExtractionTimeout => "EXTRACTION_TIMEOUT",
             ErrorCode::ExtractionBusy => "EXTRACTION_BUSY",
+            ErrorCode::Encrypted => "ENCRYPTED",
+            ErrorCode::ZipInvalid => "ZIP_INVALID",
+            ErrorCode::ZipTooManyEntries => "ZIP_TOO_MANY_ENTRIES",
+            ErrorCode::ZipTooLarge => "ZIP_TOO_LARGE",
+            ErrorCode::ZipEntryNotFound => "ZIP_ENTRY_NOT_FOUND",
+            ErrorCode::ZipEncrypted => "ZIP_ENCRYPTED",
+            ErrorCode::ZipPasswordIncorrect => "ZIP_PASSWORD_INCORRECT",
+            ErrorCode::ZipUnsupportedEncryption => "ZIP_UNSUPPORTED_ENCRYPTION",
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::AuthFailed => "AUTH_FAILED",
             ErrorCode::AttachmentNotFound => "ATTACHMENT_NOT_FOUND",
@@ -521,6 +537,8 @@ pub(crate) struct App {
     pub(crate) output_schemas: bool,
     /// Process-wide bound on running extractions (`maxConcurrentExtractions`).
     pub(crate) extraction_slots: Arc<tokio::sync::Semaphore>,
+    /// Runs every extraction, in a worker process.
+    pub(crate) extractor: crate::extract::Extractor,
     /// Process-wide bound on tool calls running at once ([`MAX_CALLS_IN_FLIGHT`]).
     pub(crate) call_slots: tokio::sync::Semaphore,
     /// The outbound policy and transport; `Some` exactly when the send gate is open.

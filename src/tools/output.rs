@@ -454,8 +454,18 @@ pub(crate) struct ListAttachmentsOut {
 pub(crate) enum ContentKind {
     Text,
     Raw,
-    #[expect(dead_code, reason = "zip listings arrive with the extraction issue")]
     ZipListing,
+}
+
+/// One file entry of an attached ZIP archive.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ZipEntryOut {
+    /// Pass as `entry` to read it.
+    pub(crate) name: String,
+    pub(crate) uncompressed_size: u64,
+    /// Needs `password`.
+    pub(crate) encrypted: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -476,6 +486,16 @@ pub(crate) struct AttachmentContentOut {
     pub(crate) extractor: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) base64: Option<String>,
+    /// The archive entry read (`entry` of the call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) entry: Option<String>,
+    /// The archive's addressable file entries (`kind: zip_listing`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) zip_entries: Option<Vec<ZipEntryOut>>,
+    /// Entries whose names cannot be addressed (absolute, `..`, backslashes, too long): not
+    /// listed and not readable, so a listing with any is incomplete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) hidden_entries: Option<u64>,
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod cli;
 mod config_refusals;
 mod dropin;
 mod evidence_honesty;
+mod extraction;
 mod graph;
 mod handoff_cli;
 mod handoffs;

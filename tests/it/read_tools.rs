@@ -324,7 +324,11 @@ async fn html_bodies_lose_scripts_styles_hidden_text_and_remote_images() {
 }
 
 /// Finds the first attachment of the first message matching `subject` in `mailbox`'s inbox.
-async fn attachment_of(c: &crate::util::Client, mailbox: &str, subject: &str) -> (String, String) {
+pub(crate) async fn attachment_of(
+    c: &crate::util::Client,
+    mailbox: &str,
+    subject: &str,
+) -> (String, String) {
     let mid = c.first_id(mailbox, json!({"subject": subject})).await;
     let atts = c
         .ok(
@@ -351,13 +355,6 @@ async fn attachment_refusals_are_typed() {
         .await;
     assert_eq!(code, "ATTACHMENT_TOO_LARGE");
     let (mid, aid) = attachment_of(&c, "finance", "Invoice INV-2026-0042").await;
-    let code = c
-        .tool_error(
-            "get_attachment_content",
-            json!({"mailbox": "finance", "messageId": mid, "attachmentId": aid}),
-        )
-        .await;
-    assert_eq!(code, "UNSUPPORTED", "PDF extraction is not in this version");
     let raw = c
         .ok(
             "get_attachment_content",

@@ -85,6 +85,14 @@ pub(crate) enum EvidenceReason {
     ExtractionBusy,
     ExtractionTruncated,
     ExtractionEmpty,
+    /// A cap stopped the extraction: an archive or container limit, or the worker's memory or
+    /// CPU limit.
+    ExtractionLimit,
+    /// The document or archive entry is encrypted.
+    Encrypted,
+    /// Parts of the file were not read: archive entries (hidden names, encrypted, nested
+    /// archives, formats without text) or an embedded message's attachments.
+    PartsNotRead,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
@@ -379,23 +387,30 @@ impl Inspection {
         let format = crate::extract::detect(Some(&raw_name), &meta.content_type, &bytes);
         extraction.format = Some(format.as_str());
         let name_hay = Haystack::new(&raw_name, false);
-        let result = crate::tools::read::extract_bounded(
-            app,
+        let job = crate::extract::Job::evidence(
+            format,
             Some(raw_name.clone()),
             meta.content_type.clone(),
-            bytes,
-        )
-        .await;
-        let text = match result {
-            Ok(extracted) => {
+        );
+        let result = crate::tools::read::extract_bounded(app, job, bytes).await;
+        let text = match result.map(crate::extract::Answer::into_text) {
+            Ok(None) => {
+                extraction.supported = false;
+                self.reason(EvidenceReason::UnsupportedFormat);
+                None
+            }
+            Ok(Some(extracted)) => {
                 extraction.supported = true;
                 extraction.truncated = Some(extracted.truncated);
-                extraction.complete = !extracted.truncated;
+                extraction.complete = !extracted.truncated && extracted.unread_parts == 0;
                 if let Some(att) = &mut self.out.attachment {
                     att.extractor = Some(extracted.extractor);
                 }
                 if extracted.truncated {
                     self.reason(EvidenceReason::ExtractionTruncated);
+                }
+                if extracted.unread_parts > 0 {
+                    self.reason(EvidenceReason::PartsNotRead);
                 }
                 if extracted.text.trim().is_empty() {
                     self.reason(EvidenceReason::ExtractionEmpty);
@@ -484,8 +499,20 @@ fn not_read_why(reasons: &[EvidenceReason]) -> String {
             }
             EvidenceReason::SizeMismatch => "the downloaded size differs from the declared one",
             EvidenceReason::UnsupportedFormat => {
-                "no text extractor for this format in this version (PDF, DOCX, XLSX, ZIP, \
-                 binaries); no setting lifts it"
+                "no text extractor for this format (images, binaries, legacy office files, \
+                 archives in archives); no setting lifts it"
+            }
+            EvidenceReason::ExtractionLimit => {
+                "a cap stopped the extraction (maxZipEntries, maxZipUncompressedBytes, \
+                 maxContainerEntries, maxContainerUncompressedBytes, or the worker's memory/CPU \
+                 limit): raise the named limit"
+            }
+            EvidenceReason::Encrypted => {
+                "encrypted: read a ZIP entry with its password through get_attachment_content"
+            }
+            EvidenceReason::PartsNotRead => {
+                "some archive entries or embedded attachments were not read (get_attachment_content \
+                 lists them)"
             }
             EvidenceReason::ExtractionTimeout => "extraction ran past its time limit (retry)",
             EvidenceReason::ExtractionFailed => "the file could not be parsed",
@@ -509,6 +536,13 @@ fn extraction_reason(err: &ToolError) -> EvidenceReason {
         ErrorCode::Unsupported | ErrorCode::UnsupportedFormat => EvidenceReason::UnsupportedFormat,
         ErrorCode::ExtractionBusy => EvidenceReason::ExtractionBusy,
         ErrorCode::ExtractionTimeout => EvidenceReason::ExtractionTimeout,
+        ErrorCode::LimitExceeded | ErrorCode::ZipTooManyEntries | ErrorCode::ZipTooLarge => {
+            EvidenceReason::ExtractionLimit
+        }
+        ErrorCode::Encrypted
+        | ErrorCode::ZipEncrypted
+        | ErrorCode::ZipPasswordIncorrect
+        | ErrorCode::ZipUnsupportedEncryption => EvidenceReason::Encrypted,
         _ => EvidenceReason::ExtractionFailed,
     }
 }

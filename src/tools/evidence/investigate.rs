@@ -41,7 +41,7 @@ use super::signals::{self, Haystack, NameMatch, Signals};
 use super::{MatchedSignalsOut, NameMatchOut, any_kind, push_once, union};
 use crate::backends::model::{ContentGap, Filters, MessageSummary, SortBy, SortOrder};
 use crate::backends::{AttachmentMeta, Backend, BackendError};
-use crate::extract::{self, ExtractError, Extracted, SlotError};
+use crate::extract::{self, ExtractError, Extracted, SlotError, ZipError};
 use crate::search::{SearchPlan, SearchStatus, engine};
 use crate::tools::args::{InvestigateArgs, InvestigationFolder};
 use crate::tools::output::{self, AddressOut, bounded};
@@ -230,8 +230,12 @@ pub(crate) enum ContentReason {
     ExtractionFailed,
     ExtractionTimeout,
     ExtractionTruncated,
-    // An attached message's own attachments (their content is not extracted).
+    // An attached message's own attachments, or an archive's entries that were not read.
     NestedPartsNotRead,
+    // A cap stopped the extraction (archive/container limits, the worker's memory or CPU).
+    ExtractionLimit,
+    // The document or archive entry is encrypted.
+    Encrypted,
     // The call's content-reading deadline passed.
     DeadlineExceeded,
 }
@@ -241,8 +245,16 @@ impl ContentReason {
     fn lift(self) -> &'static str {
         match self {
             ContentReason::UnsupportedFormat => {
-                "no text extractor for this format in this version (PDF, DOCX, XLSX, ZIP, images, \
-                 other binaries); no setting lifts it: check these attachments yourself"
+                "no text extractor for this format (images, binaries, legacy office files, \
+                 archives in archives); no setting lifts it: check these attachments yourself"
+            }
+            ContentReason::ExtractionLimit => {
+                "a cap stopped the extraction: raise maxZipEntries/maxZipUncompressedBytes \
+                 (archives) or maxContainerEntries/maxContainerUncompressedBytes (DOCX, XLSX); \
+                 the worker's memory and CPU limits are fixed"
+            }
+            ContentReason::Encrypted => {
+                "encrypted: read a ZIP entry with its password through get_attachment_content"
             }
             ContentReason::AttachmentTooLarge => "over maxAttachmentInputBytes: raise that limit",
             ContentReason::DownloadFailed => "could not be read from the message: retry",
@@ -254,7 +266,8 @@ impl ContentReason {
                 "text beyond maxExtractedChars was not searched: raise that limit"
             }
             ContentReason::NestedPartsNotRead => {
-                "an attached message's own attachments are not extracted: check them yourself"
+                "an attached message's own attachments, or archive entries that are encrypted, \
+                 nested or without text, were not read: check them with get_attachment_content"
             }
             ContentReason::DeadlineExceeded => {
                 "content reading stopped at its 20 s deadline: narrow folders or \
@@ -370,6 +383,7 @@ pub(crate) async fn investigate_documents(
     let mut scanned = Vec::new();
     let mut reader = ContentReader {
         slots: Arc::clone(&app.extraction_slots),
+        extractor: &app.extractor,
         max_input_bytes: app.config.limits.max_attachment_input_bytes,
         caps: extract::Caps::from_limits(&app.config.limits),
         deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
@@ -524,7 +538,7 @@ async fn scan_folder(
     folder: InvestigationFolder,
     limits: &InvestigationLimitsOut,
     set: &Signals,
-    reader: &mut ContentReader,
+    reader: &mut ContentReader<'_>,
     matches: &mut Vec<InvestigationMatchOut>,
 ) -> FolderCoverageOut {
     let mut cov = FolderCoverageOut {
@@ -808,15 +822,16 @@ fn into_match(
 /// Reads attachment text for one call, within its budgets: `maxAttachmentInputBytes` per
 /// attachment, `maxExtractedChars` per text, the shared extraction slots, and one deadline for
 /// the whole call. Records every attachment it could not wholly read.
-struct ContentReader {
+struct ContentReader<'a> {
     slots: Arc<tokio::sync::Semaphore>,
+    extractor: &'a extract::Extractor,
     max_input_bytes: u64,
     caps: extract::Caps,
     deadline: std::time::Instant,
     coverage: ContentCoverageOut,
 }
 
-impl ContentReader {
+impl ContentReader<'_> {
     /// Searches the text of `message`'s attachments until every content signal has been found
     /// in the message (then the rest cannot change what the message proves). Returns how many
     /// were read and how many could hold a signal but were not (wholly) read.
@@ -913,20 +928,30 @@ impl ContentReader {
             Ok(Err(_)) => return Err((format.as_str(), ContentReason::ExtractionFailed)),
             Ok(Ok(slot)) => slot,
         };
-        match extract::extract_in_slot(slot, meta.name, meta.content_type, bytes, self.caps).await {
-            Err(SlotError::TimedOut) => Err((format.as_str(), ContentReason::ExtractionTimeout)),
+        let job = extract::Job::evidence(format, meta.name, meta.content_type);
+        let answer = self.extractor.run(slot, job, bytes, self.caps).await;
+        let reason = match answer.map(extract::Answer::into_text) {
+            Ok(Some(text)) => return Ok((text, format.as_str())),
+            Ok(None) => ContentReason::UnsupportedFormat,
+            Err(SlotError::TimedOut) => ContentReason::ExtractionTimeout,
+            Err(SlotError::LimitExceeded) => ContentReason::ExtractionLimit,
             Err(SlotError::Stopped | SlotError::Extract(ExtractError::Failed)) => {
-                Err((format.as_str(), ContentReason::ExtractionFailed))
+                ContentReason::ExtractionFailed
             }
-            // TODO(issue 13): encrypted and ZIP outcomes get reasons of their own.
-            Err(SlotError::Extract(ExtractError::Encrypted | ExtractError::Zip(_))) => {
-                Err((format.as_str(), ContentReason::ExtractionFailed))
-            }
+            Err(SlotError::Extract(ExtractError::Encrypted)) => ContentReason::Encrypted,
+            Err(SlotError::Extract(ExtractError::Zip(z))) => match z {
+                ZipError::TooManyEntries | ZipError::TooLarge => ContentReason::ExtractionLimit,
+                ZipError::Encrypted | ZipError::PasswordIncorrect | ZipError::Unsupported => {
+                    ContentReason::Encrypted
+                }
+                ZipError::Nested => ContentReason::UnsupportedFormat,
+                ZipError::Invalid | ZipError::EntryNotFound => ContentReason::ExtractionFailed,
+            },
             Err(SlotError::Extract(ExtractError::Unsupported(f))) => {
-                Err((f.as_str(), ContentReason::UnsupportedFormat))
+                return Err((f.as_str(), ContentReason::UnsupportedFormat));
             }
-            Ok(text) => Ok((text, format.as_str())),
-        }
+        };
+        Err((format.as_str(), reason))
     }
 
     fn record(
