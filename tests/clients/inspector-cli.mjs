@@ -138,8 +138,8 @@ function calls(csv, zip) {
       { mailbox: 'finance', messageId: csv, attachmentId: 'att-0', mode: 'raw' },
       null,
     ],
-    // ZIP extraction is not built: the arguments must arrive and validate, and the answer is the
-    // in-band UNSUPPORTED (an argument the Inspector mangled would be INVALID_ARGUMENT).
+    // Every argument must arrive intact: the encrypted entry is read with its password (a
+    // mangled argument would be INVALID_ARGUMENT, ZIP_ENTRY_NOT_FOUND or ZIP_PASSWORD_INCORRECT).
     [
       'get_attachment_content',
       {
@@ -150,7 +150,7 @@ function calls(csv, zip) {
         entry: 'secret.txt',
         password: 'demo-zip-2026',
       },
-      'UNSUPPORTED',
+      null,
     ],
     [
       'inspect_attachment_evidence',

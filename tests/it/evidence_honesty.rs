@@ -29,8 +29,8 @@ fn names_not_read(out: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-/// "Quill & Ink Stationers" occurs only in attachment content: the `latin1-faturas` CSV (readable)
-/// and the XLSX (not readable yet). It was NOT_FOUND with "coverage complete".
+/// "Quill & Ink Stationers" occurs only in attachment content: the `latin1-faturas` CSV and the
+/// XLSX. It was NOT_FOUND with "coverage complete".
 #[tokio::test]
 async fn issue_9_keyword_in_a_readable_csv_is_found_not_absent() {
     let world = World::new();
@@ -53,23 +53,45 @@ async fn issue_9_keyword_in_a_readable_csv_is_found_not_absent() {
     );
     assert_eq!(csv["classification"], "CANDIDATE_REVIEW");
     assert_eq!(csv["contentMatchAttachmentIds"][0], "att-0");
-    // The XLSX holding it too was not read: the list of matches is not known to be complete.
+    // Other attachments in the folder were not read (the encrypted ZIP's entry): the list of
+    // matches is not known to be complete.
     assert_eq!(out["status"], "SEARCH_INCOMPLETE");
     assert_eq!(out["coverage"]["complete"], false);
     assert!(text.contains("coverage incomplete"), "{text}");
     client.close().await;
 }
 
-/// PROP-3107 sits only inside `premium-schedule-2026.xlsx`, which mailgate cannot read yet. It was
-/// NOT_FOUND with "coverage complete"; now the answer names the XLSX, the reason and the lift.
+/// PROP-3107 sits only inside `premium-schedule-2026.xlsx`. It was NOT_FOUND with "coverage
+/// complete" while mailgate could not read XLSX; now (issue 13) the XLSX is read and the id is
+/// found there, a candidate (content alone never confirms).
 #[tokio::test]
-async fn issue_9_id_only_in_an_unreadable_xlsx_is_incomplete_not_absent() {
+async fn issue_9_id_only_in_an_xlsx_is_found_in_its_text() {
+    let world = World::new();
+    let client = world.shared_demo_client().await;
+    let (out, _) = call(
+        &client,
+        "investigate_documents",
+        json!({"mailbox": "finance", "criteria": {"proposalIds": ["PROP-3107"]}}),
+    )
+    .await;
+    assert_ne!(out["status"], "NOT_FOUND", "{out}");
+    let m = &out["matches"][0];
+    assert_eq!(m["classification"], "CANDIDATE_REVIEW", "{out}");
+    assert_eq!(m["message"]["subject"], "Re: Q1 quarterly reconciliation");
+    assert_eq!(m["contentMatchAttachmentIds"][0], "att-0");
+    client.close().await;
+}
+
+/// A keyword only inside the encrypted ZIP's entry: without the password that entry cannot be
+/// read, so the answer is incomplete and names the archive, never NOT_FOUND.
+#[tokio::test]
+async fn issue_9_a_keyword_only_in_an_unreadable_entry_is_incomplete_not_absent() {
     let world = World::new();
     let client = world.shared_demo_client().await;
     let (out, text) = call(
         &client,
         "investigate_documents",
-        json!({"mailbox": "finance", "criteria": {"proposalIds": ["PROP-3107"]}}),
+        json!({"mailbox": "finance", "criteria": {"keywords": ["ZIPCRYPTO-DEMO-SECRET-7781"]}}),
     )
     .await;
     assert_eq!(out["status"], "SEARCH_INCOMPLETE", "{out}");
@@ -80,22 +102,14 @@ async fn issue_9_id_only_in_an_unreadable_xlsx_is_incomplete_not_absent() {
     );
     assert!(
         names_not_read(&out).contains(&(
-            "premium-schedule-2026.xlsx".into(),
-            "xlsx".into(),
-            "UNSUPPORTED_FORMAT".into()
+            "secure-statements-2026.zip".into(),
+            "zip".into(),
+            "NESTED_PARTS_NOT_READ".into()
         )),
         "{out}"
     );
-    let by_reason = &out["coverage"]["attachmentContent"]["notReadByReason"][0];
-    assert_eq!(by_reason["reason"], "UNSUPPORTED_FORMAT");
     assert!(
-        by_reason["lift"]
-            .as_str()
-            .unwrap()
-            .contains("no setting lifts it")
-    );
-    assert!(
-        text.contains("UNSUPPORTED_FORMAT") && text.contains("xlsx"),
+        text.contains("NESTED_PARTS_NOT_READ"),
         "the text names what was not read: {text}"
     );
     client.close().await;
@@ -160,38 +174,66 @@ async fn issue_9_attachment_names_match_without_extension_or_by_words() {
     tools.close().await;
 }
 
-/// `inspect_attachment_evidence` answered CONFIRMED from a PDF's name without saying that the PDF's
-/// content was never read.
+/// `inspect_attachment_evidence` answered CONFIRMED from a PDF's name without saying that the
+/// PDF's content was never read. Now the PDF is read; a file that cannot be read (an image named
+/// with the id) is still CONFIRMED by its name, and says it is by the name only.
 #[tokio::test]
-async fn issue_9_confirmed_from_a_pdf_name_says_the_content_was_not_read() {
+async fn issue_9_confirmed_from_a_name_says_whether_the_content_was_read() {
     let world = World::new();
-    let client = world.shared_demo_client().await;
-    let (search, _) = call(
-        &client,
-        "search_mailbox",
-        json!({"mailbox": "personal", "criteria": {"query": "PROP-1001", "hasAttachments": true}}),
+    let config = crate::util::config_over_demo(&world, &[crate::util::PERSONAL], "").await;
+    let personal = world.state().join("demo/mail/personal");
+    let png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR";
+    std::fs::write(
+        personal.join("new/1900000001.M1P1.scan"),
+        crate::extraction::with_attachment(
+            "Scan PROP-4242",
+            "PROP-4242-scan.png",
+            "image/png",
+            png,
+        ),
     )
-    .await;
-    let id = search["messages"][0]["id"].as_str().expect("message id");
-    let (out, text) = call(
-        &client,
-        "inspect_attachment_evidence",
-        json!({"mailbox": "personal", "messageId": id, "attachmentId": "att-0",
-               "proposalIds": ["PROP-1001"]}),
-    )
-    .await;
-    assert_eq!(out["status"], "CONFIRMED", "{out}");
+    .unwrap();
+    let client = world.client(&["--config", &config, "serve"]).await;
+    let inspect = |query: &'static str, id: &'static str| {
+        let client = &client;
+        async move {
+            let (search, _) = call(
+                client,
+                "search_mailbox",
+                json!({"mailbox": "personal", "criteria": {"query": query, "hasAttachments": true}}),
+            )
+            .await;
+            let mid = search["messages"][0]["id"]
+                .as_str()
+                .expect("message id")
+                .to_owned();
+            call(
+                client,
+                "inspect_attachment_evidence",
+                json!({"mailbox": "personal", "messageId": mid, "attachmentId": "att-0",
+                       "proposalIds": [id]}),
+            )
+            .await
+        }
+    };
+    let (pdf, _) = inspect("PROP-1001", "PROP-1001").await;
+    assert_eq!(pdf["status"], "CONFIRMED", "{pdf}");
+    assert_eq!(pdf["coverage"]["complete"], true, "{pdf}");
+    assert_eq!(pdf["coverage"]["contentRead"], true);
+
+    let (image, text) = inspect("PROP-4242", "PROP-4242").await;
+    assert_eq!(image["status"], "CONFIRMED", "{image}");
     assert_eq!(
-        out["confirmationReasons"],
+        image["confirmationReasons"],
         json!(["PROPOSAL_ID_IN_ATTACHMENT_NAME"])
     );
-    assert_eq!(out["coverage"]["complete"], false);
-    assert_eq!(out["coverage"]["contentRead"], false);
+    assert_eq!(image["coverage"]["complete"], false);
+    assert_eq!(image["coverage"]["contentRead"], false);
     assert!(
-        out["coverage"]["contentNotRead"]
+        image["coverage"]["contentNotRead"]
             .as_str()
             .is_some_and(|why| why.contains("no text extractor")),
-        "{out}"
+        "{image}"
     );
     assert!(
         text.contains("by the attachment name only") && text.contains("coverage incomplete"),

@@ -10,8 +10,22 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::read_tools::attachment_of;
 use crate::util::{Client, EXE, FINANCE, PERSONAL, World, config_over_demo};
+
+/// The first attachment of the first message with `subject` that has attachments.
+async fn attachment_of(c: &Client, mailbox: &str, subject: &str) -> (String, String) {
+    let mid = c
+        .first_id(mailbox, json!({"subject": subject, "hasAttachments": true}))
+        .await;
+    let atts = c
+        .ok(
+            "list_attachments",
+            json!({"mailbox": mailbox, "messageId": mid}),
+        )
+        .await;
+    let aid = atts["attachments"][0]["id"].as_str().unwrap().to_owned();
+    (mid, aid)
+}
 
 async fn content(c: &Client, mailbox: &str, subject: &str, extra: Value) -> Value {
     let (mid, aid) = attachment_of(c, mailbox, subject).await;
@@ -102,7 +116,12 @@ async fn every_demo_format_extracts_in_the_worker() {
 }
 
 /// A message from a fictional sender with one attachment.
-fn with_attachment(subject: &str, name: &str, content_type: &str, bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn with_attachment(
+    subject: &str,
+    name: &str,
+    content_type: &str,
+    bytes: &[u8],
+) -> Vec<u8> {
     let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
     let mut body = String::with_capacity(b64.len() * 78 / 76 + 512);
     body.push_str(&format!(

@@ -740,7 +740,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn pdf_is_validation_incomplete_but_a_proposal_id_in_its_name_confirms() {
+    async fn a_pdf_is_read_and_a_proposal_id_in_its_name_confirms() {
         let demo = demo_app();
         let aid = attachment_id(
             &demo.app,
@@ -750,19 +750,21 @@ mod tests {
         )
         .await;
         let mid = message_id("orchard-1");
-        let unread = inspect(
+        // The client is in the PDF's text: a content match over a wholly read file.
+        let read = inspect(
             &demo.app,
             json!({"mailbox": "personal", "messageId": mid, "attachmentId": aid,
                    "clients": ["Orchard Bakery Ltd"]}),
         )
         .await
         .expect("answers");
-        assert_eq!(unread["status"], "VALIDATION_INCOMPLETE");
-        assert_eq!(strings(&unread["reasons"]), ["UNSUPPORTED_FORMAT"]);
-        assert_eq!(unread["coverage"]["extraction"]["supported"], false);
-        assert_eq!(unread["coverage"]["extraction"]["format"], "pdf");
-        assert_eq!(unread["coverage"]["complete"], false);
-        assert!(unread["attachment"]["sha256"].is_string());
+        assert_eq!(read["status"], "CANDIDATE_REVIEW", "{read}");
+        assert!(strings(&read["reasons"]).is_empty(), "{read}");
+        assert_eq!(read["coverage"]["extraction"]["supported"], true);
+        assert_eq!(read["coverage"]["extraction"]["format"], "pdf");
+        assert_eq!(read["attachment"]["extractor"], "pdf");
+        assert_eq!(read["coverage"]["complete"], true);
+        assert!(read["attachment"]["sha256"].is_string());
 
         let by_name = inspect(
             &demo.app,
@@ -776,10 +778,9 @@ mod tests {
             strings(&by_name["confirmationReasons"]),
             ["PROPOSAL_ID_IN_ATTACHMENT_NAME"]
         );
-        assert_eq!(strings(&by_name["reasons"]), ["UNSUPPORTED_FORMAT"]);
         assert_no_content(&by_name);
 
-        // A longer id in the request is not the id in the name.
+        // A longer id in the request is neither the id in the name nor in the text.
         let longer = inspect(
             &demo.app,
             json!({"mailbox": "personal", "messageId": mid, "attachmentId": aid,
@@ -787,7 +788,25 @@ mod tests {
         )
         .await
         .expect("answers");
-        assert_eq!(longer["status"], "VALIDATION_INCOMPLETE");
+        assert_eq!(longer["status"], "NOT_CONFIRMED", "{longer}");
+        assert_eq!(longer["coverage"]["complete"], true);
+    }
+
+    #[tokio::test]
+    async fn an_image_is_validation_incomplete_never_not_confirmed() {
+        let demo = demo_app();
+        let aid = attachment_id(&demo.app, "personal", "inline-lunch", "team-lunch.png").await;
+        let out = inspect(
+            &demo.app,
+            json!({"mailbox": "personal", "messageId": message_id("inline-lunch"),
+                   "attachmentId": aid, "keywords": ["lunch"]}),
+        )
+        .await
+        .expect("answers");
+        assert_eq!(out["status"], "VALIDATION_INCOMPLETE", "{out}");
+        assert_eq!(strings(&out["reasons"]), ["UNSUPPORTED_FORMAT"]);
+        assert_eq!(out["coverage"]["extraction"]["supported"], false);
+        assert_eq!(out["coverage"]["complete"], false);
     }
 
     #[tokio::test]

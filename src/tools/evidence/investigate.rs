@@ -1179,26 +1179,21 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn content_only_ids_are_not_found_and_keywords_only_make_candidates() {
+    async fn content_only_matches_are_candidates_never_confirmations() {
         let demo = demo_app();
-        // PROP-3107 lives only inside the XLSX, whose text is not read: never NOT_FOUND.
-        let hidden = investigate(
+        // PROP-3107 lives only inside the XLSX: its text is read, so the id is found there, as
+        // a candidate (content alone never confirms).
+        let inside = investigate(
             &demo.app,
             json!({"mailbox": "finance", "criteria": {"proposalIds": ["PROP-3107"]}}),
         )
         .await
         .expect("answers");
-        assert_eq!(hidden["coverage"]["complete"], false, "{hidden}");
-        assert_eq!(hidden["status"], "SEARCH_INCOMPLETE");
-        let not_read = hidden["coverage"]["attachmentContent"]["notReadAttachments"]
-            .as_array()
-            .expect("array");
-        assert!(
-            not_read
-                .iter()
-                .any(|a| a["name"] == "premium-schedule-2026.xlsx" && a["format"] == "xlsx"),
-            "{hidden}"
+        assert_eq!(
+            inside["matches"][0]["classification"], "CANDIDATE_REVIEW",
+            "{inside}"
         );
+        assert_eq!(inside["matches"][0]["message"]["id"], message_id("recon-3"));
 
         let keyword = investigate(
             &demo.app,
