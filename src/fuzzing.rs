@@ -850,3 +850,82 @@ pub fn imap_response(data: &[u8]) {
         rest = left;
     }
 }
+
+// ----------------------------------------------------------------------------------------------
+// extract_pdf
+// ----------------------------------------------------------------------------------------------
+
+/// The budgets the target cycles through (by input length): none, a few words, a paragraph, the
+/// default-sized answer.
+const PDF_BUDGETS: [usize; 4] = [0, 7, 100, 10_000];
+/// The second, larger budget an accepted input is read again with.
+const PDF_LARGE_BUDGET: usize = 100_000;
+
+/// Bytes → `extract::pdf::extract` (issue 13), as the worker calls it.
+///
+/// Oracles, beyond "no uncaught panic, no stack overflow, no hang": the answer is `Ok` or a
+/// typed error (`Failed`, `Encrypted`; never `Unsupported` or a ZIP code); `Ok` text has at most
+/// `max_chars` scalar values, says extractor `pdf`, and is normalised (no leading or trailing
+/// whitespace, no control character but `\n`, no doubled space, no three newlines in a row);
+/// read again with a larger budget it is a prefix of the larger answer (equal when it was not
+/// truncated), so the budget only ever cuts.
+pub fn extract_pdf(data: &[u8]) {
+    use crate::extract::{Caps, ExtractError, pdf};
+    silence_panics();
+    let max_chars = PDF_BUDGETS[data.len() % PDF_BUDGETS.len()];
+    let caps = |max_chars| Caps {
+        max_chars,
+        ..Caps::default()
+    };
+    let small = match pdf::extract(data, &caps(max_chars)) {
+        Ok(small) => small,
+        Err(ExtractError::Failed | ExtractError::Encrypted) => return,
+        Err(other) => panic!("oracle: untyped PDF error {other:?}"),
+    };
+    let text = &small.text;
+    assert!(
+        text.chars().count() <= max_chars,
+        "oracle: {} chars over a budget of {max_chars}",
+        text.chars().count()
+    );
+    assert_eq!(
+        (small.extractor, small.unread_parts),
+        ("pdf", 0),
+        "oracle: extractor"
+    );
+    assert_eq!(text.trim(), text, "oracle: untrimmed text");
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n')
+            && !text.contains("  ")
+            && !text.contains("\n\n\n"),
+        "oracle: unnormalised text {text:?}"
+    );
+    // The larger read may fail where the small one stopped early (a later page pdf-extract
+    // panics on): only two successes are compared.
+    if let Ok(large) = pdf::extract(data, &caps(PDF_LARGE_BUDGET)) {
+        if small.truncated {
+            assert!(
+                large.text.starts_with(text.as_str()),
+                "oracle: {text:?} is not a prefix of the larger answer"
+            );
+        } else {
+            assert_eq!(
+                (&large.text, large.truncated),
+                (text, false),
+                "oracle: the budget changed an untruncated answer"
+            );
+        }
+    }
+}
+
+/// libFuzzer's panic hook aborts before any unwinding, which would turn every panic
+/// `extract::pdf` catches (pdf-extract and lopdf panic on malformed input by design; production
+/// reports them as `EXTRACTION_FAILED`) into a crash. This target's process gets, once, a hook
+/// that does nothing, so caught panics unwind to that `catch_unwind` as in production. A panic
+/// that escapes it still reaches libfuzzer-sys's own `catch_unwind` around the target body,
+/// which aborts: that is a finding (without the panic message, which a unit test with the
+/// saved input shows).
+fn silence_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| std::panic::set_hook(Box::new(|_| {})));
+}

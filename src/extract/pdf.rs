@@ -61,6 +61,7 @@ fn text_of(bytes: &[u8], max_chars: usize) -> Result<(String, bool), ExtractErro
     }
     let pages = doc.get_pages();
     check_parents(&doc, &pages)?;
+    check_font_programs(&doc)?;
     let mut sink = Sink::new(&doc, pages, max_chars);
     let result = pdf_extract::output_doc(&doc, &mut sink);
     match (sink.stop, result) {
@@ -97,6 +98,188 @@ fn check_parents(doc: &Document, pages: &BTreeMap<u32, ObjectId>) -> Result<(), 
         sound.extend(path);
     }
     Ok(())
+}
+
+/// Refuses a document with a stream pdf-extract would hand to a parser that cannot take it:
+/// `/ToUnicode` and Type0 `/Encoding` CMaps go to adobe-cmap-parser, a Type1 `/FontFile` to
+/// type1-encoding-parser. Both are recursive-descent (pom) parsers without a depth limit, so
+/// 100,000 `[` are a stack overflow ([`MAX_SYNTAX_DEPTH`]); and adobe-cmap-parser fills a map
+/// entry for every code of a `bfrange`, so `<00000000> <FFFFFFFF> <0000>` is four billion of
+/// them ([`MAX_CMAP_CODES`]). Such streams are found wherever they sit (fonts may be direct
+/// objects inside resource dictionaries), each checked once.
+fn check_font_programs(doc: &Document) -> Result<(), ExtractError> {
+    let mut found = HashSet::new();
+    for object in doc.objects.values() {
+        find_font_programs(doc, object, 0, &mut found);
+    }
+    for id in found {
+        let Ok(Object::Stream(program)) = doc.get_object(id) else {
+            continue;
+        };
+        let bytes = form_content(program);
+        if !syntax_is_shallow(&bytes) || cmap_codes(&bytes).is_none_or(|n| n > MAX_CMAP_CODES) {
+            return Err(ExtractError::Failed);
+        }
+    }
+    Ok(())
+}
+
+/// Nesting of arrays, procedures, dictionaries and literal strings a font program or CMap may
+/// have (real ones nest two or three levels).
+const MAX_SYNTAX_DEPTH: usize = 64;
+/// Codes the `bfrange` sections of one CMap may span: two-byte codes are 65,536, twice that
+/// leaves room for overlaps.
+const MAX_CMAP_CODES: u64 = 1 << 17;
+/// How deep [`find_font_programs`] follows direct objects; lopdf's parser already stops at 100.
+const MAX_OBJECT_DEPTH: usize = 128;
+
+/// Collects the ids of streams under a `/ToUnicode`, `/Encoding` or `/FontFile` key in `object`
+/// and the direct objects inside it.
+fn find_font_programs(
+    doc: &Document,
+    object: &Object,
+    depth: usize,
+    found: &mut HashSet<ObjectId>,
+) {
+    if depth > MAX_OBJECT_DEPTH {
+        return;
+    }
+    let dict = match object {
+        Object::Dictionary(dict) => dict,
+        Object::Stream(stream) => &stream.dict,
+        Object::Array(items) => {
+            for item in items {
+                find_font_programs(doc, item, depth + 1, found);
+            }
+            return;
+        }
+        _ => return,
+    };
+    for (key, value) in dict.iter() {
+        if matches!(key.as_slice(), b"ToUnicode" | b"Encoding" | b"FontFile")
+            && let Ok((Some(id), Object::Stream(_))) = doc.dereference(value)
+        {
+            found.insert(id);
+        }
+        find_font_programs(doc, value, depth + 1, found);
+    }
+}
+
+/// Whether PostScript-like `bytes` nest arrays, procedures, dictionaries and literal strings
+/// (counted together) at most [`MAX_SYNTAX_DEPTH`] deep, up to `eexec` (a Type1 font's
+/// encrypted, binary part, where the parsers stop). Closers only count outside literal strings,
+/// as for the parsers, so a string full of `]` cannot pay for more `[`.
+fn syntax_is_shallow(bytes: &[u8]) -> bool {
+    let end = bytes
+        .windows(5)
+        .position(|w| w == b"eexec")
+        .unwrap_or(bytes.len());
+    let bytes = &bytes[..end];
+    let (mut depth, mut in_string, mut i) = (0usize, 0usize, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        i += 1;
+        if in_string > 0 {
+            match b {
+                b'\\' => i += 1,
+                b'(' => {
+                    in_string += 1;
+                    depth += 1;
+                }
+                b')' => {
+                    in_string -= 1;
+                    depth = depth.saturating_sub(1);
+                }
+                _ => {}
+            }
+        } else {
+            match b {
+                b'(' => {
+                    in_string = 1;
+                    depth += 1;
+                }
+                b'[' | b'{' => depth += 1,
+                b'<' if bytes.get(i) == Some(&b'<') => {
+                    i += 1;
+                    depth += 1;
+                }
+                b'>' if bytes.get(i) == Some(&b'>') => {
+                    i += 1;
+                    depth = depth.saturating_sub(1);
+                }
+                b']' | b'}' | b')' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if depth > MAX_SYNTAX_DEPTH {
+            return false;
+        }
+    }
+    true
+}
+
+/// The codes the `bfrange` sections of a CMap span, as adobe-cmap-parser reads them (ranges of
+/// hex strings, their codes the bytes read big-endian into a `u32`); `None` for a range this
+/// reading cannot follow (a literal string, a missing bound), which is refused rather than
+/// guessed at.
+fn cmap_codes(bytes: &[u8]) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut rest = bytes;
+    while let Some(start) = rest.windows(12).position(|w| w == b"beginbfrange") {
+        rest = &rest[start + 12..];
+        let end = rest
+            .windows(10)
+            .position(|w| w == b"endbfrange")
+            .unwrap_or(rest.len());
+        let (section, after) = rest.split_at(end);
+        rest = after;
+        // Hex strings with arrays (a range's destinations) skipped whole.
+        let mut bounds = Vec::new();
+        let mut i = 0;
+        while i < section.len() {
+            match section[i] {
+                b'<' => {
+                    let close = section[i..].iter().position(|&b| b == b'>')? + i;
+                    bounds.push(hex_code(&section[i + 1..close]));
+                    i = close + 1;
+                }
+                b'[' => {
+                    let close = section[i..].iter().position(|&b| b == b']')? + i;
+                    bounds.push(None);
+                    i = close + 1;
+                }
+                b'(' => return None,
+                _ => i += 1,
+            }
+        }
+        for range in bounds.chunks(3) {
+            let [Some(lo), Some(hi), _] = range else {
+                return None;
+            };
+            if hi >= lo {
+                total = total.saturating_add(u64::from(hi - lo) + 1);
+            }
+        }
+    }
+    Some(total)
+}
+
+/// A hex string's bytes read big-endian into a `u32` (adobe-cmap-parser's `as_code`: earlier
+/// bytes shift out).
+fn hex_code(hex: &[u8]) -> Option<u32> {
+    let digits: Vec<u8> = hex
+        .iter()
+        .filter(|b| !b.is_ascii_whitespace())
+        .map(|&b| {
+            char::from(b)
+                .to_digit(16)
+                .and_then(|d| u8::try_from(d).ok())
+        })
+        .collect::<Option<_>>()?;
+    Some(digits.chunks(2).fold(0u32, |code, pair| {
+        let byte = pair[0] << 4 | pair.get(1).copied().unwrap_or(0);
+        code << 8 | u32::from(byte)
+    }))
 }
 
 /// Why the sink stopped pdf-extract.
@@ -575,7 +758,8 @@ mod tests {
             b"%PDF-1.7\n",
             b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n",
             b"%PDF-1.4\nstartxref\n999999\n%%EOF",
-            b"%PDF-1.4\nxref\n0 4000000000\n0000000000 65535 f \ntrailer\n<< /Root 1 0 R >>\nstartxref\n9\n%%EOF",
+            b"%PDF-1.4\nxref\n0 4000000000\n0000000000 65535 f \n\
+              trailer\n<< /Root 1 0 R >>\nstartxref\n9\n%%EOF",
         ] {
             assert_eq!(text(bytes, 100), Err(ExtractError::Failed), "{bytes:?}");
         }
@@ -648,7 +832,8 @@ mod tests {
         let objects: [&[u8]; 5] = [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R 2 0 R 3 0 R] /Count 1 /MediaBox [0 0 612 792] >>",
-            b"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+            b"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >> \
+              /Contents 4 0 R >>",
             &content,
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         ];
@@ -745,7 +930,8 @@ mod tests {
         let form = |line: &str, y: u32| {
             let content = format!("BT /F1 12 Tf 72 {y} Td ({line}) Tj ET");
             format!(
-                "<< /Resources << /Font << /F1 3 0 R >> >> /Length {} >>\nstream\n{content}\nendstream",
+                "<< /Resources << /Font << /F1 3 0 R >> >> /Length {} >>\n\
+                 stream\n{content}\nendstream",
                 content.len()
             )
         };
@@ -760,6 +946,93 @@ mod tests {
         );
         let e = text(&doc, 1_000).expect("forms");
         assert_eq!(e.text, "in a form\nlower form\nin a form");
+    }
+
+    /// A one-page document whose font has `cmap` as its /ToUnicode, showing `(ABC)`.
+    fn with_to_unicode(cmap: &str) -> Vec<u8> {
+        let content = stream("BT /F1 12 Tf 72 700 Td (ABC) Tj ET");
+        let cmap = stream(cmap);
+        let objects: [&[u8]; 6] = [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 /MediaBox [0 0 612 792] >>",
+            b"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >> \
+              /Contents 4 0 R >>",
+            &content,
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
+            &cmap,
+        ];
+        raw_pdf(&objects, "/Root 1 0 R")
+    }
+
+    #[test]
+    fn extract_pdf_cmaps_are_checked_before_parsing() {
+        let cmap = |body: &str| {
+            format!(
+                "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n\
+                 1 begincodespacerange <00> <FF> endcodespacerange\n{body}\nendcmap end end"
+            )
+        };
+        // A real CMap is used: A → Z by bfchar, B and C → a and b by bfrange.
+        let fine =
+            cmap("1 beginbfchar <41> <005A> endbfchar\n1 beginbfrange <42> <43> <0061> endbfrange");
+        assert_eq!(
+            text(&with_to_unicode(&fine), 100).map(|e| e.text),
+            Ok("Zab".into())
+        );
+        let all_two_byte = cmap("1 beginbfrange <0000> <FFFF> <0000> endbfrange");
+        assert!(
+            quick("65,536 codes", || text(
+                &with_to_unicode(&all_two_byte),
+                100
+            ))
+            .is_ok()
+        );
+        // adobe-cmap-parser would insert four billion entries (or 2^32 - 1 in the second).
+        for bomb in [
+            "1 beginbfrange <00000000> <FFFFFFFF> <0000> endbfrange",
+            "2 beginbfrange <0000> <FFFF> <0000> <00010000> <FFFFFFFF> <0000> endbfrange",
+        ] {
+            let doc = with_to_unicode(&cmap(bomb));
+            assert_eq!(
+                quick("bfrange bomb", || text(&doc, 100)),
+                Err(ExtractError::Failed)
+            );
+        }
+        // Its recursive-descent parser would overflow the stack (arrays, literal strings,
+        // dictionaries, and arrays behind a string of closers that must not count).
+        let deep = 100_000;
+        for nested in [
+            "[".repeat(deep),
+            "(".repeat(deep),
+            "<<".repeat(deep),
+            format!(
+                "{}{}",
+                "[".repeat(60),
+                "(]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]) [".repeat(deep / 100)
+            ),
+        ] {
+            let doc = with_to_unicode(&cmap(&nested));
+            assert_eq!(
+                quick("deep CMap", || text(&doc, 100)),
+                Err(ExtractError::Failed)
+            );
+        }
+        assert!(syntax_is_shallow(
+            format!("{}eexec{}", "{".repeat(10), "[".repeat(99)).as_bytes()
+        ));
+        assert_eq!(
+            cmap_codes(b"1 beginbfrange <41> <40> <0061> endbfrange"),
+            Some(0)
+        );
+        assert_eq!(cmap_codes(b"1 beginbfrange <41> [<0061>] endbfrange"), None);
+        assert_eq!(
+            cmap_codes(b"1 beginbfrange (A) (B) <0061> endbfrange"),
+            None
+        );
+        assert_eq!(
+            cmap_codes(b"2 beginbfrange <0041><0042>[<61><62>] <10 00> <1FFF> <0> endbfrange"),
+            Some(2 + 0x1000)
+        );
     }
 
     #[test]
