@@ -14,6 +14,8 @@
 #                         so adding a target does not lengthen the smoke run (scripts/test.sh)
 #   FUZZ_SANITIZER=none   build without AddressSanitizer (about twice as fast to build and run)
 #   FUZZ_TARGETS="a b"    run only these targets (default: all, from `cargo fuzz list`)
+#   FUZZ_CODEGEN_UNITS=N  codegen units per crate (cargo-fuzz forces 1 otherwise: the fastest
+#                         fuzzing, the slowest build; the smoke run in scripts/test.sh uses 16)
 #
 # The committed seeds (<project>/corpus/<target>/) and regressions (<project>/regressions/
 # <target>/) are read, never written: new inputs go to <project>/target/corpus/<target>/,
@@ -68,6 +70,9 @@ sanitizer="${FUZZ_SANITIZER:-address}"
 # Both projects build into fuzz/target: the crates they share with the same features (53 of the
 # policy build's 92 units: serde_json, cap-std, rustix, idna, …) are compiled once per run.
 build=(--sanitizer "$sanitizer" --target-dir "$fuzz/target")
+if [[ -n "${FUZZ_CODEGEN_UNITS:-}" ]]; then
+    build+=(--codegen-units "$FUZZ_CODEGEN_UNITS")
+fi
 
 # Every target as "project target", in project order.
 declare -A project_of=()
