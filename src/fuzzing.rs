@@ -929,3 +929,117 @@ fn silence_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| std::panic::set_hook(Box::new(|_| {})));
 }
+
+// ----------------------------------------------------------------------------------------------
+// extract_zip
+// ----------------------------------------------------------------------------------------------
+
+/// Small caps, so a fuzzed archive trips them often and every run stays fast.
+fn extraction_caps() -> crate::extract::Caps {
+    crate::extract::Caps {
+        max_chars: 512,
+        max_zip_entries: 64,
+        max_zip_uncompressed_bytes: 256 * KIB,
+        max_container_entries: 64,
+        max_container_uncompressed_bytes: 256 * KIB,
+    }
+}
+
+/// The per-entry cap of `extract_zip`'s reads.
+const ZIP_ENTRY_CAP: u64 = 64 * KIB;
+
+/// Bytes → an attached ZIP archive (issue 13): `extract::zip::list`, then `read_entry` of the
+/// first listed entry without and with a password, and of a traversal name.
+///
+/// Oracles, beyond "no panic": every failure is a ZIP code; a listing holds at most
+/// `max_zip_entries` entries (listed plus hidden) and only names `is_addressable_entry`
+/// accepts; a listed entry is never `ZIP_ENTRY_NOT_FOUND`; a read returns at most the cap and
+/// at most the entry's declared size; a non-addressable name is never found.
+pub fn extract_zip(data: &[u8]) {
+    use crate::extract::{ExtractError, ZipError, is_addressable_entry, zip};
+    let caps = extraction_caps();
+    let listing = match zip::list(data, &caps) {
+        Ok(listing) => listing,
+        Err(error) => {
+            assert!(
+                matches!(error, ExtractError::Zip(_)),
+                "oracle: list failed with {error:?}"
+            );
+            return;
+        }
+    };
+    assert!(
+        listing.entries.len() + listing.hidden_entries <= caps.max_zip_entries,
+        "oracle: {} listed + {} hidden entries over the cap",
+        listing.entries.len(),
+        listing.hidden_entries
+    );
+    for entry in &listing.entries {
+        assert!(
+            is_addressable_entry(&entry.name),
+            "oracle: listed {:?}",
+            entry.name
+        );
+    }
+    if let Some(first) = listing.entries.first() {
+        for password in [None, Some("fuzz-password")] {
+            match zip::read_entry(data, &first.name, password, ZIP_ENTRY_CAP, &caps) {
+                Ok(bytes) => {
+                    let len = bytes.len() as u64;
+                    assert!(len <= ZIP_ENTRY_CAP, "oracle: {len} bytes over the cap");
+                    assert!(
+                        len <= first.uncompressed_size,
+                        "oracle: {len} bytes, {} declared",
+                        first.uncompressed_size
+                    );
+                }
+                Err(ExtractError::Zip(ZipError::EntryNotFound)) => {
+                    panic!("oracle: listed entry {:?} not found", first.name)
+                }
+                Err(ExtractError::Zip(_)) => {}
+                Err(error) => panic!("oracle: read failed with {error:?}"),
+            }
+        }
+    }
+    for name in ["../x", "/x", "a\\b"] {
+        assert_eq!(
+            zip::read_entry(data, name, None, ZIP_ENTRY_CAP, &caps),
+            Err(ExtractError::Zip(ZipError::EntryNotFound)),
+            "oracle: {name:?} was addressed"
+        );
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// extract_ooxml
+// ----------------------------------------------------------------------------------------------
+
+/// Bytes → `extract::docx::extract` and `extract::xlsx::extract` with small caps (issue 13).
+///
+/// Oracles, beyond "no panic": the text has at most `max_chars` Unicode scalar values and the
+/// right extractor name; a ZIP code from a document is only a tripped container cap
+/// (`ZIP_TOO_LARGE`, `ZIP_TOO_MANY_ENTRIES`), everything else being `EXTRACTION_FAILED` or
+/// `ENCRYPTED`.
+pub fn extract_ooxml(data: &[u8]) {
+    use crate::extract::{ExtractError, Extracted, ZipError, docx, xlsx};
+    let caps = extraction_caps();
+    let results: [(&str, Result<Extracted, ExtractError>); 2] = [
+        ("docx", docx::extract(data, &caps)),
+        ("xlsx", xlsx::extract(data, &caps)),
+    ];
+    for (extractor, result) in results {
+        match result {
+            Ok(extracted) => {
+                let chars = extracted.text.chars().count();
+                assert!(
+                    chars <= caps.max_chars,
+                    "oracle: {extractor} gave {chars} chars"
+                );
+                assert_eq!(extracted.extractor, extractor, "oracle: extractor name");
+            }
+            Err(ExtractError::Zip(ZipError::TooLarge | ZipError::TooManyEntries))
+            | Err(ExtractError::Failed | ExtractError::Encrypted) => {}
+            Err(error) => panic!("oracle: {extractor} failed with {error:?}"),
+        }
+    }
+}
