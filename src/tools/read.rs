@@ -1026,6 +1026,32 @@ mod tests {
     use crate::backends::model::MessageSummary;
     use crate::mime::Mailbox;
 
+    #[tokio::test]
+    async fn a_busy_extractor_refuses_fast_and_serves_once_a_slot_frees() {
+        let demo = crate::tools::evidence::testutil::demo_app();
+        let app = &demo.app;
+        let held: Vec<_> = (0..app.config.limits.max_concurrent_extractions)
+            .map(|_| {
+                Arc::clone(&app.extraction_slots)
+                    .try_acquire_owned()
+                    .expect("a free slot")
+            })
+            .collect();
+        let job = || extract::Job::Text {
+            name: Some("a.txt".into()),
+            content_type: "text/plain".into(),
+        };
+        let busy = extract_bounded(app, job(), b"hi".to_vec())
+            .await
+            .expect_err("every slot is taken");
+        assert_eq!(busy.code, ErrorCode::ExtractionBusy);
+        drop(held);
+        let answer = extract_bounded(app, job(), b"hi".to_vec())
+            .await
+            .expect("a slot is free again");
+        assert!(matches!(answer, extract::Answer::Text(t) if t.text == "hi"));
+    }
+
     /// A message whose every sender-controlled string is `len` copies of `ch`, with
     /// `attachments` attachments and `recipients` addresses in To and in Cc.
     fn hostile(ch: char, len: usize, attachments: usize, recipients: usize) -> MessageDetail {
