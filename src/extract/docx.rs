@@ -1,5 +1,6 @@
 //! DOCX text (issue 13): the words of the headers, the body (`word/document.xml`) and the
-//! footers, read with quick-xml after [`super::zip::preflight_container`] has bounded the container.
+//! footers, read with quick-xml after
+//! [`preflight_container`](super::zip::preflight_container) has bounded the container.
 //! Paragraphs end in a newline, table cells are separated by a tab and rows by a newline,
 //! `w:tab` is a tab and `w:br`/`w:cr` a newline. quick-xml never expands DTD entities, so a
 //! billion-laughs document yields its literal text and nothing more; reading stops as soon as
