@@ -1,18 +1,22 @@
-//! Text of attachments in plain-text formats, for `get_attachment_content` and evidence search.
+//! Text of attachments, for `get_attachment_content` and evidence search.
 //!
 //! Purpose: decide what an attachment is ([`detect`], reference §7.1 order: magic bytes, then
-//! content type, then file extension) and turn the text-like formats (TXT/MD, CSV, JSON, XML,
-//! HTML, EML) into bounded text ([`extract_text`]). PDF, DOCX, XLSX and ZIP are recognised but
-//! reported as [`ExtractError::Unsupported`] for now; so is anything binary we cannot name.
+//! content type, then file extension) and turn it into bounded text ([`extract_text`]): the
+//! text-like formats (TXT/MD, CSV, JSON, XML, HTML, EML) here, PDF, DOCX and XLSX in [`pdf`],
+//! [`docx`] and [`xlsx`]; ZIP archives are listed and read entry by entry in [`zip`]. Anything
+//! binary we cannot name is [`ExtractError::Unsupported`].
 //!
-//! Invariants: never panics; the text has at most `max_chars` Unicode scalar values and
-//! `truncated` says whether anything was left out; work is bounded by `max_chars` (text formats
-//! decode only the prefix they need) or by [`crate::mime::html::MAX_HTML_INPUT_BYTES`] (HTML).
-//! Bytes are sender-controlled: callers frame the result as untrusted, enforce the byte caps
-//! before calling, and run extraction off the async executor.
+//! Isolation: none of this runs in the server. [`job::run`] is the one entry to the parsers,
+//! and only the worker process ([`worker`]) calls it; the server hands jobs to workers through
+//! [`pool::Extractor`] (unit tests run jobs in-process).
 //!
-//! Callers: the tools layer (attachment content and evidence) and, for ZIP entry names,
-//! [`is_addressable_entry`] is shared by the input schema and the (future) ZIP listing.
+//! Invariants: never panics on any input (and a panic in a parser is caught in the worker); the
+//! text has at most `max_chars` Unicode scalar values and `truncated` says whether anything was
+//! left out; archive and container caps are counted while inflating. Bytes are
+//! sender-controlled: callers frame the result as untrusted.
+//!
+//! Callers: the tools layer through the pool, and, for ZIP entry names,
+//! [`is_addressable_entry`], shared by the input schema and the ZIP listing.
 
 use crate::mime::{self, Mailbox, html};
 
