@@ -1028,7 +1028,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_busy_extractor_refuses_fast_and_serves_once_a_slot_frees() {
-        let demo = crate::tools::evidence::testutil::demo_app();
+        let demo = evidence::testutil::demo_app();
         let app = &demo.app;
         let held: Vec<_> = (0..app.config.limits.max_concurrent_extractions)
             .map(|_| {
