@@ -21,8 +21,10 @@
 //!    run), `get_attachment_content` with `entry` through `mailgate serve` over stdio: the
 //!    server's VmRSS before, at most during (sampled every 10 ms) and after the call, the worker's
 //!    peak (its VmHWM while alive, found through `/proc/<server>/task/*/children`), the answer
-//!    code and the call's duration. Twice: with the archive's true sizes, and with the declared
-//!    uncompressed size forged to 1 KiB (so only counting while inflating can stop it).
+//!    code and the call's duration. Three archives: the bomb with its true sizes, the bomb with
+//!    its declared uncompressed size forged to 1 KiB (so only counting while inflating can stop
+//!    it), and one at 95% of the cap, which no cap refuses: the worker inflates all of it, the
+//!    case that shows the server staying flat while a worker chews.
 //!
 //! Nothing about speed is asserted; the bench fails only when a process cannot start or the
 //! server does not answer. Extractor errors (formats whose extractor is not in the build yet)
@@ -850,6 +852,15 @@ fn bomb(knobs: &Knobs, scratch: &Path) {
         );
     }
     drop((honest, forged));
+    // An archive just under the cap: the caps cannot refuse it, so the worker inflates all of
+    // it. This is the case that shows the server's memory staying flat while a worker chews.
+    let near_cap = zip_bomb(knobs.zip_cap / 100 * 95);
+    deliver(
+        &maildir,
+        3,
+        &with_attachment("near-cap", "zeros.zip", &near_cap),
+    );
+    drop(near_cap);
     let config = scratch.join("plugin.json");
     let json = json!({
         "mailboxes": [{
@@ -884,6 +895,7 @@ fn bomb(knobs: &Knobs, scratch: &Path) {
     } else {
         println!("  (could not forge the declared size: the archive's layout was unexpected)");
     }
+    cases.push(("near-cap", "95% of the cap, inflated in full"));
     for (subject, what) in cases {
         let Some((message, attachment)) = server.attachment_of(subject) else {
             println!("  {subject}: message or attachment not found");

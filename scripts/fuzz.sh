@@ -15,7 +15,9 @@
 #   FUZZ_SANITIZER=none   build without AddressSanitizer (about twice as fast to build and run)
 #   FUZZ_TARGETS="a b"    run only these targets (default: all, from `cargo fuzz list`)
 #   FUZZ_CODEGEN_UNITS=N  codegen units per crate (cargo-fuzz forces 1 otherwise: the fastest
-#                         fuzzing, the slowest build; the smoke run in scripts/test.sh uses 16)
+#                         fuzzing, the slowest build)
+#   FUZZ_DEV=1            build without optimisation (cargo fuzz --dev): a build in well under
+#                         half the time, slower runs; what the smoke run in scripts/test.sh uses
 #
 # The committed seeds (<project>/corpus/<target>/) and regressions (<project>/regressions/
 # <target>/) are read, never written: new inputs go to <project>/target/corpus/<target>/,
@@ -72,6 +74,9 @@ sanitizer="${FUZZ_SANITIZER:-address}"
 build=(--sanitizer "$sanitizer" --target-dir "$fuzz/target")
 if [[ -n "${FUZZ_CODEGEN_UNITS:-}" ]]; then
     build+=(--codegen-units "$FUZZ_CODEGEN_UNITS")
+fi
+if [[ "${FUZZ_DEV:-0}" == 1 ]]; then
+    build+=(--dev)
 fi
 
 # Every target as "project target", in project order.
