@@ -281,6 +281,53 @@ async fn hostile_attachments_are_typed_errors_and_the_server_keeps_answering() {
     c.close().await;
 }
 
+/// The largest attachment `maxAttachmentInputBytes` admits (50 MiB), random bytes behind a PDF
+/// header, straight to the worker as the server sends it (a Maildir message cannot carry 50 MiB
+/// of base64 under its 64 MiB message cap): a typed failure, well inside the time limit.
+#[test]
+fn a_50_mib_random_file_named_pdf_is_a_typed_failure() {
+    let mut bytes = vec![0u8; 50 << 20];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for b in bytes.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    bytes[..5].copy_from_slice(b"%PDF-");
+    let request = json!({
+        "job": {"kind": "text", "name": "scan.pdf", "content_type": "application/pdf"},
+        "caps": {"max_chars": 200_000, "max_zip_entries": 200,
+                 "max_zip_uncompressed_bytes": 52_428_800, "max_container_entries": 1_000,
+                 "max_container_uncompressed_bytes": 104_857_600},
+        "len": bytes.len(),
+    });
+    let started = Instant::now();
+    let mut worker = std::process::Command::new(EXE)
+        .arg("__extract-worker")
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = worker.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(format!("{request}\n").as_bytes()).unwrap();
+        stdin.write_all(&bytes).unwrap();
+    });
+    let out = worker.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reply, json!({"error": "Failed"}));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn the_worker_holds_only_its_pipes_and_its_limits() {
     // Started as the server starts it (empty environment), it locks itself down before reading
