@@ -144,6 +144,20 @@ fn deliver(maildir: &Path, n: u32, raw: &[u8]) {
     std::fs::write(maildir.join("new").join(name), raw).unwrap();
 }
 
+/// `len` pseudo-random bytes (xorshift) behind a `%PDF-` header.
+fn random_pdf(len: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; len];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for b in bytes.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    bytes[..5].copy_from_slice(b"%PDF-");
+    bytes
+}
+
 /// A ZIP of `(name, bytes)` files, deflated.
 fn zip_of(files: &[(&str, &[u8])]) -> Vec<u8> {
     let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
@@ -179,15 +193,7 @@ async fn hostile_attachments_are_typed_errors_and_the_server_keeps_answering() {
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
     let inner = zip_of(&[("inner.txt", b"deep")]);
-    let mut random = vec![0u8; 20 << 20];
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    for b in random.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        *b = x as u8;
-    }
-    random[..5].copy_from_slice(b"%PDF-");
+    let random = random_pdf(20 << 20);
     let laughs = {
         let mut xml =
             String::from("<?xml version=\"1.0\"?>\n<!DOCTYPE lolz [\n<!ENTITY lol \"lol\">\n");
@@ -286,15 +292,7 @@ async fn hostile_attachments_are_typed_errors_and_the_server_keeps_answering() {
 /// of base64 under its 64 MiB message cap): a typed failure, well inside the time limit.
 #[test]
 fn a_50_mib_random_file_named_pdf_is_a_typed_failure() {
-    let mut bytes = vec![0u8; 50 << 20];
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    for b in bytes.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        *b = x as u8;
-    }
-    bytes[..5].copy_from_slice(b"%PDF-");
+    let bytes = random_pdf(50 << 20);
     let request = json!({
         "job": {"kind": "text", "name": "scan.pdf", "content_type": "application/pdf"},
         "caps": {"max_chars": 200_000, "max_zip_entries": 200,
