@@ -6,7 +6,7 @@
 
 use std::io::{self, BufRead, Read, Write};
 
-use super::{Caps, ExtractError, Extracted, Format, ZipError, detect, extract_text, zip};
+use super::{Caps, ExtractError, Extracted, Format, ZipError, extract_text, zip};
 
 /// A caller's archive password: sent to the worker over its stdin pipe only, never printed.
 #[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -77,10 +77,8 @@ pub(crate) fn run(job: &Job, bytes: &[u8], caps: &Caps) -> Result<Answer, Extrac
             if raw_cap.is_some() {
                 return Ok(Answer::Raw(inner));
             }
-            match detect(Some(entry), "", &inner) {
-                Format::Zip => Err(ExtractError::Zip(ZipError::Nested)),
-                _ => extract_text(Some(entry), "", &inner, caps).map(Answer::Text),
-            }
+            // `read_entry` already refused an archive in the archive (`Nested`).
+            extract_text(Some(entry), "", &inner, caps).map(Answer::Text)
         }
     }
 }
@@ -146,7 +144,7 @@ fn archive_text(bytes: &[u8], caps: &Caps) -> Result<Extracted, ExtractError> {
             ..*caps
         };
         match extract_text(Some(&entry.name), "", &inner, &entry_caps) {
-            Ok(extracted) if detect(Some(&entry.name), "", &inner) != Format::Zip => {
+            Ok(extracted) => {
                 let part = format!("== {} ==\n{}\n\n", entry.name, extracted.text);
                 chars += part.chars().count();
                 text.push_str(&part);
