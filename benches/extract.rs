@@ -1200,20 +1200,7 @@ impl Server {
     /// Closes stdin and reaps the server, killing it if it lingers.
     fn stop(mut self) {
         drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) => return,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return;
-                }
-            }
-        }
+        common::reap(&mut self.child);
     }
 }
 

@@ -43,3 +43,26 @@ pub(crate) fn proc_status_kb(pid: u32, field: &str) -> Option<u64> {
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
+
+/// Waits up to 10 s for `child` (a server whose stdin the caller closed) to exit, then kills it;
+/// either way it is reaped.
+#[allow(
+    dead_code,
+    reason = "the stdio-server benches (load, extract) use it; the others include this module too"
+)]
+pub(crate) fn reap(child: &mut std::process::Child) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return;
+            }
+        }
+    }
+}

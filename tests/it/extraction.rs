@@ -144,6 +144,18 @@ fn deliver(maildir: &Path, n: u32, raw: &[u8]) {
     std::fs::write(maildir.join("new").join(name), raw).unwrap();
 }
 
+/// The worker started as the server starts it: empty environment, stdin and stdout piped.
+fn spawn_worker() -> std::process::Child {
+    std::process::Command::new(EXE)
+        .arg("__extract-worker")
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// `len` pseudo-random bytes (xorshift) behind a `%PDF-` header.
 fn random_pdf(len: usize) -> Vec<u8> {
     let mut bytes = vec![0u8; len];
@@ -301,14 +313,7 @@ fn a_50_mib_random_file_named_pdf_is_a_typed_failure() {
         "len": bytes.len(),
     });
     let started = Instant::now();
-    let mut worker = std::process::Command::new(EXE)
-        .arg("__extract-worker")
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut worker = spawn_worker();
     let mut stdin = worker.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         stdin.write_all(format!("{request}\n").as_bytes()).unwrap();
@@ -330,14 +335,7 @@ fn a_50_mib_random_file_named_pdf_is_a_typed_failure() {
 fn the_worker_holds_only_its_pipes_and_its_limits() {
     // Started as the server starts it (empty environment), it locks itself down before reading
     // its request: while it waits for one, /proc shows what a parser bug could reach.
-    let mut worker = std::process::Command::new(EXE)
-        .arg("__extract-worker")
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut worker = spawn_worker();
     let proc = format!("/proc/{}", worker.id());
     let deadline = Instant::now() + Duration::from_secs(30);
     let limits = loop {
