@@ -190,7 +190,7 @@ async fn hostile_attachments_are_typed_errors_and_the_server_keeps_answering() {
         &world,
         &[PERSONAL, FINANCE],
         r#", "maxZipUncompressedBytes": 1048576, "maxZipEntries": 1000,
-           "maxAttachmentInputBytes": 31457280"#,
+           "maxAttachmentInputBytes": 31457280, "maxContainerUncompressedBytes": 1048576"#,
     )
     .await;
     let personal = world.state().join("demo/mail/personal");
@@ -223,7 +223,8 @@ async fn hostile_attachments_are_typed_errors_and_the_server_keeps_answering() {
         xml.push_str("]>\n<lolz>&lol9;</lolz>\n");
         xml.into_bytes()
     };
-    let cases: [(&str, &str, &str, Vec<u8>); 6] = [
+    let big_docx = zip_of(&[("word/document.xml", &vec![b' '; 2 << 20])]);
+    let cases: [(&str, &str, &str, Vec<u8>); 7] = [
         ("bomb", "bomb.zip", "application/zip", bomb),
         ("many", "many.zip", "application/zip", zip_of(&many_refs)),
         (
@@ -245,6 +246,12 @@ async fn hostile_attachments_are_typed_errors_and_the_server_keeps_answering() {
         ),
         ("random", "scan.pdf", "application/pdf", random),
         ("laughs", "laughs.xml", "application/xml", laughs),
+        (
+            "container",
+            "big.docx",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            big_docx,
+        ),
     ];
     for (n, (subject, name, content_type, bytes)) in cases.iter().enumerate() {
         deliver(
@@ -262,6 +269,17 @@ async fn hostile_attachments_are_typed_errors_and_the_server_keeps_answering() {
 
     let bomb = content_error(&c, "personal", "bomb", json!({"entry": "zeros.txt"})).await;
     assert_eq!(bomb, "ZIP_TOO_LARGE");
+    // In raw mode the entry is capped by maxRawAttachmentBytes too.
+    let raw = json!({"entry": "zeros.txt", "mode": "raw"});
+    assert_eq!(
+        content_error(&c, "personal", "bomb", raw).await,
+        "RAW_TOO_LARGE"
+    );
+    // A DOCX whose container inflates past maxContainerUncompressedBytes.
+    assert_eq!(
+        content_error(&c, "personal", "container", json!({})).await,
+        "ZIP_TOO_LARGE"
+    );
     expect_ok(&content(&c, "finance", invoice, json!({})).await);
 
     let many = content_error(&c, "personal", "many", json!({})).await;
