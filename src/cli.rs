@@ -21,6 +21,7 @@ use crate::error::StartupError;
 use crate::gates::Gates;
 use crate::startup::{build_app, load_settings};
 use crate::tools::{App, CallError};
+use crate::transport::http::HttpSettings;
 use crate::transport::serve::{Session, serve_stdio};
 
 #[derive(Parser)]
@@ -42,7 +43,8 @@ struct Cli {
 enum Command {
     /// Serve MCP over stdio with the catalog the gates select
     Serve {
-        /// Serve loopback Streamable HTTP instead (not available in this version)
+        /// Serve the read-only catalog over loopback Streamable HTTP at ADDR (default
+        /// OUTLOOK_HTTP_HOST:OUTLOOK_HTTP_PORT, i.e. 127.0.0.1:3010) instead
         #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
         http: Option<String>,
     },
@@ -67,8 +69,11 @@ enum Command {
         #[arg(long)]
         reset: bool,
         /// Serve MCP over stdio even when stdin is a terminal
-        #[arg(long)]
+        #[arg(long, conflicts_with = "http")]
         serve: bool,
+        /// Serve the demo's read-only catalog over loopback Streamable HTTP (as `serve --http`)
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+        http: Option<String>,
     },
     /// Operator commands for the local handoff store (no plugin.json needed)
     Handoff {
@@ -148,9 +153,10 @@ fn settings(env: &Env, config: Option<&Path>) -> Result<(Settings, Gates), Start
 async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
     let config = cli.config.as_deref();
     match cli.command {
-        Command::Serve { http: Some(_) } => Err(StartupError::Usage(
-            "the HTTP transport is not available in this version; use stdio".into(),
-        )),
+        Command::Serve { http: Some(addr) } => {
+            let (s, _gates) = settings(env, config)?;
+            serve_http(env, &s, &addr).await
+        }
         Command::Serve { http: None } => {
             let (s, gates) = settings(env, config)?;
             let app = build_app(&s, gates)?;
@@ -172,7 +178,7 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
         Command::Demo { .. } if config.is_some() => Err(StartupError::Usage(
             "demo uses its own plugin.json; --config does not apply to it".into(),
         )),
-        Command::Demo { reset, serve } => demo(env, reset, serve).await,
+        Command::Demo { reset, serve, http } => demo(env, reset, serve, http.as_deref()).await,
         Command::Handoff { command } => crate::handoff_cli::run(command, env),
     }
 }
@@ -265,10 +271,27 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
     }
 }
 
-async fn demo(env: &Env, reset: bool, serve: bool) -> Result<i32, StartupError> {
+/// `serve --http`: the gates were resolved (a misspelled or half-configured gate still refuses
+/// to start) but the app is built read-only whatever they say (security.md §7).
+async fn serve_http(env: &Env, s: &Settings, addr: &str) -> Result<i32, StartupError> {
+    let http = HttpSettings::resolve(env, addr)?;
+    let app = build_app(s, Gates::read_only())?;
+    crate::transport::http::serve_http(app, http).await?;
+    Ok(0)
+}
+
+async fn demo(
+    env: &Env,
+    reset: bool,
+    serve: bool,
+    http: Option<&str>,
+) -> Result<i32, StartupError> {
     let state = crate::config::state_dir(env)?;
     let config_path = crate::demo::setup(&state, reset)?;
     let (s, gates) = settings(env, Some(&config_path))?;
+    if let Some(addr) = http {
+        return serve_http(env, &s, addr).await;
+    }
     let app = build_app(&s, gates)?;
     if serve || !std::io::stdin().is_terminal() {
         if serve_stdio(app).await? == Session::LeftBeforeInitialize {

@@ -39,6 +39,8 @@ pub(crate) enum StartupError {
     Demo(String),
     #[error("{0}")]
     Usage(String),
+    #[error("the HTTP transport cannot start: {0}")]
+    Http(#[from] crate::transport::http::HttpConfigError),
     #[error("the MCP transport failed: {0}")]
     Transport(String),
     #[error("could not write output ({0})")]

@@ -76,8 +76,24 @@ pub(crate) const ALLOW_WRITES_VAR: &str = "PLUGIN_ALLOW_WRITES";
 pub(crate) const ALLOW_HANDOFFS_VAR: &str = "PLUGIN_ALLOW_LOCAL_HANDOFFS";
 /// `PLUGIN_ALLOW_SEND`: environment only, plus a fully configured sender.
 pub(crate) const ALLOW_SEND_VAR: &str = "PLUGIN_ALLOW_SEND";
-/// `OUTLOOK_HTTP_ALLOW_NO_AUTH`: validated here as a strict boolean; the HTTP transport reads it.
-pub(crate) const HTTP_ALLOW_NO_AUTH_VAR: &str = "OUTLOOK_HTTP_ALLOW_NO_AUTH";
+/// `OUTLOOK_HTTP_ALLOW_NO_AUTH`: validated with the gates as a strict boolean (so a misspelled
+/// value aborts every command); the HTTP transport reads it through [`http_allow_no_auth`].
+pub const HTTP_ALLOW_NO_AUTH_VAR: &str = "OUTLOOK_HTTP_ALLOW_NO_AUTH";
+// The HTTP transport's other variables (the reference plugin's names, plus mailgate's origin
+// allowlist), read by the server crate's `transport::http::settings`.
+/// Loopback host the HTTP transport binds (default 127.0.0.1).
+pub const HTTP_HOST_VAR: &str = "OUTLOOK_HTTP_HOST";
+/// Port the HTTP transport binds (default 3010).
+pub const HTTP_PORT_VAR: &str = "OUTLOOK_HTTP_PORT";
+/// The bearer token HTTP clients must present; blank counts as missing.
+pub const HTTP_BEARER_TOKEN_VAR: &str = "OUTLOOK_HTTP_BEARER_TOKEN";
+/// Comma list of browser origins allowed besides the bound port's loopback origins.
+pub const HTTP_ALLOWED_ORIGINS_VAR: &str = "MAILGATE_HTTP_ALLOWED_ORIGINS";
+
+/// `OUTLOOK_HTTP_ALLOW_NO_AUTH` as a strict boolean; unset or blank is `false`.
+pub fn http_allow_no_auth(env: &env::Env) -> Result<bool, ConfigError> {
+    Ok(parse_bool(HTTP_ALLOW_NO_AUTH_VAR, env.raw(HTTP_ALLOW_NO_AUTH_VAR))? == Some(true))
+}
 /// The mailbox address new messages are sent from.
 pub(crate) const SEND_FROM_VAR: &str = "OUTLOOK_SEND_FROM";
 /// Comma list of addresses allowed to send.

@@ -15,8 +15,7 @@ use super::{Config, ConfigError};
 const PREFIXES: [&str; 4] = ["MAILGATE_", "PLUGIN_", "OUTLOOK_", "MICROSOFT_GRAPH_"];
 
 /// Every variable under [`PREFIXES`] mailgate reads, plus the reference plugin's own that
-/// mailgate accepts and ignores (Graph credentials, the HTTP and keychain settings) and the
-/// ones the spec reserves for the planned Graph backend and HTTP transport.
+/// mailgate accepts and ignores (keychain settings, its state folder).
 const KNOWN: &[&str] = &[
     // mailgate
     super::HOME_DIR_VAR,
@@ -31,7 +30,7 @@ const KNOWN: &[&str] = &[
     super::graph::LOGIN_URL_VAR,
     super::graph::CERTIFICATE_VAR,
     super::graph::PRIVATE_KEY_VAR,
-    "MAILGATE_HTTP_ALLOWED_ORIGINS",
+    super::HTTP_ALLOWED_ORIGINS_VAR,
     // the reference plugin's, read by mailgate
     super::CONFIG_PATH_VAR,
     super::SEARCH_MEMORY_VAR,
@@ -39,6 +38,9 @@ const KNOWN: &[&str] = &[
     super::ALLOW_HANDOFFS_VAR,
     super::ALLOW_SEND_VAR,
     super::HTTP_ALLOW_NO_AUTH_VAR,
+    super::HTTP_HOST_VAR,
+    super::HTTP_PORT_VAR,
+    super::HTTP_BEARER_TOKEN_VAR,
     super::SEND_FROM_VAR,
     super::ALLOWED_SENDERS_VAR,
     super::ALLOWED_RECIPIENT_DOMAINS_VAR,
@@ -47,9 +49,6 @@ const KNOWN: &[&str] = &[
     super::graph::CLIENT_SECRET_VAR,
     super::graph::TENANT_VAR,
     // the reference plugin's, accepted and not used
-    "OUTLOOK_HTTP_HOST",
-    "OUTLOOK_HTTP_PORT",
-    "OUTLOOK_HTTP_BEARER_TOKEN",
     "OUTLOOK_KEYCHAIN_PREFIX",
     "OUTLOOK_KEYCHAIN_QUIET",
     // the reference's run-journal folder; mailgate's journal lives in MAILGATE_HOME

@@ -1,0 +1,283 @@
+//! The HTTP front: what every request meets before rmcp's Streamable HTTP service, and the
+//! bounds around it. Routes `/mcp` (MCP, POST only), `/health` and `/healthz` (`{"ok":true}`,
+//! nothing else), and answers 404 elsewhere.
+//!
+//! Order, all before the body is read: `Host`/`Origin` (403) → route → bearer (401, with
+//! `WWW-Authenticate: Bearer`) → method (405) → a request slot (503 when all are taken) → the
+//! declared length (413). Then the body is read within a size bound and a time bound (413 / 408:
+//! a slow body cannot hold a slot), must parse as one JSON-RPC message (400, `-32700` or
+//! `-32600`, as the reference plugin answers; rmcp's own error text would quote the body), and
+//! only then reaches rmcp, stateless (a fresh server per request over the one shared `App`: no
+//! session to guess, fixate or leak), under the per-request timeout. Error bodies are fixed
+//! strings; nothing here quotes a request.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
+use rmcp::model::ClientJsonRpcMessage;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::guard::{Guard, Refusal};
+use crate::server::MailServer;
+use crate::tools::App;
+
+/// A response body.
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
+
+/// The bounds of the HTTP transport. Loopback clients send a request head and body in
+/// microseconds, so the read timeouts are short; the request timeout leaves room for the longest
+/// tool call (a search's 20 s deadline after waiting for a call slot, an extraction's 30 s).
+#[derive(Clone, Debug)]
+pub(crate) struct Limits {
+    /// Largest request body (the reference plugin's 1 MB; the largest tool input is far smaller).
+    pub(crate) body_bytes: usize,
+    /// Largest request head (hyper answers 431 beyond it).
+    pub(crate) head_bytes: usize,
+    /// Most header lines in a request head.
+    pub(crate) headers: usize,
+    /// Time to receive a request head, also the idle limit of a kept-alive connection.
+    pub(crate) head_timeout: Duration,
+    /// Time to receive a request body once its head arrived.
+    pub(crate) body_timeout: Duration,
+    /// Time for rmcp and the tool to answer once the body arrived.
+    pub(crate) request_timeout: Duration,
+    /// Requests served at once; more are answered 503 with `Retry-After` at once.
+    pub(crate) requests: usize,
+    /// Connections open at once; more wait in the kernel's accept queue.
+    pub(crate) connections: usize,
+    /// After SIGINT/SIGTERM: time in-flight requests get to finish before they are cancelled.
+    pub(crate) shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            body_bytes: 1024 * 1024,
+            head_bytes: 16 * 1024,
+            headers: 64,
+            head_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(60),
+            requests: 32,
+            connections: 128,
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The request handler shared by every connection.
+pub(crate) struct Front {
+    guard: Guard,
+    mcp: StreamableHttpService<MailServer, NeverSessionManager>,
+    slots: Arc<Semaphore>,
+    limits: Limits,
+}
+
+impl Front {
+    /// `guard` is bound to `port`; `cancel` stops rmcp's in-flight handlers at shutdown.
+    pub(crate) fn new(
+        app: Arc<App>,
+        guard: Guard,
+        port: u16,
+        limits: Limits,
+        cancel: CancellationToken,
+    ) -> Self {
+        // rmcp's own Host and Origin checks stay on behind ours (pinned to the port, Origin
+        // enforced), so a future change to `Guard` cannot silently open them.
+        let hosts = ["127.0.0.1", "localhost", "[::1]"].map(|h| format!("{h}:{port}"));
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(guard.origins_with_ports())
+            .enforce_origin_validation()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_max_request_body_bytes(limits.body_bytes)
+            .with_cancellation_token(cancel);
+        let mcp = StreamableHttpService::new(
+            move || Ok(MailServer::new(Arc::clone(&app))),
+            Arc::new(NeverSessionManager::default()),
+            config,
+        );
+        Self {
+            guard,
+            mcp,
+            slots: Arc::new(Semaphore::new(limits.requests)),
+            limits,
+        }
+    }
+
+    /// Answers one request (see the module doc for the order of checks).
+    pub(crate) async fn handle<B>(&self, request: Request<B>) -> Response<Body>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let mut response = self.route(request).await;
+        let headers = response.headers_mut();
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(
+            "x-content-type-options",
+            HeaderValue::from_static("nosniff"),
+        );
+        response
+    }
+
+    async fn route<B>(&self, request: Request<B>) -> Response<Body>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: std::error::Error + Send + Sync + 'static,
+    {
+        let (parts, body) = request.into_parts();
+        if let Err(refusal) = self.guard.check_site(&parts.uri, &parts.headers) {
+            return refused(refusal);
+        }
+        match parts.uri.path() {
+            "/mcp" => {}
+            "/health" | "/healthz" if matches!(parts.method, Method::GET | Method::HEAD) => {
+                return json(StatusCode::OK, r#"{"ok":true}"#);
+            }
+            "/health" | "/healthz" => return method_not_allowed("GET"),
+            _ => return json(StatusCode::NOT_FOUND, r#"{"error":"not_found"}"#),
+        }
+        if let Err(refusal) = self.guard.check_bearer(&parts.headers) {
+            return refused(refusal);
+        }
+        if parts.method != Method::POST {
+            return method_not_allowed("POST");
+        }
+        let Ok(_slot) = Arc::clone(&self.slots).try_acquire_owned() else {
+            let mut busy = rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, "Server busy");
+            busy.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            return busy;
+        };
+        let declared = parts
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.limits.body_bytes as u64) {
+            return too_large();
+        }
+        let read = Limited::new(body, self.limits.body_bytes).collect();
+        let bytes = match tokio::time::timeout(self.limits.body_timeout, read).await {
+            Ok(Ok(collected)) => collected.to_bytes(),
+            Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => return too_large(),
+            // The client broke off its own body: nothing to parse, and the connection is done.
+            Ok(Err(_)) => {
+                return close(rpc_error(StatusCode::BAD_REQUEST, -32700, "Parse error"));
+            }
+            Err(_) => {
+                return close(rpc_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    -32000,
+                    "Request body not received in time",
+                ));
+            }
+        };
+        let id = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+            Ok(ClientJsonRpcMessage::Request(request)) => {
+                serde_json::to_value(&request.id).unwrap_or(serde_json::Value::Null)
+            }
+            Ok(_) => serde_json::Value::Null,
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                return rpc_error(StatusCode::BAD_REQUEST, -32700, "Parse error");
+            }
+            Err(_) => return rpc_error(StatusCode::BAD_REQUEST, -32600, "Invalid Request"),
+        };
+        let request = Request::from_parts(parts, Full::new(bytes));
+        match tokio::time::timeout(self.limits.request_timeout, self.mcp.handle(request)).await {
+            Ok(response) => response,
+            // Dropping rmcp's future cancels the handler (its disconnect guard).
+            Err(_) => rpc_error_with_id(
+                StatusCode::SERVICE_UNAVAILABLE,
+                -32000,
+                "Request timed out",
+                id,
+            ),
+        }
+    }
+}
+
+fn json(status: StatusCode, body: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn refused(refusal: Refusal) -> Response<Body> {
+    match refusal {
+        Refusal::Host => json(StatusCode::FORBIDDEN, r#"{"error":"host_not_allowed"}"#),
+        Refusal::Origin => json(StatusCode::FORBIDDEN, r#"{"error":"origin_not_allowed"}"#),
+        Refusal::Unauthorized => {
+            let mut response = json(StatusCode::UNAUTHORIZED, r#"{"error":"unauthorized"}"#);
+            response
+                .headers_mut()
+                .insert("www-authenticate", HeaderValue::from_static("Bearer"));
+            response
+        }
+    }
+}
+
+fn method_not_allowed(allow: &'static str) -> Response<Body> {
+    let mut response = json(
+        StatusCode::METHOD_NOT_ALLOWED,
+        r#"{"error":"method_not_allowed"}"#,
+    );
+    response
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+fn too_large() -> Response<Body> {
+    close(rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        -32000,
+        "Request body too large",
+    ))
+}
+
+/// Asks the client to close: the rest of a refused body is never read, so the connection cannot
+/// carry another request.
+fn close(mut response: Response<Body>) -> Response<Body> {
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &'static str) -> Response<Body> {
+    rpc_error_with_id(status, code, message, serde_json::Value::Null)
+}
+
+fn rpc_error_with_id(
+    status: StatusCode,
+    code: i64,
+    message: &'static str,
+    id: serde_json::Value,
+) -> Response<Body> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "error": { "code": code, "message": message },
+        "id": id,
+    });
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

@@ -1,0 +1,333 @@
+//! The checks every HTTP request passes on its head alone, before a byte of its body is read:
+//! `Host` (DNS rebinding), `Origin` (cross-site requests from a browser) and, for `/mcp`, the
+//! bearer token.
+//!
+//! Invariants: `Host` must name a loopback host (`localhost`, 127.0.0.0/8, `[::1]`) with exactly
+//! the bound port — rmcp's own check accepts any port, and a page on another local port must not
+//! pass; a request in absolute form must pass the same check on its URI; a repeated `Host`,
+//! `Origin` or `Authorization` header is refused rather than one picked. The bearer is compared as
+//! a SHA-256 digest in constant time (`subtle`), and neither the token nor a refused header
+//! value is logged.
+
+use http::header::{AUTHORIZATION, HOST, ORIGIN};
+use http::{HeaderMap, HeaderValue, Uri};
+use subtle::ConstantTimeEq as _;
+
+use super::settings::{Auth, TokenDigest, serialize_origin};
+
+/// Why a request was refused on its head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// 403: `Host` (or the URI's authority) is not a loopback host with the bound port.
+    Host,
+    /// 403: `Origin` is present and not allowed.
+    Origin,
+    /// 401: no valid bearer token.
+    Unauthorized,
+}
+
+/// The head checks for one bound port.
+pub(crate) struct Guard {
+    port: u16,
+    /// ASCII origin serializations (and possibly `null`).
+    origins: Vec<String>,
+    auth: Auth,
+}
+
+impl Guard {
+    /// The guard for a server bound on `port`: the loopback origins of that port are always
+    /// allowed (they are this server's own), `extra` besides.
+    pub(crate) fn new(port: u16, extra: &[String], auth: Auth) -> Self {
+        let mut origins: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .map(|host| format!("http://{host}:{port}"))
+            .collect();
+        origins.extend(extra.iter().cloned());
+        Self {
+            port,
+            origins,
+            auth,
+        }
+    }
+
+    /// `Host` and `Origin`, for every route.
+    pub(crate) fn check_site(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+        let host = single(headers, &HOST).ok_or(Refusal::Host)?;
+        let host = host.to_str().map_err(|_| Refusal::Host)?;
+        if !self.is_own_authority(host) {
+            return Err(Refusal::Host);
+        }
+        if let Some(authority) = uri.authority()
+            && !self.is_own_authority(authority.as_str())
+        {
+            return Err(Refusal::Host);
+        }
+        match headers.get_all(ORIGIN).iter().count() {
+            0 => Ok(()),
+            1 => {
+                let allowed = headers
+                    .get(ORIGIN)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(serialize_origin)
+                    .is_some_and(|origin| self.origins.contains(&origin));
+                if allowed {
+                    Ok(())
+                } else {
+                    Err(Refusal::Origin)
+                }
+            }
+            _ => Err(Refusal::Origin),
+        }
+    }
+
+    /// The bearer token, for `/mcp`.
+    pub(crate) fn check_bearer(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Auth::Bearer(expected) = &self.auth else {
+            return Ok(());
+        };
+        let presented = single(headers, &AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim())
+            .filter(|token| !token.is_empty())
+            .ok_or(Refusal::Unauthorized)?;
+        let presented = TokenDigest::of(presented);
+        if bool::from(presented.0.ct_eq(&expected.0)) {
+            Ok(())
+        } else {
+            Err(Refusal::Unauthorized)
+        }
+    }
+
+    /// `host[:port]` names a loopback host and exactly the bound port (no port means 80).
+    fn is_own_authority(&self, value: &str) -> bool {
+        let Ok(authority) = value.parse::<http::uri::Authority>() else {
+            return false;
+        };
+        if authority.as_str().contains('@') {
+            return false;
+        }
+        let port = authority.port_u16().unwrap_or(80);
+        port == self.port && is_loopback_host(authority.host())
+    }
+
+    /// The allowed origins as rmcp wants them: with an explicit port (an entry without one
+    /// matches any port there, deprecated, with a warning at startup).
+    pub(crate) fn origins_with_ports(&self) -> Vec<String> {
+        self.origins
+            .iter()
+            .map(|origin| match url::Url::parse(origin) {
+                Ok(url) if url.port().is_none() => match url.port_or_known_default() {
+                    Some(port) => format!("{origin}:{port}"),
+                    None => origin.clone(),
+                },
+                _ => origin.clone(),
+            })
+            .collect()
+    }
+}
+
+/// `localhost`, an IPv4 address in 127.0.0.0/8, or `[::1]`.
+fn is_loopback_host(host: &str) -> bool {
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6
+            .parse::<std::net::Ipv6Addr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+        None => host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback()),
+    }
+}
+
+/// The header's value when it appears exactly once.
+fn single<'a>(headers: &'a HeaderMap, name: &http::HeaderName) -> Option<&'a HeaderValue> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next()?;
+    values.next().is_none().then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const PORT: u16 = 3010;
+
+    fn guard(auth: Auth) -> Guard {
+        Guard::new(PORT, &["https://app.example.com".to_owned()], auth)
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    fn site(pairs: &[(&str, &str)]) -> Result<(), Refusal> {
+        guard(Auth::Open).check_site(&Uri::from_static("/mcp"), &headers(pairs))
+    }
+
+    #[test]
+    fn host_must_be_loopback_with_the_bound_port() {
+        for ok in [
+            "127.0.0.1:3010",
+            "localhost:3010",
+            "LocalHost:3010",
+            "[::1]:3010",
+            "127.44.0.1:3010",
+        ] {
+            assert_eq!(site(&[("host", ok)]), Ok(()), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:3010",
+            "127.0.0.1",
+            "127.0.0.1:3011",
+            "localhost:1",
+            "localhost",
+            "localhost.:3010",
+            "localhost.evil.example:3010",
+            "[::ffff:127.0.0.1]:3010",
+            "0.0.0.0:3010",
+            "user@127.0.0.1:3010",
+            "127.1:3010",
+            "",
+        ] {
+            assert_eq!(site(&[("host", bad)]), Err(Refusal::Host), "{bad}");
+        }
+        assert_eq!(site(&[]), Err(Refusal::Host), "missing");
+        assert_eq!(
+            site(&[("host", "127.0.0.1:3010"), ("host", "evil.example")]),
+            Err(Refusal::Host),
+            "repeated"
+        );
+        // Absolute form: the URI's authority is checked too.
+        let g = guard(Auth::Open);
+        let h = headers(&[("host", "127.0.0.1:3010")]);
+        assert_eq!(
+            g.check_site(&Uri::from_static("http://evil.example:3010/mcp"), &h),
+            Err(Refusal::Host)
+        );
+        assert_eq!(
+            g.check_site(&Uri::from_static("http://localhost:3010/mcp"), &h),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn origin_when_present_must_be_allowed() {
+        let host = ("host", "127.0.0.1:3010");
+        for ok in [
+            "http://127.0.0.1:3010",
+            "http://localhost:3010",
+            "http://[::1]:3010",
+            "https://app.example.com",
+            "https://APP.example.com:443",
+        ] {
+            assert_eq!(site(&[host, ("origin", ok)]), Ok(()), "{ok}");
+        }
+        for bad in [
+            "http://evil.example",
+            "http://localhost:3011",
+            "http://127.0.0.1",
+            "https://127.0.0.1:3010",
+            "http://app.example.com",
+            "https://app.example.com:8443",
+            "null",
+            "file://",
+            "garbage",
+        ] {
+            assert_eq!(
+                site(&[host, ("origin", bad)]),
+                Err(Refusal::Origin),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            site(&[
+                host,
+                ("origin", "http://localhost:3010"),
+                ("origin", "http://evil.example")
+            ]),
+            Err(Refusal::Origin),
+            "repeated"
+        );
+        let with_null = Guard::new(PORT, &["null".to_owned()], Auth::Open);
+        assert_eq!(
+            with_null.check_site(
+                &Uri::from_static("/"),
+                &headers(&[host, ("origin", "null")])
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn the_bearer_must_match_and_the_scheme_is_case_insensitive() {
+        let g = guard(Auth::Bearer(TokenDigest::of("s3cret-token-0123456789")));
+        let check = |pairs: &[(&str, &str)]| g.check_bearer(&headers(pairs));
+        assert_eq!(
+            check(&[("authorization", "Bearer s3cret-token-0123456789")]),
+            Ok(())
+        );
+        assert_eq!(
+            check(&[("authorization", "bearer s3cret-token-0123456789 ")]),
+            Ok(())
+        );
+        for bad in [
+            "Bearer s3cret-token-012345678",
+            "Bearer s3cret-token-01234567890",
+            "Bearer ",
+            "Basic czNjcmV0LXRva2Vu",
+            "s3cret-token-0123456789",
+            "Bearers3cret-token-0123456789",
+        ] {
+            assert_eq!(
+                check(&[("authorization", bad)]),
+                Err(Refusal::Unauthorized),
+                "{bad}"
+            );
+        }
+        assert_eq!(check(&[]), Err(Refusal::Unauthorized));
+        assert_eq!(
+            check(&[
+                ("authorization", "Bearer s3cret-token-0123456789"),
+                ("authorization", "Bearer other")
+            ]),
+            Err(Refusal::Unauthorized),
+            "repeated"
+        );
+        assert_eq!(guard(Auth::Open).check_bearer(&headers(&[])), Ok(()));
+    }
+
+    proptest! {
+        /// Any host that is not loopback, and any port but the bound one, is refused.
+        #[test]
+        fn only_loopback_hosts_on_the_bound_port_pass(
+            a in any::<u8>(), b in any::<u8>(), c in any::<u8>(), d in any::<u8>(),
+            port in any::<u16>(),
+        ) {
+            let ip = std::net::Ipv4Addr::new(a, b, c, d);
+            let value = format!("{ip}:{port}");
+            let want = ip.is_loopback() && port == PORT;
+            prop_assert_eq!(site(&[("host", &value)]).is_ok(), want);
+        }
+
+        #[test]
+        fn only_the_token_passes(token in "[!-~]{1,40}") {
+            let g = guard(Auth::Bearer(TokenDigest::of("the-one-token-0123456789")));
+            let value = format!("Bearer {token}");
+            let ok = g.check_bearer(&headers(&[("authorization", &value)])).is_ok();
+            prop_assert_eq!(ok, token == "the-one-token-0123456789");
+        }
+    }
+}
