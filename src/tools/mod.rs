@@ -12,6 +12,8 @@ pub(crate) mod args;
 pub(crate) mod catalog;
 pub(crate) mod dates;
 mod evidence;
+#[cfg(test)]
+pub(crate) use evidence::testutil;
 pub(crate) mod framing;
 mod handoff;
 pub(crate) mod output;
@@ -814,7 +816,7 @@ mod tests {
     /// `App::call`: the calls finish while every slot is held.)
     #[tokio::test]
     async fn calls_beyond_the_cap_wait_for_a_slot_and_are_all_answered() {
-        let demo = evidence::testutil::demo_app();
+        let demo = testutil::demo_app();
         let app = Arc::clone(&demo.app);
         let held = app
             .call_slots

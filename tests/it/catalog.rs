@@ -4,7 +4,7 @@ use crate::util::{
     FINANCE, PERSONAL, World, config_over_shared_demo, gated_world as world, text_of,
 };
 
-const READ: [&str; 12] = [
+pub(crate) const READ: [&str; 12] = [
     "list_allowed_mailboxes",
     "search_mailbox",
     "search_mailboxes",
@@ -18,15 +18,15 @@ const READ: [&str; 12] = [
     "inspect_attachment_evidence",
     "investigate_documents",
 ];
-const HANDOFF: [&str; 2] = ["create_attachment_handoff", "get_attachment_handoff"];
-const WRITE: [&str; 5] = [
+pub(crate) const HANDOFF: [&str; 2] = ["create_attachment_handoff", "get_attachment_handoff"];
+pub(crate) const WRITE: [&str; 5] = [
     "move_messages",
     "copy_messages",
     "mark_messages",
     "download_attachments",
     "create_draft",
 ];
-const SEND: [&str; 1] = ["send_email"];
+pub(crate) const SEND: [&str; 1] = ["send_email"];
 const FORBIDDEN: [&str; 5] = [
     "reply_to_email",
     "delete_email",

@@ -22,6 +22,7 @@ mod graph;
 mod handoff_cli;
 mod handoffs;
 mod hostile_mail;
+mod http;
 mod imap;
 mod invalid_inputs;
 mod limits;

@@ -274,6 +274,11 @@ pub(crate) struct Client {
 }
 
 impl Client {
+    /// A client over another transport (Streamable HTTP) to the server process `pid`.
+    pub(crate) fn over(inner: RunningService<RoleClient, ()>, pid: u32) -> Self {
+        Self { inner, pid }
+    }
+
     pub(crate) async fn tools(&self) -> Vec<Tool> {
         self.inner.list_all_tools().await.unwrap()
     }

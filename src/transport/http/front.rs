@@ -281,3 +281,130 @@ fn rpc_error_with_id(
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::http::settings::{Auth, TokenDigest};
+    use futures::StreamExt as _;
+    use http_body_util::StreamBody;
+
+    const PORT: u16 = 4100;
+    const TOKEN: &str = "unit-token-00112233445566778899";
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+
+    fn front(limits: Limits) -> (Front, crate::tools::testutil::DemoApp) {
+        let demo = crate::tools::testutil::demo_app();
+        let guard = Guard::new(PORT, &[], Auth::Bearer(TokenDigest::of(TOKEN)));
+        let front = Front::new(
+            Arc::clone(&demo.app),
+            guard,
+            PORT,
+            limits,
+            CancellationToken::new(),
+        );
+        (front, demo)
+    }
+
+    fn request<B>(body: B) -> Request<B> {
+        Request::post("/mcp")
+            .header("host", format!("127.0.0.1:{PORT}"))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body)
+            .expect("a request")
+    }
+
+    /// A body that sends `first` and then nothing, ever (a slow client).
+    fn stalled(
+        first: &'static [u8],
+    ) -> impl hyper::body::Body<Data = Bytes, Error = std::io::Error> {
+        let frames =
+            futures::stream::iter([Ok(hyper::body::Frame::data(Bytes::from_static(first)))])
+                .chain(futures::stream::pending());
+        StreamBody::new(frames)
+    }
+
+    async fn body_of(response: Response<Body>) -> String {
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("infallible")
+            .to_bytes();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_body_holds_its_slot_only_until_the_body_timeout() {
+        let limits = Limits {
+            requests: 1,
+            ..Limits::default()
+        };
+        let (front, _demo) = front(limits.clone());
+        let front = Arc::new(front);
+        let stalled_call = tokio::spawn({
+            let front = Arc::clone(&front);
+            async move { front.handle(request(stalled(b"{\"jsonrpc\""))).await }
+        });
+        // Let the stalled request take the only slot.
+        tokio::task::yield_now().await;
+        while front.slots.available_permits() > 0 {
+            tokio::task::yield_now().await;
+        }
+        let busy = front
+            .handle(request(Full::new(Bytes::from_static(LIST.as_bytes()))))
+            .await;
+        assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(busy.headers()[RETRY_AFTER], "1");
+        // Time passes (paused clock): the stalled body is cut at the body timeout.
+        let stalled = stalled_call.await.expect("joined");
+        assert_eq!(stalled.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(stalled.headers()[CONNECTION], "close");
+        let served = front
+            .handle(request(Full::new(Bytes::from_static(LIST.as_bytes()))))
+            .await;
+        assert_eq!(served.status(), StatusCode::OK);
+        let answer: serde_json::Value = serde_json::from_str(&body_of(served).await).expect("json");
+        assert_eq!(answer["result"]["tools"].as_array().map(Vec::len), Some(12));
+    }
+
+    #[tokio::test]
+    async fn refusals_on_the_head_never_poll_the_body() {
+        let (front, _demo) = front(Limits::default());
+        // A body that panics if polled: a refusal must be decided on the head alone.
+        struct Untouchable;
+        impl hyper::body::Body for Untouchable {
+            type Data = Bytes;
+            type Error = std::io::Error;
+            fn poll_frame(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>>
+            {
+                panic!("the body was read before the head was checked")
+            }
+        }
+        let cases: [(&str, &str, StatusCode); 4] = [
+            ("host", "evil.example", StatusCode::FORBIDDEN),
+            ("origin", "http://evil.example", StatusCode::FORBIDDEN),
+            ("authorization", "Bearer wrong", StatusCode::UNAUTHORIZED),
+            ("content-length", "1048577", StatusCode::PAYLOAD_TOO_LARGE),
+        ];
+        for (name, value, status) in cases {
+            let mut request = request(Untouchable);
+            request
+                .headers_mut()
+                .insert(name, HeaderValue::from_static(value));
+            assert_eq!(front.handle(request).await.status(), status, "{name}");
+        }
+        let mut get = request(Untouchable);
+        *get.method_mut() = Method::GET;
+        assert_eq!(
+            front.handle(get).await.status(),
+            StatusCode::METHOD_NOT_ALLOWED
+        );
+    }
+}
