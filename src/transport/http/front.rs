@@ -115,6 +115,12 @@ impl Front {
         }
     }
 
+    /// Requests holding a slot (tests wait on this instead of sleeping).
+    #[cfg(test)]
+    pub(super) fn in_flight(&self) -> usize {
+        self.limits.requests - self.slots.available_permits()
+    }
+
     /// Answers one request (see the module doc for the order of checks).
     pub(crate) async fn handle<B>(&self, request: Request<B>) -> Response<Body>
     where

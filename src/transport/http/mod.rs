@@ -46,7 +46,10 @@ pub(crate) async fn serve_http(app: Arc<App>, settings: HttpSettings) -> Result<
         tracing::warn!("{warning}");
     }
     announce(bound, app.tools.len(), &settings.auth)?;
-    serve(listener, app, &settings, Limits::default(), stop).await;
+    let limits = Limits::default();
+    let cancel = CancellationToken::new();
+    let front = front_for(app, &settings, bound.port(), &limits, &cancel);
+    serve(listener, front, limits, cancel, stop).await;
     Ok(())
 }
 
@@ -81,24 +84,33 @@ fn shutdown_signal() -> Result<impl Future<Output = ()>, StartupError> {
     })
 }
 
-/// The accept loop; returns once `stop` completed and the connections are done or cancelled.
-pub(crate) async fn serve(
-    listener: TcpListener,
+/// The front for a listener bound on `port`, with `cancel` to stop its handlers at shutdown.
+fn front_for(
     app: Arc<App>,
     settings: &HttpSettings,
-    limits: Limits,
-    stop: impl Future<Output = ()>,
-) {
-    let port = listener.local_addr().map_or(0, |a| a.port());
-    let cancel = CancellationToken::new();
+    port: u16,
+    limits: &Limits,
+    cancel: &CancellationToken,
+) -> Arc<Front> {
     let guard = Guard::new(port, &settings.extra_origins, settings.auth.clone());
-    let front = Arc::new(Front::new(
+    Arc::new(Front::new(
         app,
         guard,
         port,
         limits.clone(),
         cancel.child_token(),
-    ));
+    ))
+}
+
+/// The accept loop; returns once `stop` completed and the connections are done, or cancelled
+/// (`cancel`) after the grace period.
+async fn serve(
+    listener: TcpListener,
+    front: Arc<Front>,
+    limits: Limits,
+    cancel: CancellationToken,
+    stop: impl Future<Output = ()>,
+) {
     let connections = Arc::new(Semaphore::new(limits.connections));
     let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
@@ -151,4 +163,110 @@ pub(crate) async fn serve(
         }
     }
     cancel.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+
+    const TOKEN: &str = "shutdown-token-0123456789abcdef";
+    const LIST: &str = r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#;
+
+    /// A server on an ephemeral port with `limits`, stopped by the returned sender.
+    async fn start(
+        limits: Limits,
+    ) -> (
+        SocketAddr,
+        Arc<Front>,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+        crate::tools::testutil::DemoApp,
+    ) {
+        let demo = crate::tools::testutil::demo_app();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let settings = HttpSettings {
+            addr,
+            auth: Auth::Bearer(settings::TokenDigest::of(TOKEN)),
+            extra_origins: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let cancel = CancellationToken::new();
+        let front = front_for(
+            Arc::clone(&demo.app),
+            &settings,
+            addr.port(),
+            &limits,
+            &cancel,
+        );
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let server = tokio::spawn(serve(listener, Arc::clone(&front), limits, cancel, async {
+            let _ = rx.await;
+        }));
+        (addr, front, tx, server, demo)
+    }
+
+    /// Sends the head of a tools/list POST and `sent` bytes of its body; waits until the server
+    /// holds it in flight.
+    async fn in_flight(addr: SocketAddr, front: &Front, sent: usize) -> tokio::net::TcpStream {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\n\r\n{}",
+            LIST.len(),
+            &LIST[..sent]
+        );
+        stream.write_all(head.as_bytes()).await.expect("write");
+        while front.in_flight() == 0 {
+            tokio::task::yield_now().await;
+        }
+        stream
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_a_request_in_flight_finishes_and_the_server_stops() {
+        let (addr, front, stop, server, _demo) = start(Limits::default()).await;
+        let mut stream = in_flight(addr, &front, 10).await;
+        stop.send(()).expect("the server listens");
+        stream
+            .write_all(&LIST.as_bytes()[10..])
+            .await
+            .expect("the connection is still open");
+        let mut reply = Vec::new();
+        stream.read_to_end(&mut reply).await.expect("read");
+        let reply = String::from_utf8_lossy(&reply);
+        assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        assert!(reply.contains("\"tools\""), "{reply}");
+        tokio::time::timeout(Duration::from_secs(10), server)
+            .await
+            .expect("the server stops once its last request is answered")
+            .expect("joined");
+    }
+
+    #[tokio::test]
+    async fn at_shutdown_a_request_that_does_not_finish_is_cancelled_after_the_grace() {
+        let limits = Limits {
+            body_timeout: Duration::from_secs(600),
+            shutdown_grace: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let (addr, front, stop, server, _demo) = start(limits).await;
+        let _stream = in_flight(addr, &front, 10).await;
+        let started = Instant::now();
+        stop.send(()).expect("the server listens");
+        tokio::time::timeout(Duration::from_secs(10), server)
+            .await
+            .expect("the grace period bounds the shutdown")
+            .expect("joined");
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "the listener is closed"
+        );
+    }
 }
