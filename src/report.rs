@@ -333,6 +333,12 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
         "tools: {}",
         tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
     );
+    let _ = writeln!(
+        out,
+        "http: `serve --http` serves the read catalog ({} tools) whatever the gates; loopback \
+         only, bearer token required",
+        catalog::build(&Gates::read_only()).len()
+    );
     let _ = writeln!(out, "mailboxes:");
     for m in &settings.config.mailboxes {
         let kind = match &m.backend {

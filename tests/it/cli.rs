@@ -142,6 +142,10 @@ async fn policy_explain_reports_the_catalog_and_permissions() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("catalog: read+writes (17 tools)"), "{text}");
+    assert!(
+        text.contains("http: `serve --http` serves the read catalog (12 tools)"),
+        "{text}"
+    );
     assert!(text.contains("archive [maildir] access=read"), "{text}");
     assert!(
         text.contains("graph: no Microsoft Graph mailbox configured"),
