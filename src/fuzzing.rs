@@ -1043,3 +1043,17 @@ pub fn extract_ooxml(data: &[u8]) {
         }
     }
 }
+
+// ----------------------------------------------------------------------------------------------
+// http_guard
+// ----------------------------------------------------------------------------------------------
+
+/// Bytes → the HTTP transport's head checks (`transport::http::guard`): a `Host`, an `Origin`, an
+/// `Authorization` value and a request target, split at NUL bytes.
+///
+/// Oracles, beyond "no panic": an accepted head has a Host of a loopback name or 127/8 address
+/// with exactly the bound port, an Origin (when present) whose serialization is on the
+/// allowlist, and an accepted bearer carries exactly the configured token (`guard::fuzz`).
+pub fn http_guard(data: &[u8]) {
+    crate::transport::http::fuzz_guard(data);
+}

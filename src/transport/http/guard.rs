@@ -150,6 +150,76 @@ fn single<'a>(headers: &'a HeaderMap, name: &http::HeaderName) -> Option<&'a Hea
     values.next().is_none().then_some(first)
 }
 
+/// Fuzz oracle (`mailgate::fuzzing::http_guard`): `data` split at NUL bytes gives a `Host`, an
+/// `Origin`, an `Authorization` value and a request target, each used when it is a valid header
+/// value (or URI). A head the guard accepts must be one an independent reading accepts: a Host of
+/// `<loopback host>:4100`, an Origin (when present) whose serialization is allowed, and a bearer
+/// whose token is exactly the configured one.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn fuzz(data: &[u8]) {
+    const PORT: u16 = 4100;
+    const TOKEN: &str = "fuzz-token-0123456789";
+    let mut parts = data.split(|b| *b == 0);
+    let mut headers = HeaderMap::new();
+    for name in [HOST, ORIGIN, AUTHORIZATION] {
+        if let Some(value) = parts.next().and_then(|p| HeaderValue::from_bytes(p).ok()) {
+            headers.insert(name, value);
+        }
+    }
+    let uri = parts
+        .next()
+        .and_then(|p| Uri::try_from(p).ok())
+        .unwrap_or_else(|| Uri::from_static("/mcp"));
+    let guard = Guard::new(
+        PORT,
+        &["https://app.example.com".to_owned()],
+        Auth::Bearer(TokenDigest::of(TOKEN)),
+    );
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    if guard.check_site(&uri, &headers).is_ok() {
+        let host = text(HOST).expect("oracle: an accepted head has a textual Host");
+        let (name, port) = host
+            .rsplit_once(':')
+            .expect("oracle: an accepted Host names the port");
+        assert_eq!(port, "4100", "oracle: an accepted Host has the bound port");
+        let loopback = name.eq_ignore_ascii_case("localhost")
+            || name == "[::1]"
+            || name
+                .parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| ip.octets()[0] == 127);
+        assert!(loopback, "oracle: an accepted Host is loopback: {host:?}");
+        if let Some(origin) = headers.get(ORIGIN) {
+            let origin = origin.to_str().expect("oracle: an accepted Origin is text");
+            let allowed = [
+                "http://127.0.0.1:4100",
+                "http://localhost:4100",
+                "http://[::1]:4100",
+                "https://app.example.com",
+            ];
+            let serialized = url::Url::parse(origin)
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_default();
+            assert!(
+                allowed.contains(&serialized.as_str()),
+                "oracle: an accepted Origin is allowed: {origin:?}"
+            );
+        }
+    }
+    if guard.check_bearer(&headers).is_ok() {
+        let value = text(AUTHORIZATION).expect("oracle: an accepted bearer is text");
+        let (scheme, token) = value.split_once(' ').expect("oracle: scheme and token");
+        assert!(
+            scheme.eq_ignore_ascii_case("bearer"),
+            "oracle: the scheme is Bearer"
+        );
+        assert_eq!(token.trim(), TOKEN, "oracle: only the token passes");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +377,17 @@ mod tests {
             "repeated"
         );
         assert_eq!(guard(Auth::Open).check_bearer(&headers(&[])), Ok(()));
+    }
+
+    #[test]
+    fn the_fuzz_oracle_holds_on_its_seeds() {
+        for seed in [
+            &b"127.0.0.1:4100\0http://localhost:4100\0Bearer fuzz-token-0123456789"[..],
+            b"localhost:4100\0\0bearer  fuzz-token-0123456789 \0http://localhost:4100/mcp",
+            b"evil.example:4100\0null\0Bearer x",
+        ] {
+            fuzz(seed);
+        }
     }
 
     proptest! {

@@ -30,6 +30,12 @@ pub(crate) use settings::{HttpConfigError, HttpSettings};
 use crate::error::StartupError;
 use crate::tools::App;
 use front::Front;
+
+/// The guard's fuzz oracle, for `crate::fuzzing::http_guard`.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz_guard(data: &[u8]) {
+    guard::fuzz(data);
+}
 use guard::Guard;
 use settings::Auth;
 
