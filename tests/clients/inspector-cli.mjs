@@ -7,8 +7,13 @@
 // plain `type` (a bare `$ref`, `["integer","null"]`) cannot be passed, and this test fails.
 //
 // Usage: node inspector-cli.mjs /path/to/mailgate
-// The environment must let `mailgate serve` start on the demo (OUTLOOK_PLUGIN_CONFIG pointing at
-// the demo's plugin.json, MAILGATE_HOME); the Inspector passes it on to the server.
+//        node inspector-cli.mjs --http http://127.0.0.1:PORT/mcp
+// The first form starts `mailgate serve` itself for every call: the environment must let it start
+// on the demo (OUTLOOK_PLUGIN_CONFIG pointing at the demo's plugin.json, MAILGATE_HOME); the
+// Inspector passes it on to the server. The second form calls a running `mailgate serve --http`
+// on the demo over Streamable HTTP (`--transport http`). Inspector 0.15's CLI has no option for a
+// request header, so it cannot send a bearer token: that server must run with
+// OUTLOOK_HTTP_ALLOW_NO_AUTH=true.
 // Prints one line per call; exits 1 when any call failed. Run by tests/it/real_clients.rs.
 
 import { execFile } from 'node:child_process';
@@ -20,15 +25,21 @@ import { READ } from './catalog.mjs';
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 const inspector = join(here, 'node_modules', '@modelcontextprotocol', 'inspector', 'cli', 'build', 'cli.js');
-const mailgate = process.argv[2] && resolve(process.argv[2]);
-if (!mailgate) {
-  process.stderr.write('usage: node inspector-cli.mjs /path/to/mailgate\n');
+const http = process.argv[2] === '--http' ? process.argv[3] : undefined;
+const mailgate = !http && process.argv[2] && resolve(process.argv[2]);
+if (!mailgate && !http) {
+  process.stderr.write(
+    'usage: node inspector-cli.mjs /path/to/mailgate\n' +
+      '       node inspector-cli.mjs --http http://127.0.0.1:PORT/mcp\n'
+  );
   process.exit(2);
 }
+// What the Inspector is pointed at: a command it starts, or a URL.
+const target = http ? [http, '--transport', 'http'] : [mailgate, 'serve'];
 
 /** Runs the Inspector CLI once; resolves to its parsed JSON answer or throws with its output. */
 async function inspect(method, toolName, args = {}) {
-  const argv = [inspector, '--cli', mailgate, 'serve', '--method', method];
+  const argv = [inspector, '--cli', ...target, '--method', method];
   if (toolName) {
     argv.push('--tool-name', toolName);
   }
@@ -261,7 +272,7 @@ for (const tool of READ) {
   }
 }
 
-// Two at a time: each call is two node processes and a mailgate.
+// Two at a time: each call is two node processes (and, over stdio, a mailgate).
 const queue = planned.map((call, index) => ({ call, index }));
 async function worker() {
   for (let item = queue.shift(); item; item = queue.shift()) {

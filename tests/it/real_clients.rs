@@ -2,7 +2,11 @@
 //! TypeScript SDK (`tests/clients/sdk-client.mjs`) through the eight gate settings and the four
 //! send-gate refusals with the reference plugin's minimal environment, and MCP Inspector's CLI
 //! (`tests/clients/inspector-cli.mjs`) calling every read tool with every argument on the demo,
-//! and the official Python SDK (`tests/clients/python_sdk_client.py`). `scripts/test.sh` installs
+//! and the official Python SDK (`tests/clients/python_sdk_client.py`). The same three over the
+//! loopback Streamable HTTP transport (`serve --http 127.0.0.1:0` on the demo, every gate open in
+//! its environment): the TypeScript SDK (`tests/clients/sdk-http-client.mjs`) and the Python SDK
+//! (`tests/clients/python_sdk_http_client.py`) with a bearer token, the Inspector's CLI
+//! (`inspector-cli.mjs --http`) without one (it cannot send a header). `scripts/test.sh` installs
 //! the node clients from `tests/clients/package-lock.json` into `tests/clients/node_modules` and
 //! the Python SDK into the project venv `.venv`; when they are absent the tests say so and pass.
 
@@ -10,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Instant;
 
-use crate::util::{EXE, World, demo_config};
+use crate::util::{EXE, HttpServer, World, demo_config};
 
 /// `tests/clients/`, where the scripts and their node_modules live.
 fn clients_dir() -> PathBuf {
@@ -37,16 +41,16 @@ fn path() -> String {
     std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".to_owned())
 }
 
-/// Runs `node SCRIPT EXE` in `cwd` with exactly `env`; prints its wall time.
+/// Runs `node SCRIPT ARGS` in `cwd` with exactly `env`; prints its wall time.
 #[allow(
     clippy::print_stderr,
     reason = "the measured time is part of the test's report"
 )]
-async fn node(script: &str, cwd: &Path, env: &[(&str, String)]) -> Output {
+async fn node(script: &str, args: &[&str], cwd: &Path, env: &[(&str, String)]) -> Output {
     let started = Instant::now();
     let out = tokio::process::Command::new("node")
         .arg(clients_dir().join(script))
-        .arg(EXE)
+        .args(args)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .current_dir(cwd)
@@ -76,7 +80,7 @@ async fn typescript_sdk_client_sees_the_eight_catalogs_and_no_schema_warning() {
         return;
     }
     let cwd = tempfile::tempdir().unwrap();
-    let out = node("sdk-client.mjs", cwd.path(), &[("PATH", path())]).await;
+    let out = node("sdk-client.mjs", &[EXE], cwd.path(), &[("PATH", path())]).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", report(&out));
     assert!(
@@ -105,7 +109,7 @@ async fn mcp_inspector_cli_calls_every_read_tool_with_every_argument() {
         ("MAILGATE_HOME", world.state().display().to_string()),
         ("OUTLOOK_PLUGIN_CONFIG", config),
     ];
-    let out = node("inspector-cli.mjs", world.path(), &env).await;
+    let out = node("inspector-cli.mjs", &[EXE], world.path(), &env).await;
     assert!(out.status.success(), "{}", report(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("calls passed"),
@@ -135,10 +139,27 @@ async fn python_with_mcp(test: &str) -> Option<PathBuf> {
 
 /// Runs `python_sdk_client.py` with exactly `env` (plus PATH) in `cwd`; asserts it passed.
 async fn run_python_client(python: &Path, cwd: &Path, env: Vec<(String, String)>) {
+    let out = python_script(python, "python_sdk_client.py", EXE, cwd, env).await;
+    assert!(out.status.success(), "{}", report(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("python sdk client: all checks passed"),
+        "{}",
+        report(&out)
+    );
+}
+
+/// Runs `python SCRIPT ARG` with exactly `env` (plus PATH) in `cwd`; prints its wall time.
+async fn python_script(
+    python: &Path,
+    script: &str,
+    arg: &str,
+    cwd: &Path,
+    env: Vec<(String, String)>,
+) -> Output {
     let started = Instant::now();
     let out = tokio::process::Command::new(python)
-        .arg(clients_dir().join("python_sdk_client.py"))
-        .arg(EXE)
+        .arg(clients_dir().join(script))
+        .arg(arg)
         .env_clear()
         .env("PATH", path())
         .envs(env)
@@ -153,17 +174,9 @@ async fn run_python_client(python: &Path, cwd: &Path, env: Vec<(String, String)>
         reason = "the measured time is part of the test's report"
     )]
     {
-        eprintln!(
-            "python_sdk_client.py: {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
+        eprintln!("{script}: {:.1} s", started.elapsed().as_secs_f64());
     }
-    assert!(out.status.success(), "{}", report(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("python sdk client: all checks passed"),
-        "{}",
-        report(&out)
-    );
+    out
 }
 
 /// The reference user's gate and sender variables, every gate open.
@@ -232,4 +245,134 @@ async fn python_sdk_client_works_against_graph_mailboxes() {
         "the client's calls reached Graph"
     );
     fake.assert_no_secret_in_urls(&[crate::fake_graph::CLIENT_SECRET]);
+}
+
+/// `mailgate serve --http 127.0.0.1:0` on a fresh demo, with every gate open (and `extra`) in its
+/// environment; checks that it announces the read-only catalog anyway.
+async fn http_demo(world: &World, extra: &[(&str, &str)]) -> HttpServer {
+    let config = demo_config(world).await;
+    let gates = open_gates();
+    let mut env: Vec<(&str, &str)> = gates
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    env.extend_from_slice(extra);
+    let server = HttpServer::start(
+        world,
+        &["serve", "--http", "127.0.0.1:0", "--config", &config],
+        &env,
+    )
+    .await;
+    assert!(
+        server.stderr().contains("/mcp (12 read-only tools; "),
+        "{}",
+        server.stderr()
+    );
+    server
+}
+
+/// SIGTERM ends the server gracefully: exit 0.
+async fn stop_cleanly(server: HttpServer) {
+    let (status, stderr) = server.stop().await;
+    assert!(status.success(), "after SIGTERM: {status}\n{stderr}");
+}
+
+/// The official TypeScript SDK's Streamable HTTP client with the bearer in `requestInit.headers`:
+/// the twelve read tools although every gate is open, read calls on the demo, the gated tools
+/// refused by name, a wrong or missing token 401, a foreign Origin 403, no session id, no console
+/// output.
+#[tokio::test]
+async fn typescript_sdk_client_over_http_sees_only_the_read_tools() {
+    if !installed("typescript_sdk_client_over_http_sees_only_the_read_tools") {
+        return;
+    }
+    let world = World::new();
+    let server = http_demo(&world, &[]).await;
+    let token = server.token.clone().expect("a bearer token is required");
+    let env = [("PATH", path()), ("OUTLOOK_HTTP_BEARER_TOKEN", token)];
+    let out = node("sdk-http-client.mjs", &[&server.url], world.path(), &env).await;
+    assert!(
+        out.status.success(),
+        "{}\n--- server stderr\n{}",
+        report(&out),
+        server.stderr()
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("sdk http client: all checks passed"),
+        "{}",
+        report(&out)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "the client printed warnings:\n{}",
+        report(&out)
+    );
+    stop_cleanly(server).await;
+}
+
+/// The official Python SDK's `streamable_http_client` with the bearer on its `httpx2` client: the
+/// twelve read tools, read calls, the gated tools refused by name, a wrong token 401.
+#[tokio::test]
+async fn python_sdk_client_over_http_sees_only_the_read_tools() {
+    let Some(python) =
+        python_with_mcp("python_sdk_client_over_http_sees_only_the_read_tools").await
+    else {
+        return;
+    };
+    let world = World::new();
+    let server = http_demo(&world, &[]).await;
+    let token = server.token.clone().expect("a bearer token is required");
+    let env = vec![("OUTLOOK_HTTP_BEARER_TOKEN".to_owned(), token)];
+    let out = python_script(
+        &python,
+        "python_sdk_http_client.py",
+        &server.url,
+        world.path(),
+        env,
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}\n--- server stderr\n{}",
+        report(&out),
+        server.stderr()
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("python sdk http client: all checks passed"),
+        "{}",
+        report(&out)
+    );
+    stop_cleanly(server).await;
+}
+
+/// MCP Inspector 0.15's CLI over Streamable HTTP (`--transport http`), every read tool with every
+/// argument. Its CLI has no option for a request header, so it cannot send a bearer token: this
+/// server alone runs with `OUTLOOK_HTTP_ALLOW_NO_AUTH=true` (and says so when it starts).
+#[tokio::test]
+async fn mcp_inspector_cli_over_http_calls_every_read_tool_with_every_argument() {
+    if !installed("mcp_inspector_cli_over_http_calls_every_read_tool_with_every_argument") {
+        return;
+    }
+    let world = World::new();
+    let server = http_demo(&world, &[("OUTLOOK_HTTP_ALLOW_NO_AUTH", "true")]).await;
+    assert_eq!(server.token, None, "{}", server.stderr());
+    let out = node(
+        "inspector-cli.mjs",
+        &["--http", &server.url],
+        world.path(),
+        &[("PATH", path())],
+    )
+    .await;
+    assert!(
+        out.status.success(),
+        "{}\n--- server stderr\n{}",
+        report(&out),
+        server.stderr()
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("calls passed"),
+        "{}",
+        report(&out)
+    );
+    stop_cleanly(server).await;
 }

@@ -576,3 +576,121 @@ pub(crate) fn gated_world(handoffs: bool, writes: bool, send: bool) -> World {
     }
     w
 }
+
+/// A `mailgate … --http 127.0.0.1:0` server running as a child with a [`World`]'s environment:
+/// [`HttpServer::start`] returns once the server has announced its address (read from its stderr
+/// within a deadline, never after a fixed sleep), [`HttpServer::stop`] sends SIGTERM and waits for
+/// the graceful exit. Dropping it without `stop` kills the server.
+pub(crate) struct HttpServer {
+    child: tokio::process::Child,
+    /// The MCP endpoint the server announced, `http://127.0.0.1:PORT/mcp`.
+    pub(crate) url: String,
+    /// The bearer token `/mcp` requires; `None` when the server announced no authentication.
+    pub(crate) token: Option<String>,
+    /// Everything the server wrote to stderr so far (the announcement included).
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    drain: tokio::task::JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// The bearer token [`HttpServer::start`] gives the server when neither the world nor
+    /// `extra_env` sets `OUTLOOK_HTTP_BEARER_TOKEN` and `OUTLOOK_HTTP_ALLOW_NO_AUTH` is not `true`.
+    pub(crate) const TOKEN: &str = "test-only-http-bearer-0123456789abcdef";
+
+    /// Starts `mailgate ARGS` with exactly the world's environment plus `extra_env`, in the world's
+    /// folder. `args` must serve HTTP on port 0 of a loopback address, e.g.
+    /// `["serve", "--http", "127.0.0.1:0", "--config", path]` or `["demo", "--http",
+    /// "127.0.0.1:0"]`. Panics with the server's stderr when it exits or stays silent for 60 s
+    /// instead of announcing its address.
+    pub(crate) async fn start(world: &World, args: &[&str], extra_env: &[(&str, &str)]) -> Self {
+        use tokio::io::AsyncBufReadExt as _;
+        const TOKEN_VAR: &str = "OUTLOOK_HTTP_BEARER_TOKEN";
+        let given = |key: &str| {
+            extra_env
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| (*v).to_owned())
+                .or_else(|| world.env.get(key).cloned())
+        };
+        let mut cmd = world.command(args);
+        let mut token = given(TOKEN_VAR);
+        if token.is_none() && given("OUTLOOK_HTTP_ALLOW_NO_AUTH").as_deref() != Some("true") {
+            cmd.env(TOKEN_VAR, Self::TOKEN);
+            token = Some(Self::TOKEN.to_owned());
+        }
+        let mut child = cmd
+            .envs(extra_env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pipe = child.stderr.take().expect("stderr is piped");
+        let mut lines = tokio::io::BufReader::new(pipe).lines();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        let announced = loop {
+            let line = match tokio::time::timeout_at(deadline, lines.next_line()).await {
+                Ok(Ok(Some(line))) => line,
+                Ok(_) => panic!(
+                    "mailgate {args:?} ended before serving HTTP:\n{}",
+                    stderr.lock().unwrap()
+                ),
+                Err(_) => panic!(
+                    "mailgate {args:?} did not announce its address within 60 s:\n{}",
+                    stderr.lock().unwrap()
+                ),
+            };
+            stderr.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(rest) = line.strip_prefix("mailgate: serving MCP over HTTP at ") {
+                break rest.to_owned();
+            }
+        };
+        let url = announced
+            .split_once(' ')
+            .map_or(announced.as_str(), |(url, _)| url)
+            .to_owned();
+        if announced.contains("NO authentication") {
+            token = None;
+        }
+        // Keep reading, so the server never blocks on a full pipe.
+        let sink = std::sync::Arc::clone(&stderr);
+        let drain = tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        Self {
+            child,
+            url,
+            token,
+            stderr,
+            drain,
+        }
+    }
+
+    /// What the server has written to stderr so far.
+    pub(crate) fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM and waits (at most 30 s) for the server to exit; returns its exit status and
+    /// everything it wrote to stderr.
+    pub(crate) async fn stop(mut self) -> (std::process::ExitStatus, String) {
+        let pid = self.child.id().expect("the server is still running");
+        let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let wait = std::time::Duration::from_secs(30);
+        let Ok(status) = tokio::time::timeout(wait, self.child.wait()).await else {
+            panic!(
+                "the server did not exit within 30 s of SIGTERM:\n{}",
+                self.stderr()
+            );
+        };
+        // The pipe ends with the server (a worker it started could hold it a little longer).
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), &mut self.drain).await;
+        (status.unwrap(), self.stderr())
+    }
+}
