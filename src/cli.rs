@@ -216,7 +216,7 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
         }
         Err(CallError::UnknownTool) => {
             // The operator's own argument, so it is named here (unlike over MCP).
-            let message = match CallError::unknown_tool_message(tool) {
+            let message = match CallError::unknown_tool_message(tool, true) {
                 std::borrow::Cow::Borrowed(plain) => format!("{plain}: {tool}"),
                 std::borrow::Cow::Owned(hint) => hint,
             };

@@ -1,5 +1,6 @@
 //! The MCP server: answers `initialize`, `tools/list` and `tools/call` from the catalog fixed at
-//! startup. Transport-agnostic; `transport::serve` connects it to stdio.
+//! startup. Transport-agnostic; `transport::serve` connects it to stdio, `transport::http` serves
+//! one per HTTP request.
 //!
 //! Invariant: `tools/list` is exactly the catalog, and `tools/call` can reach only a tool in it
 //! (through [`App::call`], the same path `mailgate call` uses). A name outside the catalog is the
@@ -26,11 +27,26 @@ const INSTRUCTIONS: &str = "mailgate gives read access (and, where an operator o
 #[derive(Clone)]
 pub(crate) struct MailServer {
     app: Arc<App>,
+    /// Whether the gates decide this server's catalog (stdio), or the transport fixed it to the
+    /// read tools (HTTP); only the text of the unknown-tool error depends on it.
+    gates_apply: bool,
 }
 
 impl MailServer {
+    /// The server for stdio, whose catalog the gates chose.
     pub(crate) fn new(app: Arc<App>) -> Self {
-        Self { app }
+        Self {
+            app,
+            gates_apply: true,
+        }
+    }
+
+    /// The server for HTTP, whose app was built read-only whatever the gates.
+    pub(crate) fn read_only_transport(app: Arc<App>) -> Self {
+        Self {
+            app,
+            gates_apply: false,
+        }
     }
 }
 
@@ -73,7 +89,7 @@ impl ServerHandler for MailServer {
             Err(err) => match err.into_tool_error() {
                 Some(err) => Ok(render_error(&err).into()),
                 None => Err(ErrorData::invalid_params(
-                    CallError::unknown_tool_message(&request.name),
+                    CallError::unknown_tool_message(&request.name, self.gates_apply),
                     None,
                 )),
             },

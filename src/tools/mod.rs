@@ -409,9 +409,11 @@ impl CallError {
     }
 
     /// The protocol error's text for a tool name outside the catalog. A mailgate tool whose gate
-    /// is closed says which variable opens it (its name is our own text); any other name gets a
-    /// fixed text, since the caller's string is not echoed (the MCP library logs this error).
-    pub(crate) fn unknown_tool_message(name: &str) -> Cow<'static, str> {
+    /// is closed says which variable opens it (its name is our own text) when `gates_apply`, and
+    /// that it is not served on this transport otherwise (HTTP, whose catalog no gate widens);
+    /// any other name gets a fixed text, since the caller's string is not echoed (the MCP
+    /// library logs this error).
+    pub(crate) fn unknown_tool_message(name: &str, gates_apply: bool) -> Cow<'static, str> {
         let gated = all_tools().find_map(|t| {
             (t.name == name)
                 .then(|| t.family.gate())
@@ -419,9 +421,13 @@ impl CallError {
                 .map(|gate| (t.name, gate))
         });
         match gated {
-            Some((tool, gate)) => Cow::Owned(format!(
+            Some((tool, gate)) if gates_apply => Cow::Owned(format!(
                 "tool {tool} is not in this catalog: it needs {}=true",
                 gate.env_var()
+            )),
+            Some((tool, _)) => Cow::Owned(format!(
+                "tool {tool} is not in this catalog: the HTTP transport serves the read tools \
+                 only, whatever the gates (stdio serves the others)"
             )),
             None => Cow::Borrowed("tool not found in this catalog"),
         }

@@ -6,103 +6,36 @@
 //! graceful SIGTERM.
 
 use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt as _;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::util::{Client, EXE, World, demo_config, gated_world};
+use crate::util::{Client, HttpServer, World, demo_config, gated_world};
 
 const TOKEN: &str = "test-token-0f1e2d3c4b5a69788796a5b4c3d2e1f0";
 
-/// A running `mailgate serve --http 127.0.0.1:0`, killed on drop.
-struct Server {
-    child: tokio::process::Child,
-    addr: SocketAddr,
-    /// stderr after the announcement line, for the warnings checks.
-    stderr: tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
-    announced: String,
+/// `serve --http 127.0.0.1:0` on a fresh demo with `world`'s environment plus `extra`.
+async fn start(world: &World, extra: &[(&str, &str)]) -> HttpServer {
+    let config = demo_config(world).await;
+    let args = ["serve", "--http", "127.0.0.1:0", "--config", &config];
+    HttpServer::start(world, &args, extra).await
 }
 
-impl Server {
-    /// Starts the server on the demo with `world`'s environment plus `extra`, and waits for the
-    /// line that announces its address.
-    async fn start(world: &World, extra: &[(&str, &str)]) -> Self {
-        let config = demo_config(world).await;
-        let mut child = tokio::process::Command::new(EXE)
-            .args(["serve", "--http", "127.0.0.1:0", "--config", &config])
-            .env_clear()
-            .envs(&world.env)
-            .envs(extra.iter().copied())
-            .current_dir(world.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-        let mut before = String::new();
-        let announced = tokio::time::timeout(Duration::from_secs(30), async {
-            while let Some(line) = stderr.next_line().await.unwrap() {
-                if line.contains("serving MCP over HTTP at http://") {
-                    return line;
-                }
-                before.push_str(&line);
-                before.push('\n');
-            }
-            panic!("the server exited before listening:\n{before}")
-        })
-        .await
-        .expect("the server announces its address");
-        let addr = announced
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|a| a.parse().ok())
-            .expect("an address in the announcement");
-        Self {
-            child,
-            addr,
-            stderr,
-            announced: format!("{before}{announced}"),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-
-    fn host(&self) -> String {
-        self.addr.to_string()
-    }
-
-    /// An rmcp Streamable HTTP client with `token` as its bearer.
-    async fn client(&self, token: &str) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-        let transport = StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(self.url()).auth_header(token),
-        );
-        ().serve(transport).await.expect("the client connects")
-    }
-
-    /// Sends SIGTERM and waits for the exit status.
-    async fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().expect("running");
-        let status = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        tokio::time::timeout(Duration::from_secs(20), self.child.wait())
-            .await
-            .expect("the server exits within its shutdown bound")
-            .unwrap()
-    }
+/// An rmcp Streamable HTTP client with `token` as its bearer.
+async fn rmcp_client(
+    server: &HttpServer,
+    token: &str,
+) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, rmcp::service::ClientInitializeError>
+{
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token),
+    );
+    ().serve(transport).await
 }
 
 /// One raw HTTP exchange: writes `request` and reads until the server closes.
@@ -176,15 +109,13 @@ fn all_gates_open() -> World {
 #[tokio::test]
 async fn an_rmcp_client_gets_the_twelve_read_tools_with_every_gate_open_and_reads_the_demo() {
     let world = all_gates_open();
-    let server = Server::start(&world, &[]).await;
+    let server = start(&world, &[]).await;
+    let stderr = server.stderr();
     assert!(
-        server
-            .announced
-            .contains("12 read-only tools; bearer token required"),
-        "{}",
-        server.announced
+        stderr.contains("12 read-only tools; bearer token required"),
+        "{stderr}"
     );
-    let client = Client::over(server.client(TOKEN).await, server.child.id().unwrap());
+    let client = Client::over(rmcp_client(&server, TOKEN).await.unwrap(), server.pid());
     let info = client.inner.peer_info().expect("initialized");
     assert_eq!(
         info.server_info.as_ref().map(|i| i.name.as_str()),
@@ -226,16 +157,17 @@ async fn an_rmcp_client_gets_the_twelve_read_tools_with_every_gate_open_and_read
         .chain(&crate::catalog::HANDOFF)
         .chain(&crate::catalog::SEND)
     {
-        client.protocol_refusal(name, json!({})).await;
+        let refusal = client.protocol_refusal(name, json!({})).await;
+        assert!(
+            refusal.contains("the HTTP transport serves the read tools only"),
+            "{refusal}"
+        );
     }
     client.close().await;
 
     // A client with the wrong token cannot even initialize.
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(server.url()).auth_header("wrong-token"),
-    );
-    assert!(().serve(transport).await.is_err());
-    assert!(server.terminate().await.success());
+    assert!(rmcp_client(&server, "wrong-token").await.is_err());
+    assert!(server.stop().await.0.success());
 }
 
 #[tokio::test]
@@ -243,9 +175,9 @@ async fn host_origin_and_bearer_refusals_come_before_the_body() {
     let world = World::new()
         .with("OUTLOOK_HTTP_BEARER_TOKEN", TOKEN)
         .with("MAILGATE_HTTP_ALLOWED_ORIGINS", "https://app.example.com");
-    let server = Server::start(&world, &[]).await;
-    let host = server.host();
-    let port = server.addr.port();
+    let server = start(&world, &[]).await;
+    let host = server.addr().to_string();
+    let port = server.addr().port();
     let auth = bearer();
     let evil_host = format!("evil.example:{port}");
     let wrong_port = format!("127.0.0.1:{}", port.wrapping_add(1));
@@ -301,7 +233,7 @@ async fn host_origin_and_bearer_refusals_come_before_the_body() {
         ),
     ];
     for (what, request, status, error) in cases {
-        let reply = raw(server.addr, &request).await;
+        let reply = raw(server.addr(), &request).await;
         assert_eq!(reply.status, status, "{what}: {reply:?}");
         assert!(reply.body.contains(error), "{what}: {reply:?}");
         if status == 401 {
@@ -332,40 +264,40 @@ async fn host_origin_and_bearer_refusals_come_before_the_body() {
         ),
     ] {
         let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
-        let reply = raw(server.addr, &post(host, &headers, TOOLS_LIST)).await;
+        let reply = raw(server.addr(), &post(host, &headers, TOOLS_LIST)).await;
         assert_eq!(reply.status, 200, "{what}: {reply:?}");
         let answer: Value = serde_json::from_str(&reply.body).unwrap();
         assert_eq!(answer["result"]["tools"].as_array().map(Vec::len), Some(12));
     }
-    assert!(server.terminate().await.success());
+    assert!(server.stop().await.0.success());
 }
 
 #[tokio::test]
 async fn routes_methods_and_malformed_bodies_get_fixed_answers() {
     let world = World::new().with("OUTLOOK_HTTP_BEARER_TOKEN", TOKEN);
-    let server = Server::start(&world, &[]).await;
-    let host = server.host();
+    let server = start(&world, &[]).await;
+    let host = server.addr().to_string();
     let get = |path: &str, extra: &str| {
         format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n")
             .into_bytes()
     };
     // Health: a status and nothing else, no token needed, the Host check still applies.
-    let health = raw(server.addr, &get("/health", "")).await;
+    let health = raw(server.addr(), &get("/health", "")).await;
     assert_eq!(
         (health.status, health.body.as_str()),
         (200, r#"{"ok":true}"#)
     );
-    let healthz = raw(server.addr, &get("/healthz", "")).await;
+    let healthz = raw(server.addr(), &get("/healthz", "")).await;
     assert_eq!(healthz.body, r#"{"ok":true}"#);
     let evil = raw(
-        server.addr,
+        server.addr(),
         b"GET /health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
     )
     .await;
     assert_eq!(evil.status, 403);
     // GET /mcp (an SSE stream in other servers) is not served; nor is anything else.
     let sse = raw(
-        server.addr,
+        server.addr(),
         &get(
             "/mcp",
             &format!("{}\r\nAccept: text/event-stream\r\n", bearer()),
@@ -374,8 +306,11 @@ async fn routes_methods_and_malformed_bodies_get_fixed_answers() {
     .await;
     assert_eq!(sse.status, 405, "{sse:?}");
     assert!(sse.head.contains("allow: post"), "{sse:?}");
-    assert_eq!(raw(server.addr, &get("/", "")).await.status, 404);
-    assert_eq!(raw(server.addr, &get("/mcp/../etc", "")).await.status, 404);
+    assert_eq!(raw(server.addr(), &get("/", "")).await.status, 404);
+    assert_eq!(
+        raw(server.addr(), &get("/mcp/../etc", "")).await.status,
+        404
+    );
     // Bodies that are not one JSON-RPC message: the reference plugin's codes, nothing quoted.
     let auth = bearer();
     for (body, code) in [
@@ -383,7 +318,7 @@ async fn routes_methods_and_malformed_bodies_get_fixed_answers() {
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list""#, -32700),
         (r#"{"secret":"zqx-marker"}"#, -32600),
     ] {
-        let reply = raw(server.addr, &post(&host, &[&auth], body)).await;
+        let reply = raw(server.addr(), &post(&host, &[&auth], body)).await;
         assert_eq!(reply.status, 400, "{body}: {reply:?}");
         let answer: Value = serde_json::from_str(&reply.body).unwrap();
         assert_eq!(answer["error"]["code"], code, "{body}");
@@ -392,14 +327,14 @@ async fn routes_methods_and_malformed_bodies_get_fixed_answers() {
     // Every answer is uncacheable and not sniffed.
     assert!(health.head.contains("cache-control: no-store"));
     assert!(health.head.contains("x-content-type-options: nosniff"));
-    assert!(server.terminate().await.success());
+    assert!(server.stop().await.0.success());
 }
 
 #[tokio::test]
 async fn oversized_bodies_and_heads_are_refused_without_being_read() {
     let world = World::new().with("OUTLOOK_HTTP_BEARER_TOKEN", TOKEN);
-    let server = Server::start(&world, &[]).await;
-    let host = server.host();
+    let server = start(&world, &[]).await;
+    let host = server.addr().to_string();
     let auth = bearer();
     // Declared too large: refused on the head, none of the 2 MiB ever sent.
     let mut declared = post(&host, &[&auth], "");
@@ -407,12 +342,12 @@ async fn oversized_bodies_and_heads_are_refused_without_being_read() {
     declared = text
         .replace("Content-Length: 0", "Content-Length: 2097152")
         .into_bytes();
-    let reply = raw(server.addr, &declared).await;
+    let reply = raw(server.addr(), &declared).await;
     assert_eq!(reply.status, 413, "{reply:?}");
     let answer: Value = serde_json::from_str(&reply.body).unwrap();
     assert_eq!(answer["error"]["code"], -32000);
     // Chunked, no length: cut off once past 1 MiB.
-    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    let mut stream = TcpStream::connect(server.addr()).await.unwrap();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{auth}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\
@@ -430,28 +365,28 @@ async fn oversized_bodies_and_heads_are_refused_without_being_read() {
     assert_eq!(reply.status, 413, "{reply:?}");
     // A 20 KiB header: hyper's 431 before any handler runs.
     let big = format!("X-Padding: {}", "p".repeat(20 * 1024));
-    let reply = raw(server.addr, &post(&host, &[&auth, &big], TOOLS_LIST)).await;
+    let reply = raw(server.addr(), &post(&host, &[&auth, &big], TOOLS_LIST)).await;
     assert_eq!(reply.status, 431, "{reply:?}");
     // The server is still serving.
-    let reply = raw(server.addr, &post(&host, &[&auth], TOOLS_LIST)).await;
+    let reply = raw(server.addr(), &post(&host, &[&auth], TOOLS_LIST)).await;
     assert_eq!(reply.status, 200);
-    assert!(server.terminate().await.success());
+    assert!(server.stop().await.0.success());
 }
 
 #[tokio::test]
 async fn slow_heads_and_bodies_are_cut_off_while_others_are_served() {
     let world = World::new().with("OUTLOOK_HTTP_BEARER_TOKEN", TOKEN);
-    let server = Server::start(&world, &[]).await;
-    let host = server.host();
+    let server = start(&world, &[]).await;
+    let host = server.addr().to_string();
     let auth = bearer();
     let started = Instant::now();
     // A head that never ends, and a head whose announced body never comes.
-    let mut slow_head = TcpStream::connect(server.addr).await.unwrap();
+    let mut slow_head = TcpStream::connect(server.addr()).await.unwrap();
     slow_head
         .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nX-Slow: 1").as_bytes())
         .await
         .unwrap();
-    let mut slow_body = TcpStream::connect(server.addr).await.unwrap();
+    let mut slow_body = TcpStream::connect(server.addr()).await.unwrap();
     let mut head = post(&host, &[&auth], "");
     let text = String::from_utf8(head.clone()).unwrap();
     head = text
@@ -460,7 +395,7 @@ async fn slow_heads_and_bodies_are_cut_off_while_others_are_served() {
     slow_body.write_all(&head).await.unwrap();
     slow_body.write_all(br#"{"jsonrpc":"2.0","#).await.unwrap();
     // Meanwhile an ordinary request is answered at once.
-    let reply = raw(server.addr, &post(&host, &[&auth], TOOLS_LIST)).await;
+    let reply = raw(server.addr(), &post(&host, &[&auth], TOOLS_LIST)).await;
     assert_eq!(reply.status, 200);
     let (head_reply, body_reply) =
         tokio::join!(read_reply(&mut slow_head), read_reply(&mut slow_body));
@@ -475,7 +410,7 @@ async fn slow_heads_and_bodies_are_cut_off_while_others_are_served() {
         waited >= Duration::from_secs(4) && waited < Duration::from_secs(14),
         "cut after {waited:?} (5 s limits)"
     );
-    assert!(server.terminate().await.success());
+    assert!(server.stop().await.0.success());
 }
 
 #[tokio::test]
@@ -523,34 +458,35 @@ async fn startup_refuses_non_loopback_addresses_and_missing_tokens() {
 #[tokio::test]
 async fn no_auth_must_be_asked_for_and_is_warned_about() {
     let world = World::new().with("OUTLOOK_HTTP_ALLOW_NO_AUTH", "true");
-    let server = Server::start(&world, &[]).await;
-    assert!(
-        server.announced.contains("WITHOUT authentication"),
-        "{}",
-        server.announced
-    );
-    assert!(server.announced.contains("NO authentication"));
-    let reply = raw(server.addr, &post(&server.host(), &[], TOOLS_LIST)).await;
+    let server = start(&world, &[]).await;
+    let stderr = server.stderr();
+    assert!(stderr.contains("WITHOUT authentication"), "{stderr}");
+    assert!(stderr.contains("NO authentication"), "{stderr}");
+    let reply = raw(
+        server.addr(),
+        &post(&server.addr().to_string(), &[], TOOLS_LIST),
+    )
+    .await;
     assert_eq!(reply.status, 200, "{reply:?}");
     // Host and Origin still apply without a token.
-    let port = server.addr.port();
+    let port = server.addr().port();
     let reply = raw(
-        server.addr,
+        server.addr(),
         &post(&format!("evil.example:{port}"), &[], TOOLS_LIST),
     )
     .await;
     assert_eq!(reply.status, 403);
-    assert!(server.terminate().await.success());
+    assert!(server.stop().await.0.success());
 }
 
 #[tokio::test]
 async fn sigterm_closes_idle_connections_and_exits_zero() {
     let world = World::new().with("OUTLOOK_HTTP_BEARER_TOKEN", TOKEN);
-    let mut server = Server::start(&world, &[]).await;
-    let addr = server.addr;
+    let server = start(&world, &[]).await;
+    let addr = server.addr();
     // A kept-alive connection that has been served once and then sits idle.
     let mut idle = TcpStream::connect(addr).await.unwrap();
-    let request = String::from_utf8(post(&server.host(), &[&bearer()], TOOLS_LIST))
+    let request = String::from_utf8(post(&server.addr().to_string(), &[&bearer()], TOOLS_LIST))
         .unwrap()
         .replace("Connection: close\r\n", "");
     idle.write_all(request.as_bytes()).await.unwrap();
@@ -558,21 +494,7 @@ async fn sigterm_closes_idle_connections_and_exits_zero() {
     let n = idle.read(&mut first).await.unwrap();
     assert!(String::from_utf8_lossy(&first[..n]).starts_with("HTTP/1.1 200"));
     let started = Instant::now();
-    // stderr is drained so that a late warning can never block the server's exit.
-    let drain =
-        tokio::spawn(async move { while let Ok(Some(_)) = server.stderr.next_line().await {} });
-    let status = {
-        let pid = server.child.id().unwrap();
-        std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap();
-        tokio::time::timeout(Duration::from_secs(20), server.child.wait())
-            .await
-            .expect("exits")
-            .unwrap()
-    };
-    drain.abort();
+    let (status, _) = server.stop().await;
     assert!(status.success(), "{status:?}");
     assert!(
         started.elapsed() < Duration::from_secs(5),

@@ -671,6 +671,20 @@ impl HttpServer {
         }
     }
 
+    /// The address the server listens on (from [`HttpServer::url`]).
+    pub(crate) fn addr(&self) -> std::net::SocketAddr {
+        self.url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|addr| addr.parse().ok())
+            .expect("the announced URL is http://ADDR/mcp")
+    }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().expect("the server is still running")
+    }
+
     /// What the server has written to stderr so far.
     pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()

@@ -103,7 +103,7 @@ impl Front {
             .with_max_request_body_bytes(limits.body_bytes)
             .with_cancellation_token(cancel);
         let mcp = StreamableHttpService::new(
-            move || Ok(MailServer::new(Arc::clone(&app))),
+            move || Ok(MailServer::read_only_transport(Arc::clone(&app))),
             Arc::new(NeverSessionManager::default()),
             config,
         );
