@@ -40,9 +40,43 @@ pub(crate) enum StartupError {
     #[error("{0}")]
     Usage(String),
     #[error("the HTTP transport cannot start: {0}")]
-    Http(#[from] crate::transport::http::HttpConfigError),
+    Http(#[from] HttpConfigError),
     #[error("the MCP transport failed: {0}")]
     Transport(String),
     #[error("could not write output ({0})")]
     Output(std::io::ErrorKind),
+}
+
+/// Why the HTTP transport refused to start. Messages name variables and rules; they quote only
+/// the address the operator typed, never a token.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HttpConfigError {
+    #[error(
+        "{address} is not a loopback address: the HTTP transport binds only 127.0.0.0/8, ::1 or \
+         localhost (for remote use, put a reviewed HTTPS + OAuth 2.1 proxy in front of a loopback \
+         mailgate)"
+    )]
+    NotLoopback { address: String },
+    #[error("{source_name} is not a host: use an IP address or localhost")]
+    BadHost { source_name: &'static str },
+    #[error("{source_name} must be a port number from 0 to 65535")]
+    BadPort { source_name: &'static str },
+    #[error(
+        "--http takes HOST:PORT (127.0.0.1:3010, [::1]:3010, localhost:3010), or nothing to use \
+         OUTLOOK_HTTP_HOST and OUTLOOK_HTTP_PORT"
+    )]
+    BadAddress,
+    #[error(
+        "OUTLOOK_HTTP_BEARER_TOKEN is not set (or is blank): the HTTP transport requires a bearer \
+         token; set one, or set OUTLOOK_HTTP_ALLOW_NO_AUTH=true to serve without authentication"
+    )]
+    NoToken,
+    #[error(
+        "MAILGATE_HTTP_ALLOWED_ORIGINS contains invalid entries (count: {count}; values not shown): \
+         each must be an origin such as https://app.example.com or http://localhost:6274 (scheme \
+         http or https, no path, query or user), or null"
+    )]
+    BadOrigins { count: usize },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
 }

@@ -25,7 +25,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use front::Limits;
-pub(crate) use settings::{HttpConfigError, HttpSettings};
+pub(crate) use settings::HttpSettings;
 
 use crate::error::StartupError;
 use crate::tools::App;

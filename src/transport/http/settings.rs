@@ -14,49 +14,16 @@ use sha2::{Digest as _, Sha256};
 
 use crate::config::env::Env;
 use crate::config::{
-    ConfigError, HTTP_ALLOWED_ORIGINS_VAR, HTTP_BEARER_TOKEN_VAR, HTTP_HOST_VAR, HTTP_PORT_VAR,
+    HTTP_ALLOWED_ORIGINS_VAR, HTTP_BEARER_TOKEN_VAR, HTTP_HOST_VAR, HTTP_PORT_VAR,
     http_allow_no_auth,
 };
+use crate::error::HttpConfigError;
 
 /// The reference plugin's default port.
 pub(crate) const DEFAULT_PORT: u16 = 3010;
 /// Tokens shorter than this are accepted (a reference user's environment must keep working) but
 /// warned about: any program on the machine can try tokens against a loopback port.
 const SHORT_TOKEN_CHARS: usize = 16;
-
-/// Why the HTTP transport refused to start. Messages name variables and rules; they quote only
-/// the address the operator typed, never a token.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum HttpConfigError {
-    #[error(
-        "{address} is not a loopback address: the HTTP transport binds only 127.0.0.0/8, ::1 or \
-         localhost (for remote use, put a reviewed HTTPS + OAuth 2.1 proxy in front of a loopback \
-         mailgate)"
-    )]
-    NotLoopback { address: String },
-    #[error("{source_name} is not a host: use an IP address or localhost")]
-    BadHost { source_name: &'static str },
-    #[error("{source_name} must be a port number from 0 to 65535")]
-    BadPort { source_name: &'static str },
-    #[error(
-        "--http takes HOST:PORT (127.0.0.1:3010, [::1]:3010, localhost:3010), or nothing to use \
-         {HTTP_HOST_VAR} and {HTTP_PORT_VAR}"
-    )]
-    BadAddress,
-    #[error(
-        "{HTTP_BEARER_TOKEN_VAR} is not set (or is blank): the HTTP transport requires a bearer \
-         token; set one, or set OUTLOOK_HTTP_ALLOW_NO_AUTH=true to serve without authentication"
-    )]
-    NoToken,
-    #[error(
-        "{HTTP_ALLOWED_ORIGINS_VAR} contains invalid entries (count: {count}; values not shown): \
-         each must be an origin such as https://app.example.com or http://localhost:6274 (scheme \
-         http or https, no path, query or user), or null"
-    )]
-    BadOrigins { count: usize },
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-}
 
 /// How requests to `/mcp` authenticate.
 #[derive(Clone)]
