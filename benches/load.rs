@@ -20,28 +20,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod common;
-use common::exe;
+use common::{exe, queries};
 const DEFAULT_CALLS: usize = 200;
 const SMOKE_CALLS: usize = 20;
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
 const DEFAULT_IDLE_SECS: u64 = 3;
-
-/// What a busy agent asks: free text over all mailboxes, narrowed lists, structured filters, and
-/// a word no demo message has (the most expensive: nothing stops the scan early).
-fn queries() -> Vec<Value> {
-    vec![
-        json!({ "criteria": { "query": "invoice" } }),
-        json!({ "criteria": { "query": "meeting agenda" } }),
-        json!({ "mailboxes": ["finance"], "criteria": { "query": "payment" } }),
-        json!({ "criteria": { "sender": "example.org" } }),
-        json!({ "criteria": { "subject": "report" } }),
-        json!({ "criteria": { "query": "password reset" } }),
-        json!({ "criteria": { "query": "zorblaxquintreffel" } }),
-        json!({ "mailboxes": ["personal", "support"], "criteria": { "query": "ticket" } }),
-        json!({ "criteria": { "query": "contract", "dateFrom": "2026-10-01" } }),
-        json!({ "criteria": { "hasAttachments": true } }),
-    ]
-}
 
 fn main() {
     let Knobs {

@@ -1,4 +1,5 @@
-//! What the black-box benches share: which `mailgate` binary they drive.
+//! What the black-box benches share: which `mailgate` binary they drive, and the query mix the
+//! load benches send.
 
 /// The binary Cargo built with the bench.
 const BUILT: &str = env!("CARGO_BIN_EXE_mailgate");
@@ -65,4 +66,27 @@ pub(crate) fn reap(child: &mut std::process::Child) {
             }
         }
     }
+}
+
+/// What a busy agent asks (the load benches, stdio and HTTP, send this mix in turn): free text
+/// over all mailboxes, narrowed lists, structured filters, and a word no demo message has (the
+/// most expensive: nothing stops the scan early). Arguments of `search_mailboxes` on the demo.
+#[allow(
+    dead_code,
+    reason = "the load benches (load, http_load) use it; the others include this module too"
+)]
+pub(crate) fn queries() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    vec![
+        json!({ "criteria": { "query": "invoice" } }),
+        json!({ "criteria": { "query": "meeting agenda" } }),
+        json!({ "mailboxes": ["finance"], "criteria": { "query": "payment" } }),
+        json!({ "criteria": { "sender": "example.org" } }),
+        json!({ "criteria": { "subject": "report" } }),
+        json!({ "criteria": { "query": "password reset" } }),
+        json!({ "criteria": { "query": "zorblaxquintreffel" } }),
+        json!({ "mailboxes": ["personal", "support"], "criteria": { "query": "ticket" } }),
+        json!({ "criteria": { "query": "contract", "dateFrom": "2026-10-01" } }),
+        json!({ "criteria": { "hasAttachments": true } }),
+    ]
 }
