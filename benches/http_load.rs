@@ -46,14 +46,14 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ExitStatus, Stdio};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::{exe, queries};
+use common::{demo, exe, mailgate, queries};
 
 const DEFAULT_CLIENTS: u64 = 8;
 const SMOKE_CLIENTS: u64 = 4;
@@ -678,46 +678,6 @@ async fn http_load(url: &str, clients: usize, duration: Duration, mix: &[Value])
 // ---------------------------------------------------------------------------------------------
 // Servers
 
-/// The built binary with a private environment (as tests/it/util.rs gives it).
-fn mailgate(home: &Path, config: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(exe());
-    cmd.arg("--config")
-        .arg(config)
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", home)
-        .env("MAILGATE_HOME", home.join("state"))
-        .current_dir(home);
-    cmd
-}
-
-/// Writes the demo mailboxes (`demo --serve` on a closed stdin sets up and ends at once, as the
-/// tests' shared demo does) and returns its plugin.json.
-fn demo(home: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))
-        .expect("chmod the scratch directory");
-    let out = Command::new(exe())
-        .args(["demo", "--serve"])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", home)
-        .env("MAILGATE_HOME", home.join("state"))
-        .current_dir(home)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe()));
-    let config = home.join("state/demo/plugin.json");
-    assert!(
-        config.exists(),
-        "the demo was not written: exit {:?}, stderr {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    config
-}
-
 /// The child's stderr, line by line, on a channel (read on a thread so that the pipe never
 /// fills and blocks the server).
 fn stderr_lines(child: &mut Child) -> mpsc::Receiver<String> {
@@ -827,13 +787,22 @@ struct HttpServer {
 impl HttpServer {
     /// Starts `serve --http 127.0.0.1:0` and waits for the line that names its port.
     fn start(home: &Path, config: &Path) -> Self {
-        let mut child = mailgate(home, config, &["serve", "--http", "127.0.0.1:0"])
-            .env("OUTLOOK_HTTP_BEARER_TOKEN", TOKEN)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {} serve --http: {e}", exe()));
+        let mut child = mailgate(
+            home,
+            &[
+                "--config".as_ref(),
+                config.as_os_str(),
+                "serve".as_ref(),
+                "--http".as_ref(),
+                "127.0.0.1:0".as_ref(),
+            ],
+        )
+        .env("OUTLOOK_HTTP_BEARER_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {} serve --http: {e}", exe()));
         let stderr = stderr_lines(&mut child);
         let mut kept = Vec::new();
         let deadline = Instant::now() + START_TIMEOUT;
@@ -973,12 +942,15 @@ impl Pipelined {
 
 impl StdioServer {
     fn start(home: &Path, config: &Path) -> Self {
-        let mut child = mailgate(home, config, &["serve"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {} serve: {e}", exe()));
+        let mut child = mailgate(
+            home,
+            &["--config".as_ref(), config.as_os_str(), "serve".as_ref()],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {} serve: {e}", exe()));
         let stdout = child.stdout.take().expect("invariant: stdout is piped");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {

@@ -13,14 +13,14 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 mod common;
-use common::{exe, queries};
+use common::{demo, exe, mailgate, queries};
 const DEFAULT_CALLS: usize = 200;
 const SMOKE_CALLS: usize = 20;
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -240,46 +240,6 @@ fn mb(kb: Option<u64>) -> String {
     )
 }
 
-/// The built binary with a private environment (as tests/it/util.rs gives it).
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the bench drives the built binary as a subprocess"
-)]
-fn mailgate(home: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(exe());
-    cmd.args(args)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", home)
-        .env("MAILGATE_HOME", home.join("state"))
-        .current_dir(home);
-    cmd
-}
-
-/// Writes the demo mailboxes (`demo --serve` on a closed stdin sets up and ends at once, as the
-/// tests' shared demo does) and returns its plugin.json.
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the bench sets up its own scratch directory; the cap-std rule is for the library"
-)]
-fn demo(home: &Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))
-        .expect("chmod the scratch directory");
-    let out = mailgate(home, &["demo", "--serve"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe()));
-    let config = home.join("state/demo/plugin.json");
-    assert!(
-        config.exists(),
-        "the demo was not written: exit {:?}, stderr {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    config
-}
-
 struct Server {
     child: Child,
     stdin: Option<std::process::ChildStdin>,
@@ -295,7 +255,7 @@ impl Server {
     )]
     fn start(home: &Path, config: &Path, stderr_path: &Path) -> Self {
         let stderr = std::fs::File::create(stderr_path).expect("create the stderr file");
-        let mut child = mailgate(home, &["serve"])
+        let mut child = mailgate(home, &["serve".as_ref()])
             .env("OUTLOOK_PLUGIN_CONFIG", config)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -90,3 +90,46 @@ pub(crate) fn queries() -> Vec<serde_json::Value> {
         json!({ "criteria": { "hasAttachments": true } }),
     ]
 }
+
+/// The binary under test with a private environment (as tests/it/util.rs gives it): `home` as
+/// HOME and working directory, `home/state` as MAILGATE_HOME.
+#[allow(dead_code, reason = "the stdio and HTTP load benches use it")]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bench drives the built binary as a subprocess"
+)]
+pub(crate) fn mailgate(home: &std::path::Path, args: &[&std::ffi::OsStr]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(exe());
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", home)
+        .env("MAILGATE_HOME", home.join("state"))
+        .current_dir(home);
+    cmd
+}
+
+/// Writes the demo mailboxes into `home` (`demo --serve` on a closed stdin sets up and ends at
+/// once, as the tests' shared demo does) and returns its plugin.json.
+#[allow(dead_code, reason = "the stdio and HTTP load benches use it")]
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bench sets up its own scratch directory; the cap-std rule is for the library"
+)]
+pub(crate) fn demo(home: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))
+        .expect("chmod the scratch directory");
+    let out = mailgate(home, &["demo".as_ref(), "--serve".as_ref()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe()));
+    let config = home.join("state/demo/plugin.json");
+    assert!(
+        config.exists(),
+        "the demo was not written: exit {:?}, stderr {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    config
+}
