@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use common::{demo, exe, mailgate, queries};
+use common::{demo, exe, json_lines, mailgate, queries};
 
 const DEFAULT_CLIENTS: u64 = 8;
 const SMOKE_CLIENTS: u64 = 4;
@@ -951,18 +951,7 @@ impl StdioServer {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {} serve: {e}", exe()));
-        let stdout = child.stdout.take().expect("invariant: stdout is piped");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e})"));
-                if tx.send((Instant::now(), value)).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = json_lines(child.stdout.take().expect("invariant: stdout is piped"));
         let stderr = stderr_lines(&mut child);
         Self {
             stdin: child.stdin.take(),

@@ -11,7 +11,7 @@
 #![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::Write as _;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod common;
-use common::{demo, exe, mailgate, queries};
+use common::{demo, exe, json_lines, mailgate, queries};
 const DEFAULT_CALLS: usize = 200;
 const SMOKE_CALLS: usize = 20;
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -262,18 +262,7 @@ impl Server {
             .stderr(stderr)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {} serve: {e}", exe()));
-        let stdout = child.stdout.take().expect("invariant: stdout is piped");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let value = serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e})"));
-                if tx.send((Instant::now(), value)).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = json_lines(child.stdout.take().expect("invariant: stdout is piped"));
         Self {
             stdin: child.stdin.take(),
             child,

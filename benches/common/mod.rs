@@ -133,3 +133,25 @@ pub(crate) fn demo(home: &std::path::Path) -> std::path::PathBuf {
     );
     config
 }
+
+/// A stdio server's stdout as JSON-RPC messages with their arrival time, on a channel fed by a
+/// thread (so the server never blocks on a full pipe). A line that is not JSON panics the reader:
+/// stdout carries only frames.
+#[allow(dead_code, reason = "the stdio and HTTP load benches use it")]
+pub(crate) fn json_lines(
+    stdout: std::process::ChildStdout,
+) -> std::sync::mpsc::Receiver<(std::time::Instant, serde_json::Value)> {
+    use std::io::BufRead as _;
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("the server wrote a line that is not JSON ({e})"));
+            if tx.send((std::time::Instant::now(), value)).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}

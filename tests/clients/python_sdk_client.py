@@ -14,16 +14,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
+from mailgate_checks import check, read_calls
+
 TWENTY = 20
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
-def text_of(result) -> str:
-    return "\n".join(block.text for block in result.content if getattr(block, "text", None))
 
 
 async def main(mailgate: str) -> None:
@@ -43,37 +36,7 @@ async def main(mailgate: str) -> None:
             check(len(names) == TWENTY, f"tools ({len(names)}): {names}")
             print(f"ok tools/list: {len(names)} tools")
 
-            mailboxes = await session.call_tool("list_allowed_mailboxes", {})
-            check(not mailboxes.is_error, f"list_allowed_mailboxes: {text_of(mailboxes)}")
-            check(
-                "finance" in mailboxes.structured_content["mailboxes"],
-                f"list_allowed_mailboxes: {mailboxes.structured_content}",
-            )
-            print("ok list_allowed_mailboxes")
-
-            found = await session.call_tool(
-                "search_mailbox",
-                {"mailbox": "finance", "criteria": {"query": "invoice", "maxResults": 3}},
-            )
-            check(not found.is_error, f"search_mailbox: {text_of(found)}")
-            messages = found.structured_content["messages"]
-            check(len(messages) > 0, f"search_mailbox found nothing: {found.structured_content}")
-            print(f"ok search_mailbox: {found.structured_content['status']}")
-
-            message = await session.call_tool(
-                "get_message", {"mailbox": "finance", "messageId": messages[0]["id"]}
-            )
-            check(not message.is_error, f"get_message: {text_of(message)}")
-            print("ok get_message")
-
-            invalid = await session.call_tool(
-                "list_messages", {"mailbox": "finance", "criteria": {"maxResults": 0}}
-            )
-            check(
-                invalid.is_error and text_of(invalid).startswith("INVALID_ARGUMENT: criteria.maxResults"),
-                f"invalid arguments: {invalid}",
-            )
-            print("ok invalid arguments are a tool result")
+            await read_calls(session)
 
             try:
                 await session.call_tool("delete_email", {})

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { READ } from './catalog.mjs';
+import { READ, captureConsole, check, textOf } from './catalog.mjs';
 
 const mailgate = process.argv[2] && resolve(process.argv[2]);
 if (!mailgate) {
@@ -24,14 +24,7 @@ if (!mailgate) {
 }
 
 // Anything a library prints through the console is counted: a schema warning is a failure.
-const consoleLines = [];
-for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
-  const original = console[level].bind(console);
-  console[level] = (...args) => {
-    consoleLines.push(`console.${level}: ${args.map(String).join(' ')}`);
-    original(...args);
-  };
-}
+const consoleLines = captureConsole();
 
 const HANDOFF = ['create_attachment_handoff', 'get_attachment_handoff'];
 const WRITE = ['move_messages', 'copy_messages', 'mark_messages', 'download_attachments', 'create_draft'];
@@ -72,19 +65,6 @@ function environment(handoffs, writes, send, sendVars) {
 }
 
 const SENDER = { OUTLOOK_SEND_FROM: 'test@example.com', OUTLOOK_ALLOWED_SENDERS: 'test@example.com' };
-
-function check(condition, message) {
-  if (!condition) {
-    throw new Error(message);
-  }
-}
-
-function textOf(result) {
-  return (result.content ?? [])
-    .filter((block) => block.type === 'text')
-    .map((block) => block.text)
-    .join('\n');
-}
 
 async function scenario(handoffs, writes, send) {
   const label = `handoffs=${handoffs} writes=${writes} send=${send}`;

@@ -13,7 +13,7 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { READ } from './catalog.mjs';
+import { READ, captureConsole, check, textOf } from './catalog.mjs';
 
 const url = process.argv[2];
 const token = process.env.OUTLOOK_HTTP_BEARER_TOKEN;
@@ -23,14 +23,7 @@ if (!url || !token) {
 }
 
 // Anything a library prints through the console is counted: a schema warning is a failure.
-const consoleLines = [];
-for (const level of ['log', 'info', 'warn', 'error', 'debug']) {
-  const original = console[level].bind(console);
-  console[level] = (...args) => {
-    consoleLines.push(`console.${level}: ${args.map(String).join(' ')}`);
-    original(...args);
-  };
-}
+const consoleLines = captureConsole();
 
 // Every gate is open in the server's environment; over HTTP none of these may be served.
 const GATED = [
@@ -45,19 +38,6 @@ const GATED = [
 ];
 // The demo's ledger message (its Maildir file names, hence its ids, are fixed): a CSV attachment.
 const DEMO_CSV = 'SU5CT1gKMTc4Mjk4NTIwMC5NMTA3UDIuZGVtbw';
-
-function check(condition, message) {
-  if (!condition) {
-    throw new Error(message);
-  }
-}
-
-function textOf(result) {
-  return (result.content ?? [])
-    .filter((block) => block.type === 'text')
-    .map((block) => block.text)
-    .join('\n');
-}
 
 function client(headers) {
   const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });

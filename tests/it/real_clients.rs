@@ -271,8 +271,20 @@ async fn http_demo(world: &World, extra: &[(&str, &str)]) -> HttpServer {
     server
 }
 
-/// SIGTERM ends the server gracefully: exit 0.
-async fn stop_cleanly(server: HttpServer) {
+/// The client run `out` passed (its output has `marker`; the server's stderr is shown if not),
+/// then SIGTERM ends the server gracefully: exit 0.
+async fn passed_then_stop(out: &Output, marker: &str, server: HttpServer) {
+    assert!(
+        out.status.success(),
+        "{}\n--- server stderr\n{}",
+        report(out),
+        server.stderr()
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(marker),
+        "{}",
+        report(out)
+    );
     let (status, stderr) = server.stop().await;
     assert!(status.success(), "after SIGTERM: {status}\n{stderr}");
 }
@@ -292,22 +304,11 @@ async fn typescript_sdk_client_over_http_sees_only_the_read_tools() {
     let env = [("PATH", path()), ("OUTLOOK_HTTP_BEARER_TOKEN", token)];
     let out = node("sdk-http-client.mjs", &[&server.url], world.path(), &env).await;
     assert!(
-        out.status.success(),
-        "{}\n--- server stderr\n{}",
-        report(&out),
-        server.stderr()
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("sdk http client: all checks passed"),
-        "{}",
-        report(&out)
-    );
-    assert!(
         out.stderr.is_empty(),
         "the client printed warnings:\n{}",
         report(&out)
     );
-    stop_cleanly(server).await;
+    passed_then_stop(&out, "sdk http client: all checks passed", server).await;
 }
 
 /// The official Python SDK's `streamable_http_client` with the bearer on its `httpx2` client: the
@@ -331,18 +332,7 @@ async fn python_sdk_client_over_http_sees_only_the_read_tools() {
         env,
     )
     .await;
-    assert!(
-        out.status.success(),
-        "{}\n--- server stderr\n{}",
-        report(&out),
-        server.stderr()
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("python sdk http client: all checks passed"),
-        "{}",
-        report(&out)
-    );
-    stop_cleanly(server).await;
+    passed_then_stop(&out, "python sdk http client: all checks passed", server).await;
 }
 
 /// MCP Inspector 0.15's CLI over Streamable HTTP (`--transport http`), every read tool with every
@@ -363,16 +353,5 @@ async fn mcp_inspector_cli_over_http_calls_every_read_tool_with_every_argument()
         &[("PATH", path())],
     )
     .await;
-    assert!(
-        out.status.success(),
-        "{}\n--- server stderr\n{}",
-        report(&out),
-        server.stderr()
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("calls passed"),
-        "{}",
-        report(&out)
-    );
-    stop_cleanly(server).await;
+    passed_then_stop(&out, "calls passed", server).await;
 }
