@@ -4,8 +4,8 @@
 //! Invariants: stdin ending before any `initialize` (a client that connected and left, or
 //! `</dev/null`) is [`Session::LeftBeforeInitialize`], not an error, so the process exits 0 as the
 //! reference plugin does; a failed handshake is reported without rmcp's text, which quotes the
-//! client's message; a panicking session is reported by kind only. The HTTP transport will sit
-//! beside this module. Callers: `crate::cli` (`mailgate serve`, `mailgate demo --serve`).
+//! client's message; a panicking session is reported by kind only. HTTP is `super::http`'s.
+//! Callers: `crate::cli` (`mailgate serve`, `mailgate demo --serve`).
 
 use std::sync::Arc;
 
