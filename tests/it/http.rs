@@ -181,6 +181,8 @@ async fn host_origin_and_bearer_refusals_come_before_the_body() {
     let auth = bearer();
     let evil_host = format!("evil.example:{port}");
     let wrong_port = format!("127.0.0.1:{}", port.wrapping_add(1));
+    // The `http` crate's authority parser reads this as localhost with the bound port.
+    let smuggled = format!("localhost:1,x[::1]:{port}");
     let localhost = format!("localhost:{port}");
     let own_origin = format!("Origin: http://localhost:{port}");
     // Each request announces a 100-byte body and sends none: an answer proves the server
@@ -203,6 +205,12 @@ async fn host_origin_and_bearer_refusals_come_before_the_body() {
         (
             "Host on another port",
             head_only(&wrong_port, &[&auth]),
+            403,
+            "host_not_allowed",
+        ),
+        (
+            "Host the http crate misreads",
+            head_only(&smuggled, &[&auth]),
             403,
             "host_not_allowed",
         ),

@@ -100,16 +100,19 @@ impl Guard {
         }
     }
 
-    /// `host[:port]` names a loopback host and exactly the bound port (no port means 80).
+    /// `host[:port]` names a loopback host and exactly the bound port (no port means 80). Parsed
+    /// here, strictly: the `http` crate's `Authority` reads `localhost:1,x[::1]:4100` as host
+    /// `localhost`, port 4100 (found by the `http_guard` fuzz target).
     fn is_own_authority(&self, value: &str) -> bool {
-        let Ok(authority) = value.parse::<http::uri::Authority>() else {
-            return false;
+        let (host, port) = match value.rsplit_once(':') {
+            // A colon inside brackets belongs to an IPv6 literal without a port.
+            Some((host, port)) if !port.contains(']') => (host, port),
+            _ => (value, "80"),
         };
-        if authority.as_str().contains('@') {
-            return false;
-        }
-        let port = authority.port_u16().unwrap_or(80);
-        port == self.port && is_loopback_host(authority.host())
+        let port_ok = (1..=5).contains(&port.len())
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && port.parse::<u16>() == Ok(self.port);
+        port_ok && is_loopback_host(host)
     }
 
     /// The allowed origins as rmcp wants them: with an explicit port (an entry without one
@@ -271,6 +274,12 @@ mod tests {
             "user@127.0.0.1:3010",
             "127.1:3010",
             "",
+            "localhost:410,oc[::1]:3010",
+            "localhost:1,x:3010",
+            "[::1]x:3010",
+            "localhost:+3010",
+            "localhost :3010",
+            "[::1]",
         ] {
             assert_eq!(site(&[("host", bad)]), Err(Refusal::Host), "{bad}");
         }
