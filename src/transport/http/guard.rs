@@ -109,10 +109,8 @@ impl Guard {
             Some((host, port)) if !port.contains(']') => (host, port),
             _ => (value, "80"),
         };
-        let port_ok = (1..=5).contains(&port.len())
-            && port.bytes().all(|b| b.is_ascii_digit())
-            && port.parse::<u16>() == Ok(self.port);
-        port_ok && is_loopback_host(host)
+        // The port as clients write it: canonical decimal, no sign or leading zero.
+        port == self.port.to_string() && is_loopback_host(host)
     }
 
     /// The allowed origins as rmcp wants them: with an explicit port (an entry without one
@@ -190,7 +188,11 @@ pub(crate) fn fuzz(data: &[u8]) {
             .expect("oracle: an accepted Host names the port");
         assert_eq!(port, "4100", "oracle: an accepted Host has the bound port");
         let loopback = name.eq_ignore_ascii_case("localhost")
-            || name == "[::1]"
+            || name
+                .strip_prefix('[')
+                .and_then(|n| n.strip_suffix(']'))
+                .and_then(|n| n.parse::<std::net::Ipv6Addr>().ok())
+                .is_some_and(|ip| ip == std::net::Ipv6Addr::LOCALHOST)
             || name
                 .parse::<std::net::Ipv4Addr>()
                 .is_ok_and(|ip| ip.octets()[0] == 127);
@@ -278,6 +280,7 @@ mod tests {
             "localhost:1,x:3010",
             "[::1]x:3010",
             "localhost:+3010",
+            "localhost:03010",
             "localhost :3010",
             "[::1]",
         ] {
