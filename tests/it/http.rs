@@ -96,6 +96,14 @@ fn post(host: &str, headers: &[&str], body: &str) -> Vec<u8> {
     request.into_bytes()
 }
 
+/// The head of a POST to `/mcp` announcing a `length`-byte body, without the body.
+fn head_announcing(host: &str, headers: &[&str], length: usize) -> Vec<u8> {
+    String::from_utf8(post(host, headers, ""))
+        .unwrap()
+        .replace("Content-Length: 0", &format!("Content-Length: {length}"))
+        .into_bytes()
+}
+
 fn bearer() -> String {
     format!("Authorization: Bearer {TOKEN}")
 }
@@ -187,14 +195,7 @@ async fn host_origin_and_bearer_refusals_come_before_the_body() {
     let own_origin = format!("Origin: http://localhost:{port}");
     // Each request announces a 100-byte body and sends none: an answer proves the server
     // decided on the head alone.
-    let head_only = |host: &str, headers: &[&str]| {
-        let mut request = post(host, headers, "");
-        let text = String::from_utf8(request.clone()).unwrap();
-        request = text
-            .replace("Content-Length: 0", "Content-Length: 100")
-            .into_bytes();
-        request
-    };
+    let head_only = |host: &str, headers: &[&str]| head_announcing(host, headers, 100);
     let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
         (
             "evil Host",
@@ -345,11 +346,7 @@ async fn oversized_bodies_and_heads_are_refused_without_being_read() {
     let host = server.addr().to_string();
     let auth = bearer();
     // Declared too large: refused on the head, none of the 2 MiB ever sent.
-    let mut declared = post(&host, &[&auth], "");
-    let text = String::from_utf8(declared.clone()).unwrap();
-    declared = text
-        .replace("Content-Length: 0", "Content-Length: 2097152")
-        .into_bytes();
+    let declared = head_announcing(&host, &[&auth], 2 * 1024 * 1024);
     let reply = raw(server.addr(), &declared).await;
     assert_eq!(reply.status, 413, "{reply:?}");
     let answer: Value = serde_json::from_str(&reply.body).unwrap();
@@ -395,11 +392,7 @@ async fn slow_heads_and_bodies_are_cut_off_while_others_are_served() {
         .await
         .unwrap();
     let mut slow_body = TcpStream::connect(server.addr()).await.unwrap();
-    let mut head = post(&host, &[&auth], "");
-    let text = String::from_utf8(head.clone()).unwrap();
-    head = text
-        .replace("Content-Length: 0", "Content-Length: 64")
-        .into_bytes();
+    let head = head_announcing(&host, &[&auth], 64);
     slow_body.write_all(&head).await.unwrap();
     slow_body.write_all(br#"{"jsonrpc":"2.0","#).await.unwrap();
     // Meanwhile an ordinary request is answered at once.
