@@ -426,6 +426,11 @@ pub(crate) async fn tour(app: &Arc<App>, config: &Path) -> String {
         "\nOpen gates with environment variables (PLUGIN_ALLOW_WRITES, \
          PLUGIN_ALLOW_LOCAL_HANDOFFS, PLUGIN_ALLOW_SEND); see README.md.\n",
     );
+    out.push_str(&format!(
+        "Serve the read tools to an HTTP client instead (loopback, bearer token): \
+         OUTLOOK_HTTP_BEARER_TOKEN=$(openssl rand -hex 32) {} demo --http\n",
+        how.exe
+    ));
     out
 }
 
