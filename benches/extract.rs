@@ -1028,14 +1028,8 @@ impl Server {
     fn start(home: &Path, config: &Path) -> Self {
         let stderr_path = home.join("serve.stderr");
         let stderr = std::fs::File::create(&stderr_path).expect("create the stderr file");
-        let mut child = Command::new(exe())
-            .arg("serve")
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", home)
-            .env("MAILGATE_HOME", home.join("state"))
+        let mut child = common::mailgate(home, &["serve".as_ref()])
             .env("OUTLOOK_PLUGIN_CONFIG", config)
-            .current_dir(home)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -1086,16 +1080,11 @@ impl Server {
     }
 
     fn handshake(&mut self) {
-        self.send(&json!({
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": { "name": "mailgate-extract-bench", "version": "0" },
-            },
-        }));
+        self.send(&common::initialize(
+            0,
+            "mailgate-extract-bench",
+            "2025-06-18",
+        ));
         let answer = self.answer(0, || {});
         if answer.get("result").is_none() {
             print_tail(&self.stderr_path);

@@ -62,6 +62,8 @@ const SMOKE_SECS: u64 = 2;
 /// The bearer token both ends are given (fictional; the server lives for this run only).
 const TOKEN: &str = "http-load-bench-0123456789abcdef0123456789abcdef";
 const PROTOCOL: &str = "2025-11-25";
+/// The client name both transports announce in `initialize`.
+const CLIENT: &str = "mailgate-http-load-bench";
 /// How long the servers get to start and to answer the handshake.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one answer may take before the request counts as lost (the HTTP transport's own
@@ -515,19 +517,6 @@ fn call(id: u64, arguments: &Value) -> Value {
     })
 }
 
-fn initialize(id: u64) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": PROTOCOL,
-            "capabilities": {},
-            "clientInfo": { "name": "mailgate-http-load-bench", "version": "0" },
-        },
-    })
-}
-
 // ---------------------------------------------------------------------------------------------
 // HTTP clients
 
@@ -583,7 +572,7 @@ async fn post(
 /// initialize, notifications/initialized and tools/list, as a real client starts; the number of
 /// tools listed.
 async fn http_handshake(client: &reqwest::Client, url: &str) -> Result<usize, String> {
-    let answer = post(client, url, &initialize(0))
+    let answer = post(client, url, &common::initialize(0, CLIENT, PROTOCOL))
         .await?
         .map(|(answer, _)| answer)
         .unwrap_or_default();
@@ -987,7 +976,8 @@ impl StdioServer {
 
     /// initialize, notifications/initialized and tools/list; the number of tools listed.
     fn handshake(&mut self) -> usize {
-        self.send(&initialize(0)).expect("write initialize");
+        self.send(&common::initialize(0, CLIENT, PROTOCOL))
+            .expect("write initialize");
         let answer = self.answer(0, "initialize");
         assert!(
             answer.get("result").is_some(),

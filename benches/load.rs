@@ -273,16 +273,7 @@ impl Server {
 
     fn handshake(&mut self) {
         let stdin = self.stdin.as_mut().expect("invariant: stdin is piped");
-        let init = json!({
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": { "name": "mailgate-load-bench", "version": "0" },
-            },
-        });
+        let init = common::initialize(0, "mailgate-load-bench", "2025-06-18");
         writeln!(stdin, "{init}").expect("write initialize");
         stdin.flush().expect("flush initialize");
         let answer = loop {

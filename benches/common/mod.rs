@@ -155,3 +155,18 @@ pub(crate) fn json_lines(
     });
     lines
 }
+
+/// A JSON-RPC `initialize` request from the bench client `client` asking for `protocol`.
+#[allow(dead_code, reason = "the stdio-server benches use it")]
+pub(crate) fn initialize(id: u64, client: &str, protocol: &str) -> serde_json::Value {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": protocol,
+            "capabilities": {},
+            "clientInfo": { "name": client, "version": "0" },
+        },
+    })
+}
