@@ -83,19 +83,18 @@ pub(crate) struct Front {
 }
 
 impl Front {
-    /// `guard` is bound to `port`; `cancel` stops rmcp's in-flight handlers at shutdown.
+    /// The front behind `guard` (which knows the bound port); `cancel` stops rmcp's in-flight
+    /// handlers at shutdown.
     pub(crate) fn new(
         app: Arc<App>,
         guard: Guard,
-        port: u16,
         limits: Limits,
         cancel: CancellationToken,
     ) -> Self {
         // rmcp's own Host and Origin checks stay on behind ours (pinned to the port, Origin
         // enforced), so a future change to `Guard` cannot silently open them.
-        let hosts = ["127.0.0.1", "localhost", "[::1]"].map(|h| format!("{h}:{port}"));
         let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(hosts)
+            .with_allowed_hosts(guard.hosts_with_port())
             .with_allowed_origins(guard.origins_with_ports())
             .enforce_origin_validation()
             .with_legacy_session_mode(false)
@@ -305,7 +304,6 @@ mod tests {
         let front = Front::new(
             Arc::clone(&demo.app),
             guard,
-            PORT,
             limits,
             CancellationToken::new(),
         );

@@ -26,6 +26,10 @@ pub(crate) enum Refusal {
     Unauthorized,
 }
 
+/// How clients name this machine's loopback interface in a URL (the server's own origins, and
+/// the hosts rmcp's check is given).
+const LOOPBACK_NAMES: [&str; 3] = ["127.0.0.1", "localhost", "[::1]"];
+
 /// The head checks for one bound port.
 pub(crate) struct Guard {
     port: u16,
@@ -38,7 +42,7 @@ impl Guard {
     /// The guard for a server bound on `port`: the loopback origins of that port are always
     /// allowed (they are this server's own), `extra` besides.
     pub(crate) fn new(port: u16, extra: &[String], auth: Auth) -> Self {
-        let mut origins: Vec<String> = ["127.0.0.1", "localhost", "[::1]"]
+        let mut origins: Vec<String> = LOOPBACK_NAMES
             .iter()
             .map(|host| format!("http://{host}:{port}"))
             .collect();
@@ -111,6 +115,14 @@ impl Guard {
         };
         // The port as clients write it: canonical decimal, no sign or leading zero.
         port == self.port.to_string() && is_loopback_host(host)
+    }
+
+    /// The hosts rmcp's own check should allow: the loopback names with the bound port.
+    pub(crate) fn hosts_with_port(&self) -> Vec<String> {
+        LOOPBACK_NAMES
+            .iter()
+            .map(|name| format!("{name}:{}", self.port))
+            .collect()
     }
 
     /// The allowed origins as rmcp wants them: with an explicit port (an entry without one

@@ -24,20 +24,19 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use front::Limits;
 pub(crate) use settings::HttpSettings;
 
 use crate::error::StartupError;
 use crate::tools::App;
-use front::Front;
+use front::{Front, Limits};
+use guard::Guard;
+use settings::Auth;
 
 /// The guard's fuzz oracle, for `crate::fuzzing::http_guard`.
 #[cfg(fuzzing)]
 pub(crate) fn fuzz_guard(data: &[u8]) {
     guard::fuzz(data);
 }
-use guard::Guard;
-use settings::Auth;
 
 /// Serves `app` over HTTP until SIGINT or SIGTERM.
 pub(crate) async fn serve_http(app: Arc<App>, settings: HttpSettings) -> Result<(), StartupError> {
@@ -99,13 +98,7 @@ fn front_for(
     cancel: &CancellationToken,
 ) -> Arc<Front> {
     let guard = Guard::new(port, &settings.extra_origins, settings.auth.clone());
-    Arc::new(Front::new(
-        app,
-        guard,
-        port,
-        limits.clone(),
-        cancel.child_token(),
-    ))
+    Arc::new(Front::new(app, guard, limits.clone(), cancel.child_token()))
 }
 
 /// The accept loop; returns once `stop` completed and the connections are done, or cancelled
