@@ -214,7 +214,11 @@ impl Front {
 }
 
 fn json(status: StatusCode, body: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())).boxed());
+    json_bytes(status, Bytes::from_static(body.as_bytes()))
+}
+
+fn json_bytes(status: StatusCode, body: Bytes) -> Response<Body> {
+    let mut response = Response::new(Full::new(body).boxed());
     *response.status_mut() = status;
     response
         .headers_mut()
@@ -279,12 +283,7 @@ fn rpc_error_with_id(
         "error": { "code": code, "message": message },
         "id": id,
     });
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
+    json_bytes(status, Bytes::from(body.to_string()))
 }
 
 #[cfg(test)]
