@@ -17,7 +17,6 @@
 //!
 //! Who may call it: startup builds the sender; the send tool hands it permits.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use lettre::address::Envelope;
@@ -88,7 +87,7 @@ impl SmtpSender {
         let tls = match spec.security {
             Security::Tls => Tls::Wrapper(tls_parameters()?),
             Security::Starttls => Tls::Required(tls_parameters()?),
-            Security::Plain if is_loopback(&spec.host) => Tls::None,
+            Security::Plain if crate::config::is_loopback_host(&spec.host) => Tls::None,
             Security::Plain => return Err(SmtpSetupError::PlainNotLoopback),
         };
         let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&spec.host)
@@ -158,12 +157,6 @@ fn is_tls_failure(error: &lettre::transport::smtp::Error) -> bool {
         source = cause.source();
     }
     false
-}
-
-/// `localhost`, 127.0.0.0/8 or `::1` — the config's rule for `plain`, restated so this module
-/// does not depend on the config having run it.
-fn is_loopback(host: &str) -> bool {
-    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]

@@ -770,8 +770,10 @@ fn parse_host(host: &str) -> Option<String> {
     (labels_ok && !numeric_tail).then_some(lower)
 }
 
-/// Loopback: `localhost`, 127.0.0.0/8 or `::1` (IPv4-mapped forms are not accepted).
-fn is_loopback_host(host: &str) -> bool {
+/// Loopback: `localhost`, 127.0.0.0/8 or `::1` (IPv4-mapped forms are not accepted). The rule
+/// for `security: plain`; the SMTP transport checks it again with this same function when it is
+/// built, so it does not depend on the config having run it.
+pub fn is_loopback_host(host: &str) -> bool {
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
