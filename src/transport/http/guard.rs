@@ -66,21 +66,17 @@ impl Guard {
         {
             return Err(Refusal::Host);
         }
-        match headers.get_all(ORIGIN).iter().count() {
-            0 => Ok(()),
-            1 => {
-                let allowed = headers
-                    .get(ORIGIN)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(serialize_origin)
-                    .is_some_and(|origin| self.origins.contains(&origin));
-                if allowed {
-                    Ok(())
-                } else {
-                    Err(Refusal::Origin)
-                }
-            }
-            _ => Err(Refusal::Origin),
+        if !headers.contains_key(ORIGIN) {
+            return Ok(());
+        }
+        let allowed = single(headers, &ORIGIN)
+            .and_then(|v| v.to_str().ok())
+            .and_then(serialize_origin)
+            .is_some_and(|origin| self.origins.contains(&origin));
+        if allowed {
+            Ok(())
+        } else {
+            Err(Refusal::Origin)
         }
     }
 
