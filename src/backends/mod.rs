@@ -12,6 +12,7 @@
 //! setting. Every operation but a scan (which has its own budget) runs under
 //! [`OPERATION_DEADLINE`].
 
+pub(crate) mod changes;
 pub(crate) mod error;
 pub(crate) mod graph;
 pub(crate) mod imap;
@@ -102,6 +103,63 @@ pub(crate) trait MailStore: Sync {
         &self,
         message_id: &str,
     ) -> impl Future<Output = Result<Vec<AttachmentMeta>, BackendError>> + Send;
+
+    /// The id of the folder a selector names (a well-known name resolved the backend's way),
+    /// as listings' `folder_id` carry it; `NotFound` when the mailbox has no such folder. The
+    /// index maps a search's folder with it.
+    fn resolve_folder(
+        &self,
+        folder: &FolderSelector,
+    ) -> impl Future<Output = Result<String, BackendError>> + Send {
+        let _ = folder;
+        async { Err(BackendError::Unsupported("index sync")) }
+    }
+
+    /// One page of a folder's change feed since `cursor` (none: from scratch). See
+    /// [`changes`]. The default answers `Unsupported`: such a backend cannot be indexed.
+    fn folder_changes(
+        &self,
+        folder_id: &str,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<changes::FolderSync, BackendError>> + Send {
+        let _ = (folder_id, cursor);
+        async { Err(BackendError::Unsupported("index sync")) }
+    }
+
+    /// The messages of `ids` as the index ingests them, one result per id, in order, each
+    /// with the bytes of the attachments `want` picks. The default reads each message and
+    /// attachment with the reader operations, [`FETCHES_AT_ONCE`] at a time; a backend that
+    /// can read a message once for both overrides it.
+    fn index_fetch(
+        &self,
+        ids: &[String],
+        want: changes::AttachmentWant,
+    ) -> impl Future<Output = Vec<Result<changes::IndexFetch, BackendError>>> + Send {
+        use futures::StreamExt as _;
+        futures::stream::iter(ids.iter().cloned())
+            .map(move |id| async move {
+                let detail = self.get_message(&id).await?;
+                let mut attachments = Vec::new();
+                let picked = want.pick(&detail.summary.attachments);
+                for (i, meta) in detail.summary.attachments.iter().enumerate() {
+                    let bytes = if picked.contains(&i) {
+                        self.attachment(&id, &meta.id, want.max_bytes)
+                            .await
+                            .ok()
+                            .map(|(_, b)| b)
+                    } else {
+                        None
+                    };
+                    attachments.push((meta.clone(), bytes));
+                }
+                Ok(changes::IndexFetch {
+                    detail,
+                    attachments,
+                })
+            })
+            .buffered(FETCHES_AT_ONCE)
+            .collect::<Vec<_>>()
+    }
 
     /// The decoded bytes of one attachment; refused before download when the declared size is
     /// over `max_bytes`, and checked again on the decoded length.
@@ -383,6 +441,32 @@ impl Backend {
             on_backend!(self, b => b.attachment(message_id, attachment_id, max_bytes).await)
         })
         .await
+    }
+
+    pub(crate) async fn resolve_folder(
+        &self,
+        folder: &FolderSelector,
+    ) -> Result<String, BackendError> {
+        bounded(async { on_backend!(self, b => b.resolve_folder(folder).await) }).await
+    }
+
+    /// See [`MailStore::folder_changes`]; one page, under [`OPERATION_DEADLINE`].
+    pub(crate) async fn folder_changes(
+        &self,
+        folder_id: &str,
+        cursor: Option<&str>,
+    ) -> Result<changes::FolderSync, BackendError> {
+        bounded(async { on_backend!(self, b => b.folder_changes(folder_id, cursor).await) }).await
+    }
+
+    /// See [`MailStore::index_fetch`]; each message under [`OPERATION_DEADLINE`] as a whole
+    /// batch is not (the caller sizes its batches).
+    pub(crate) async fn index_fetch(
+        &self,
+        ids: &[String],
+        want: changes::AttachmentWant,
+    ) -> Vec<Result<changes::IndexFetch, BackendError>> {
+        on_backend!(self, b => b.index_fetch(ids, want).await)
     }
 
     // Writes: private to this module; reached through `Writer` and `SentFolder`.

@@ -26,6 +26,7 @@ use super::model::{
 use super::{BackendError, MailStore};
 use crate::mime::{self, ParsedMessage};
 
+mod changes;
 mod prefilter;
 mod scan;
 mod write;
@@ -226,6 +227,28 @@ impl MailStore for MaildirStore {
             })
         })
         .await
+    }
+
+    async fn resolve_folder(&self, folder: &FolderSelector) -> Result<String, BackendError> {
+        let folder = folder.clone();
+        self.blocking(move |root| resolve_folder(root, &folder))
+            .await
+    }
+
+    async fn folder_changes(
+        &self,
+        folder_id: &str,
+        cursor: Option<&str>,
+    ) -> Result<super::changes::FolderSync, BackendError> {
+        self.changes_of(folder_id, cursor).await
+    }
+
+    async fn index_fetch(
+        &self,
+        ids: &[String],
+        want: super::changes::AttachmentWant,
+    ) -> Vec<Result<super::changes::IndexFetch, BackendError>> {
+        self.fetch_for_index(ids, want).await
     }
 
     async fn list_attachments(
