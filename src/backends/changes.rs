@@ -26,10 +26,13 @@ pub(crate) enum FolderDelta {
     /// last page arrived.
     Inventory(Vec<SyncItem>),
     /// What changed since the cursor: messages new or changed, and ids gone from the folder
-    /// (deleted, expunged or moved away).
+    /// (deleted, expunged or moved away). A backend that cannot name what went away (IMAP
+    /// without QRESYNC) lists instead every id the folder holds now in `present` (no versions:
+    /// cheap), and the index removes whatever it holds for the folder that is not listed.
     Changes {
         changed: Vec<SyncItem>,
         removed: Vec<String>,
+        present: Option<Vec<String>>,
     },
     /// The cursor is no longer valid (Graph 410 / `syncStateNotFound`, a new IMAP
     /// UIDVALIDITY): the index drops the cursor and asks again without one.

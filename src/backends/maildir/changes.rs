@@ -81,6 +81,7 @@ pub(super) fn folder_changes(
             delta: FolderDelta::Changes {
                 changed: Vec::new(),
                 removed: Vec::new(),
+                present: None,
             },
             cursor: now,
             more: false,
@@ -272,7 +273,8 @@ mod tests {
             quiet.delta,
             FolderDelta::Changes {
                 changed: vec![],
-                removed: vec![]
+                removed: vec![],
+                present: None,
             }
         );
         // A delivery moves the mtime, so the same cursor lists again.
