@@ -1,4 +1,4 @@
-//! The command line: `serve`, `tools`, `call`, `policy …`, `demo`, `handoff …`.
+//! The command line: `serve`, `tools`, `call`, `policy …`, `demo`, `handoff …`, `index …`.
 //!
 //! Invariant: every command resolves the environment and the config through the same startup path
 //! as `serve`, so what `tools`, `call` and `policy explain` report is what the server would do
@@ -79,6 +79,12 @@ enum Command {
     Handoff {
         #[command(subcommand)]
         command: crate::handoff_cli::HandoffCommand,
+    },
+    /// Operator commands for the local search index (sync, status, pause, resume, rebuild,
+    /// purge); never MCP tools
+    Index {
+        #[command(subcommand)]
+        command: crate::index_cli::IndexCommand,
     },
 }
 
@@ -180,6 +186,7 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
         )),
         Command::Demo { reset, serve, http } => demo(env, reset, serve, http.as_deref()).await,
         Command::Handoff { command } => crate::handoff_cli::run(command, env),
+        Command::Index { command } => crate::index_cli::run(command, env, config).await,
     }
 }
 

@@ -17,6 +17,8 @@ pub(crate) mod extract;
 pub(crate) mod fold;
 pub(crate) mod handoff;
 pub(crate) mod handoff_cli;
+pub(crate) mod index;
+pub(crate) mod index_cli;
 #[cfg(test)]
 mod layering;
 pub(crate) mod mime;

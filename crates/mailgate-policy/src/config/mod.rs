@@ -61,6 +61,10 @@ pub const DOWNLOAD_DIR: &str = "downloads";
 pub(crate) const JOURNAL_VAR: &str = "MAILGATE_JOURNAL";
 /// Lifetime of a handoff bundle in hours (security.md §4).
 pub(crate) const HANDOFF_TTL_VAR: &str = "MAILGATE_HANDOFF_TTL_HOURS";
+/// How old a local index may be before its absence claims are downgraded (`index_stale`).
+pub const INDEX_MAX_STALENESS_VAR: &str = "MAILGATE_INDEX_MAX_STALENESS";
+const DEFAULT_INDEX_MAX_STALENESS_SECS: u64 = 15 * 60;
+const MAX_INDEX_MAX_STALENESS_SECS: u64 = 30 * 24 * 3600;
 pub(crate) const DEFAULT_HANDOFF_TTL_HOURS: u64 = 7 * 24;
 pub(crate) const MAX_HANDOFF_TTL_HOURS: u64 = 366 * 24;
 /// Debug builds only: abort at a named step of a handoff create (crash tests).
@@ -174,6 +178,11 @@ pub enum ConfigError {
     DotEnv(env::DotEnvError),
     #[error("MAILGATE_HANDOFF_TTL_HOURS must be a whole number of hours from 1 to 8784")]
     BadHandoffTtl,
+    #[error(
+        "MAILGATE_INDEX_MAX_STALENESS must be a duration such as 900, 90s, 15m or 2h \
+         (1 second to 30 days)"
+    )]
+    BadIndexStaleness,
     #[error(
         "a Microsoft Graph mailbox is configured but its app credentials are missing or \
          malformed: {vars} (tenant and client id are UUIDs; the secret, or a certificate by \
@@ -870,6 +879,8 @@ pub struct Settings {
     pub output_schemas: bool,
     /// How long a handoff bundle is served ([`HANDOFF_TTL_VAR`]).
     pub handoff_ttl: std::time::Duration,
+    /// How old a local index may be before it proves no absence ([`INDEX_MAX_STALENESS_VAR`]).
+    pub index_max_staleness: std::time::Duration,
     /// Crash tests only; always `None` in release builds.
     pub handoff_crash_at: Option<CrashPoint>,
     /// The Graph app credentials and endpoints; `Some` exactly when a Graph mailbox is listed.
@@ -956,6 +967,7 @@ pub fn resolve_settings(
     let output_schemas =
         parse_bool(env::OUTPUT_SCHEMAS_VAR, env.raw(env::OUTPUT_SCHEMAS_VAR))?.unwrap_or(false);
     let handoff_ttl = handoff_ttl(env)?;
+    let index_max_staleness = index_max_staleness(env)?;
     let graph = graph::resolve(env, &config)?;
     let imap_logins = imap::resolve(env, &config)?;
     #[cfg(debug_assertions)]
@@ -974,6 +986,7 @@ pub fn resolve_settings(
         journal,
         output_schemas,
         handoff_ttl,
+        index_max_staleness,
         handoff_crash_at,
         graph,
         imap_logins,
@@ -1089,6 +1102,31 @@ pub fn handoff_ttl(env: &env::Env) -> Result<std::time::Duration, ConfigError> {
     Ok(std::time::Duration::from_secs(hours * 3600))
 }
 
+/// [`INDEX_MAX_STALENESS_VAR`]: seconds, or a number with `s`, `m` or `h`; 1 s to 30 days,
+/// default 15 minutes.
+pub fn index_max_staleness(env: &env::Env) -> Result<std::time::Duration, ConfigError> {
+    let Some(raw) = env.get(INDEX_MAX_STALENESS_VAR) else {
+        return Ok(std::time::Duration::from_secs(
+            DEFAULT_INDEX_MAX_STALENESS_SECS,
+        ));
+    };
+    let raw = raw.trim();
+    let (digits, unit) = match raw.char_indices().last() {
+        Some((i, 's')) => (&raw[..i], 1),
+        Some((i, 'm')) => (&raw[..i], 60),
+        Some((i, 'h')) => (&raw[..i], 3600),
+        _ => (raw, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|s| (1..=MAX_INDEX_MAX_STALENESS_SECS).contains(s))
+        .map(std::time::Duration::from_secs)
+        .ok_or(ConfigError::BadIndexStaleness)
+}
+
 /// The state directory: `MAILGATE_HOME` (must be absolute) > `~/.mailgate` (`HOME` when set
 /// and absolute, else the account's home folder, as the reference plugin resolves `~`).
 /// Nothing is created here.
@@ -1150,6 +1188,41 @@ mod tests {
     }
 
     const BASE: &str = "/etc/mailgate";
+
+    #[test]
+    fn index_staleness_takes_seconds_or_a_unit_and_refuses_the_rest() {
+        let of = |v: &str| index_max_staleness(&Env::from_pairs([(INDEX_MAX_STALENESS_VAR, v)]));
+        let secs = |n: u64| Ok::<_, ConfigError>(std::time::Duration::from_secs(n));
+        let unset: [(&str, &str); 0] = [];
+        assert_eq!(
+            index_max_staleness(&Env::from_pairs(unset)).ok(),
+            secs(900).ok()
+        );
+        for (raw, want) in [
+            ("900", 900),
+            ("90s", 90),
+            ("15m", 900),
+            ("2h", 7200),
+            (" 1 ", 1),
+        ] {
+            assert_eq!(of(raw).ok(), secs(want).ok(), "{raw}");
+        }
+        for bad in [
+            "0",
+            "-5",
+            "15 m",
+            "1d",
+            "m",
+            "99999999999999999999",
+            "31000000",
+            "+5",
+        ] {
+            assert!(
+                matches!(of(bad), Err(ConfigError::BadIndexStaleness)),
+                "{bad} must be refused"
+            );
+        }
+    }
 
     fn parse(json: &str) -> Result<Config, ConfigError> {
         Config::from_json(json.as_bytes(), Path::new(BASE))

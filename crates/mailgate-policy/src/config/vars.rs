@@ -31,6 +31,7 @@ const KNOWN: &[&str] = &[
     super::graph::CERTIFICATE_VAR,
     super::graph::PRIVATE_KEY_VAR,
     super::HTTP_ALLOWED_ORIGINS_VAR,
+    super::INDEX_MAX_STALENESS_VAR,
     // the reference plugin's, read by mailgate
     super::CONFIG_PATH_VAR,
     super::SEARCH_MEMORY_VAR,

@@ -1,0 +1,125 @@
+//! The local index: per alias, a full-text index of the mailbox (and, with an embeddings
+//! endpoint, its vectors), kept in sync with the backend by the operator's `mailgate index
+//! sync`, and read by the server's searches with `source: "index" | "hybrid"`. The index sits
+//! behind [`TextIndex`] (reads) and [`TextIndexWriter`] (writes) over the neutral
+//! [`IndexedMessage`] and [`IndexQuery`], so that a second implementation (a distributed search
+//! engine serving many mailboxes) can replace [`tantivy_index`] without touching sync, search or
+//! tools. Everything on disk lives in `<state>/index/<alias>/` (private folders, opened through
+//! `path_guard`), and only the sync process writes it: the server opens it read-only, never
+//! creates it, and never blocks on the writer.
+
+pub(crate) mod capdir;
+pub(crate) mod layout;
+pub(crate) mod source;
+pub(crate) mod state;
+pub(crate) mod status;
+pub(crate) mod sync;
+pub(crate) mod tantivy_index;
+
+use chrono::{DateTime, Utc};
+
+use crate::backends::model::{ContentGap, Filters, MessageSummary, Order};
+
+/// One message as the index stores it: what a search matches on and what a summary shows.
+/// Everything in it came from a message and is untrusted.
+#[derive(Clone, Debug)]
+pub(crate) struct IndexedMessage {
+    /// The summary the search answers show (subject, from, flags, preview, attachments, gap).
+    pub(crate) summary: MessageSummary,
+    /// The backend's change-feed version (see `backends::changes`).
+    pub(crate) version: String,
+    pub(crate) internet_message_id: Option<String>,
+    /// The Message-ID, In-Reply-To and References ids: the thread the message belongs to.
+    pub(crate) thread_ids: Vec<String>,
+    /// To and Cc, names and addresses.
+    pub(crate) recipients: Vec<String>,
+    pub(crate) body: String,
+    /// Text extracted from attachments (through the extraction worker and its caps).
+    pub(crate) attachment_text: String,
+    /// An attachment that could hold text was not read (over the cap, failed, unsupported):
+    /// its words are not in the index.
+    pub(crate) attachment_text_missing: bool,
+}
+
+/// A search of one alias's index: the words (all must occur, in any indexed field), the folder,
+/// the structured filters, and how many of the best matches to return in which order.
+#[derive(Clone, Debug)]
+pub(crate) struct IndexQuery {
+    /// `None`: every folder.
+    pub(crate) folder_id: Option<String>,
+    pub(crate) words: Vec<String>,
+    pub(crate) filters: Filters,
+    pub(crate) limit: usize,
+    /// `None`: by relevance (BM25 with field boosts, recency breaking ties).
+    pub(crate) order: Option<Order>,
+}
+
+/// What the index answered.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IndexHits {
+    /// The best `limit` matches, in order, with their relevance score (0 for ordered listings).
+    pub(crate) hits: Vec<(MessageSummary, f32)>,
+    /// Matches in all, returned or not: every one was looked at (the match is exhaustive).
+    pub(crate) matched: usize,
+    /// Messages in the scope (folder), matching or not.
+    pub(crate) in_scope: usize,
+    /// Messages of the scope whose content is not wholly in the index, by kind: a non-match
+    /// among them proves nothing.
+    pub(crate) gaps: Vec<(ContentGap, usize)>,
+}
+
+/// Why the index could not answer or be written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum IndexError {
+    #[error("the index has no data for this mailbox yet")]
+    Missing,
+    #[error("the index is being written by another sync")]
+    Busy,
+    #[error("the index could not be read or written ({0})")]
+    Store(String),
+    #[error("the sync state could not be read or written ({0})")]
+    State(String),
+    #[error("the index folder is refused ({0})")]
+    Folder(String),
+}
+
+impl From<tantivy::TantivyError> for IndexError {
+    fn from(e: tantivy::TantivyError) -> Self {
+        match e {
+            tantivy::TantivyError::LockFailure(
+                tantivy::directory::error::LockError::LockBusy,
+                _,
+            ) => IndexError::Busy,
+            other => IndexError::Store(other.to_string()),
+        }
+    }
+}
+
+/// The read side of an index.
+pub(crate) trait TextIndex: Send + Sync {
+    /// Runs `query` against the latest committed state.
+    fn search(&self, query: &IndexQuery) -> Result<IndexHits, IndexError>;
+
+    /// One message's summary by backend id, when indexed.
+    fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError>;
+
+    /// Messages indexed.
+    fn count(&self) -> Result<u64, IndexError>;
+}
+
+/// The write side: the sync process holds the only one (an exclusive lock).
+pub(crate) trait TextIndexWriter: Send {
+    /// Adds or replaces (by folder and backend id) one message.
+    fn put(&mut self, message: &IndexedMessage) -> Result<(), IndexError>;
+
+    /// Removes a message of a folder by backend id (no error when absent). Scoped to the
+    /// folder: a backend whose ids survive a move lists the same id in the folder it left and
+    /// the one it reached.
+    fn remove(&mut self, folder_id: &str, id: &str) -> Result<(), IndexError>;
+
+    /// Makes everything put and removed so far durable and visible to readers, atomically.
+    fn commit(&mut self) -> Result<(), IndexError>;
+}
+
+/// When the index last finished a sync of every folder, for `indexedThrough`.
+pub(crate) type IndexedThrough = DateTime<Utc>;

@@ -1,0 +1,629 @@
+//! The embedded implementation of the index interface: tantivy over [`CapDirectory`].
+//!
+//! Matching is exact-token, like the live scan: text fields are split at every
+//! non-alphanumeric character, lower-cased and folded to ASCII where a letter has a folding, and
+//! a query's words go through the same analyzer, so a word absent from every field of every
+//! message in scope is absent from the mail as indexed. Ranking is BM25 with field boosts
+//! (subject > from > recipients > body > attachment names > attachment text) and recency
+//! breaking ties. Sender and subject filters are substring matches on lower-cased raw fields
+//! (regex over the term dictionary), as the live filters are. Bodies and attachment text are
+//! indexed but not stored: the doc store keeps only the summary an answer shows.
+
+use std::ops::Bound;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RangeQuery, RegexQuery, TermQuery};
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
+    TextOptions, Value,
+};
+use tantivy::tokenizer::{
+    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, TokenStream,
+};
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, Order as TOrder, ReloadPolicy, Term};
+use tantivy::{Searcher, TantivyDocument};
+
+use super::capdir::CapDirectory;
+use super::{IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex, TextIndexWriter};
+use crate::backends::model::{AttachmentMeta, ContentGap, MessageSummary, SortBy, SortOrder};
+use crate::mime::Mailbox;
+
+/// The analyzer's registered name.
+const ANALYZER: &str = "mail";
+/// Tokens longer than this (bytes) are dropped: base64 runs and hashes, never words.
+const MAX_TOKEN_BYTES: usize = 64;
+/// Raw (substring-matched) field values are cut to this many bytes (tantivy's term limit is
+/// 65,530).
+const MAX_RAW_BYTES: usize = 4_096;
+/// The writer's indexing memory (tantivy needs ≥ 15 MB per thread).
+const WRITER_MEMORY: usize = 96 * 1024 * 1024;
+const WRITER_THREADS: usize = 2;
+
+const BOOSTS: [(&str, f32); 6] = [
+    ("subject", 3.0),
+    ("from", 2.0),
+    ("recipients", 1.2),
+    ("body", 1.0),
+    ("att_names", 0.8),
+    ("att_text", 0.5),
+];
+
+#[derive(Clone, Copy)]
+struct Fields {
+    /// folder id, NUL, backend id: what a put replaces and a remove deletes.
+    key: Field,
+    id: Field,
+    folder: Field,
+    mid: Field,
+    thread: Field,
+    subject: Field,
+    from: Field,
+    recipients: Field,
+    body: Field,
+    att_names: Field,
+    att_text: Field,
+    from_raw: Field,
+    subject_raw: Field,
+    received: Field,
+    is_read: Field,
+    has_att: Field,
+    gap: Field,
+    summary: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(ANALYZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        key: b.add_text_field("key", STRING),
+        id: b.add_text_field("id", STRING | STORED),
+        folder: b.add_text_field("folder", STRING),
+        mid: b.add_text_field("mid", STRING | STORED),
+        thread: b.add_text_field("thread", STRING),
+        subject: b.add_text_field("subject", text.clone()),
+        from: b.add_text_field("from", text.clone()),
+        recipients: b.add_text_field("recipients", text.clone()),
+        body: b.add_text_field("body", text.clone()),
+        att_names: b.add_text_field("att_names", text.clone()),
+        att_text: b.add_text_field("att_text", text),
+        from_raw: b.add_text_field("from_raw", STRING),
+        subject_raw: b.add_text_field("subject_raw", STRING | FAST),
+        received: b.add_i64_field("received", INDEXED | FAST),
+        is_read: b.add_bool_field("is_read", INDEXED),
+        has_att: b.add_bool_field("has_att", INDEXED),
+        gap: b.add_u64_field("gap", INDEXED),
+        summary: b.add_bytes_field("summary", STORED),
+    };
+    (b.build(), fields)
+}
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(LowerCaser)
+        .filter(AsciiFoldingFilter)
+        .build()
+}
+
+/// The index's tokens of `text`, in order (what a query word must equal).
+pub(crate) fn index_tokens(text: &str) -> Vec<String> {
+    let mut analyzer = analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        out.push(stream.token().text.clone());
+    }
+    out
+}
+
+fn gap_code(gap: Option<ContentGap>) -> u64 {
+    match gap {
+        None => 0,
+        Some(ContentGap::TooLarge) => 1,
+        Some(ContentGap::Unreadable) => 2,
+        Some(ContentGap::Structure) => 3,
+        Some(ContentGap::Header) => 4,
+        Some(ContentGap::Body) => 5,
+    }
+}
+
+const GAPS: [ContentGap; 5] = [
+    ContentGap::TooLarge,
+    ContentGap::Unreadable,
+    ContentGap::Structure,
+    ContentGap::Header,
+    ContentGap::Body,
+];
+
+fn raw(s: &str) -> String {
+    let lower = s.to_lowercase();
+    if lower.len() <= MAX_RAW_BYTES {
+        return lower;
+    }
+    let mut end = MAX_RAW_BYTES;
+    while !lower.is_char_boundary(end) {
+        end -= 1;
+    }
+    lower[..end].to_owned()
+}
+
+/// The stored summary: what an answer shows of a message, nothing more.
+#[derive(Serialize, Deserialize)]
+struct StoredSummary {
+    id: String,
+    folder: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subject: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    from_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    from_address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    received: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sent: Option<i64>,
+    read: bool,
+    flagged: bool,
+    has_att: bool,
+    preview: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    att: Vec<StoredAttachment>,
+    gap: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredAttachment {
+    id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    ct: String,
+    size: u64,
+    est: bool,
+    inline: bool,
+}
+
+fn to_stored(s: &MessageSummary) -> StoredSummary {
+    StoredSummary {
+        id: s.id.clone(),
+        folder: s.folder_id.clone(),
+        subject: s.subject.clone(),
+        from_name: s.from.as_ref().and_then(|m| m.name.clone()),
+        from_address: s.from.as_ref().and_then(|m| m.address.clone()),
+        received: s.received.map(|d| d.timestamp()),
+        sent: s.sent.map(|d| d.timestamp()),
+        read: s.is_read,
+        flagged: s.is_flagged,
+        has_att: s.has_attachments,
+        preview: s.preview.clone(),
+        att: s
+            .attachments
+            .iter()
+            .map(|a| StoredAttachment {
+                id: a.id.clone(),
+                name: a.name.clone(),
+                ct: a.content_type.clone(),
+                size: a.size,
+                est: a.size_is_estimate,
+                inline: a.is_inline,
+            })
+            .collect(),
+        gap: gap_code(s.gap),
+    }
+}
+
+fn from_stored(s: StoredSummary) -> MessageSummary {
+    let ts = |t: Option<i64>| t.and_then(|t| chrono::DateTime::from_timestamp(t, 0));
+    MessageSummary {
+        id: s.id,
+        folder_id: s.folder,
+        subject: s.subject,
+        from: (s.from_name.is_some() || s.from_address.is_some()).then(|| Mailbox {
+            name: s.from_name,
+            address: s.from_address,
+        }),
+        received: ts(s.received),
+        sent: ts(s.sent),
+        is_read: s.read,
+        is_flagged: s.flagged,
+        has_attachments: s.has_att,
+        preview: s.preview,
+        attachments: s
+            .att
+            .into_iter()
+            .map(|a| AttachmentMeta {
+                id: a.id,
+                name: a.name,
+                content_type: a.ct,
+                size: a.size,
+                size_is_estimate: a.est,
+                is_inline: a.inline,
+            })
+            .collect(),
+        attachments_listed: true,
+        gap: GAPS.iter().copied().find(|g| gap_code(Some(*g)) == s.gap),
+    }
+}
+
+/// One alias's tantivy index.
+pub(crate) struct TantivyIndex {
+    index: Index,
+    fields: Fields,
+    reader: IndexReader,
+    /// Serialises reloads: a search reloads when a newer commit exists.
+    reload: Mutex<()>,
+}
+
+impl TantivyIndex {
+    /// Opens the index in `dir`, creating it when `create` (the sync's side) and the folder
+    /// holds none; the server's side never creates one ([`IndexError::Missing`]).
+    pub(crate) fn open(dir: CapDirectory, create: bool) -> Result<Self, IndexError> {
+        let (schema, fields) = schema();
+        let exists = Index::exists(&dir).map_err(|e| IndexError::Store(e.to_string()))?;
+        let index = if exists {
+            Index::open(dir)?
+        } else if create {
+            Index::create(dir, schema.clone(), tantivy::IndexSettings::default())?
+        } else {
+            return Err(IndexError::Missing);
+        };
+        if index.schema() != schema {
+            return Err(IndexError::Store(
+                "the index was written by another version: rebuild it".to_owned(),
+            ));
+        }
+        index.tokenizers().register(ANALYZER, analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Self {
+            index,
+            fields,
+            reader,
+            reload: Mutex::new(()),
+        })
+    }
+
+    /// The only writer of this index (an exclusive, process-lifetime lock).
+    pub(crate) fn writer(&self) -> Result<TantivyWriter, IndexError> {
+        let writer = self
+            .index
+            .writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY)?;
+        Ok(TantivyWriter {
+            writer,
+            fields: self.fields,
+        })
+    }
+
+    /// The latest committed state (reloading if a sync committed since).
+    fn searcher(&self) -> Result<Searcher, IndexError> {
+        let _one = self
+            .reload
+            .lock()
+            .map_err(|_| IndexError::Store("reload lock poisoned".to_owned()))?;
+        // A reload can race a merge that deletes the files of the commit it read: try again.
+        let mut last = None;
+        for _ in 0..3 {
+            match self.reader.reload() {
+                Ok(()) => return Ok(self.reader.searcher()),
+                Err(e) => last = Some(e),
+            }
+        }
+        match last {
+            Some(e) => Err(e.into()),
+            None => Ok(self.reader.searcher()),
+        }
+    }
+
+    fn word_query(&self, word: &str) -> Option<Box<dyn Query>> {
+        let tokens = index_tokens(word);
+        if tokens.is_empty() {
+            return None;
+        }
+        // Every token of the word must occur (a word the analyzer splits, like `e-mail`).
+        let per_token: Vec<(Occur, Box<dyn Query>)> = tokens
+            .iter()
+            .map(|token| {
+                let any_field: Vec<(Occur, Box<dyn Query>)> = BOOSTS
+                    .iter()
+                    .filter_map(|(name, boost)| {
+                        let field = self.index.schema().get_field(name).ok()?;
+                        let q = TermQuery::new(
+                            Term::from_field_text(field, token),
+                            IndexRecordOption::WithFreqs,
+                        );
+                        Some((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(Box::new(q), *boost)) as Box<dyn Query>,
+                        ))
+                    })
+                    .collect();
+                (
+                    Occur::Must,
+                    Box::new(BooleanQuery::new(any_field)) as Box<dyn Query>,
+                )
+            })
+            .collect();
+        Some(Box::new(BooleanQuery::new(per_token)))
+    }
+
+    /// The scope (folder) and structured filters as query clauses.
+    fn filter_clauses(&self, q: &IndexQuery) -> Result<Vec<(Occur, Box<dyn Query>)>, IndexError> {
+        let f = self.fields;
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        if let Some(folder) = &q.folder_id {
+            clauses.push((Occur::Must, term(f.folder, folder)));
+        }
+        let filters = &q.filters;
+        if let Some(sender) = &filters.sender {
+            clauses.push((Occur::Must, contains(f.from_raw, sender)?));
+        }
+        if let Some(subject) = &filters.subject {
+            clauses.push((Occur::Must, contains(f.subject_raw, subject)?));
+        }
+        if filters.date_from.is_some() || filters.date_to.is_some() {
+            let bound = |d: Option<chrono::DateTime<chrono::Utc>>| match d {
+                Some(d) => Bound::Included(Term::from_field_i64(f.received, d.timestamp())),
+                None => Bound::Unbounded,
+            };
+            clauses.push((
+                Occur::Must,
+                Box::new(RangeQuery::new(
+                    bound(filters.date_from),
+                    bound(filters.date_to),
+                )),
+            ));
+        }
+        if let Some(want) = filters.has_attachments {
+            clauses.push((Occur::Must, bool_term(f.has_att, want)));
+        }
+        if let Some(want) = filters.is_read {
+            clauses.push((Occur::Must, bool_term(f.is_read, want)));
+        }
+        Ok(clauses)
+    }
+
+    fn summaries(
+        &self,
+        searcher: &Searcher,
+        hits: Vec<(f32, DocAddress)>,
+    ) -> Result<Vec<(MessageSummary, f32)>, IndexError> {
+        hits.into_iter()
+            .map(|(score, addr)| {
+                let doc: TantivyDocument = searcher.doc(addr)?;
+                Ok((self.summary_of(&doc)?, score))
+            })
+            .collect()
+    }
+
+    fn summary_of(&self, doc: &TantivyDocument) -> Result<MessageSummary, IndexError> {
+        let bytes = doc
+            .get_first(self.fields.summary)
+            .and_then(|v| v.as_bytes())
+            .ok_or_else(|| IndexError::Store("a document has no summary".to_owned()))?;
+        let stored: StoredSummary = serde_json::from_slice(bytes)
+            .map_err(|_| IndexError::Store("a stored summary is unreadable".to_owned()))?;
+        Ok(from_stored(stored))
+    }
+}
+
+fn doc_key(folder_id: &str, id: &str) -> String {
+    format!("{folder_id}\u{0}{id}")
+}
+
+fn term(field: Field, value: &str) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_text(field, value),
+        IndexRecordOption::Basic,
+    ))
+}
+
+fn bool_term(field: Field, value: bool) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_bool(field, value),
+        IndexRecordOption::Basic,
+    ))
+}
+
+/// Values of a raw field that contain `needle` (case-insensitive), as the live filters match.
+fn contains(field: Field, needle: &str) -> Result<Box<dyn Query>, IndexError> {
+    let pattern = format!(".*{}.*", regex::escape(&raw(needle)));
+    RegexQuery::from_pattern(&pattern, field)
+        .map(|q| Box::new(q) as Box<dyn Query>)
+        .map_err(|e| IndexError::Store(e.to_string()))
+}
+
+impl TextIndex for TantivyIndex {
+    fn search(&self, q: &IndexQuery) -> Result<IndexHits, IndexError> {
+        let searcher = self.searcher()?;
+        let f = self.fields;
+        let filters = self.filter_clauses(q)?;
+        let scope: Box<dyn Query> = match &q.folder_id {
+            Some(folder) => term(f.folder, folder),
+            None => Box::new(tantivy::query::AllQuery),
+        };
+        let mut clauses = filters;
+        let mut has_words = false;
+        for word in &q.words {
+            if let Some(wq) = self.word_query(word) {
+                clauses.push((Occur::Must, wq));
+                has_words = true;
+            }
+        }
+        if !q.words.is_empty() && !has_words {
+            // A query of no indexable word matches nothing, and proves nothing either.
+            return Ok(IndexHits {
+                in_scope: searcher.search(scope.as_ref(), &Count)?,
+                ..IndexHits::default()
+            });
+        }
+        if clauses.is_empty() {
+            clauses.push((Occur::Must, Box::new(tantivy::query::AllQuery)));
+        }
+        let query = BooleanQuery::new(clauses);
+        let limit = q.limit.max(1);
+        let (matched, hits) = match (has_words, q.order) {
+            (true, None) => {
+                let top =
+                    TopDocs::with_limit(limit).tweak_score(move |seg: &tantivy::SegmentReader| {
+                        let received = seg
+                            .fast_fields()
+                            .i64("received")
+                            .ok()
+                            .map(|c| c.first_or_default_col(0));
+                        move |doc: tantivy::DocId, score: tantivy::Score| {
+                            (score, received.as_ref().map_or(0, |c| c.get_val(doc)))
+                        }
+                    });
+                let (count, top) = searcher.search(&query, &(Count, top))?;
+                (
+                    count,
+                    top.into_iter()
+                        .map(|((s, _), a)| (s, a))
+                        .collect::<Vec<_>>(),
+                )
+            }
+            (_, order) => {
+                let order = order.unwrap_or_default();
+                let direction = match order.direction {
+                    SortOrder::Asc => TOrder::Asc,
+                    SortOrder::Desc => TOrder::Desc,
+                };
+                match order.by {
+                    SortBy::ReceivedDateTime => {
+                        let top = TopDocs::with_limit(limit)
+                            .order_by_fast_field::<i64>("received", direction);
+                        let (count, top) = searcher.search(&query, &(Count, top))?;
+                        (count, top.into_iter().map(|(_, a)| (0.0, a)).collect())
+                    }
+                    SortBy::Subject => {
+                        let top = TopDocs::with_limit(limit)
+                            .order_by_string_fast_field("subject_raw", direction);
+                        let (count, top) = searcher.search(&query, &(Count, top))?;
+                        (count, top.into_iter().map(|(_, a)| (0.0, a)).collect())
+                    }
+                }
+            }
+        };
+        let in_scope = searcher.search(scope.as_ref(), &Count)?;
+        let mut gaps = Vec::new();
+        for gap in GAPS {
+            let gapped = BooleanQuery::new(vec![
+                (Occur::Must, scope.box_clone()),
+                (
+                    Occur::Must,
+                    Box::new(TermQuery::new(
+                        Term::from_field_u64(f.gap, gap_code(Some(gap))),
+                        IndexRecordOption::Basic,
+                    )),
+                ),
+            ]);
+            let n = searcher.search(&gapped, &Count)?;
+            if n > 0 {
+                gaps.push((gap, n));
+            }
+        }
+        Ok(IndexHits {
+            hits: self.summaries(&searcher, hits)?,
+            matched,
+            in_scope,
+            gaps,
+        })
+    }
+
+    fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError> {
+        let searcher = self.searcher()?;
+        let top = searcher.search(
+            term(self.fields.id, id).as_ref(),
+            &TopDocs::with_limit(1).order_by_score(),
+        )?;
+        match top.into_iter().next() {
+            Some((_, addr)) => {
+                let doc: TantivyDocument = searcher.doc(addr)?;
+                self.summary_of(&doc).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn count(&self) -> Result<u64, IndexError> {
+        Ok(self.searcher()?.num_docs())
+    }
+}
+
+/// The sync's writer.
+pub(crate) struct TantivyWriter {
+    writer: IndexWriter,
+    fields: Fields,
+}
+
+impl TextIndexWriter for TantivyWriter {
+    fn put(&mut self, m: &IndexedMessage) -> Result<(), IndexError> {
+        let f = self.fields;
+        let s = &m.summary;
+        let key = doc_key(&s.folder_id, &s.id);
+        self.writer.delete_term(Term::from_field_text(f.key, &key));
+        let mut doc = TantivyDocument::default();
+        doc.add_text(f.key, &key);
+        doc.add_text(f.id, &s.id);
+        doc.add_text(f.folder, &s.folder_id);
+        if let Some(mid) = &m.internet_message_id {
+            doc.add_text(f.mid, mid);
+        }
+        for t in &m.thread_ids {
+            doc.add_text(f.thread, t);
+        }
+        if let Some(subject) = &s.subject {
+            doc.add_text(f.subject, subject);
+            doc.add_text(f.subject_raw, raw(subject));
+        } else {
+            doc.add_text(f.subject_raw, "");
+        }
+        if let Some(from) = &s.from {
+            for part in [&from.name, &from.address].into_iter().flatten() {
+                doc.add_text(f.from, part);
+                doc.add_text(f.from_raw, raw(part));
+            }
+        }
+        for r in &m.recipients {
+            doc.add_text(f.recipients, r);
+        }
+        doc.add_text(f.body, &m.body);
+        for a in &s.attachments {
+            if let Some(name) = &a.name {
+                doc.add_text(f.att_names, name);
+            }
+        }
+        if !m.attachment_text.is_empty() {
+            doc.add_text(f.att_text, &m.attachment_text);
+        }
+        doc.add_i64(f.received, s.received.map_or(0, |d| d.timestamp()));
+        doc.add_bool(f.is_read, s.is_read);
+        doc.add_bool(f.has_att, s.has_attachments);
+        doc.add_u64(f.gap, gap_code(s.gap));
+        let stored =
+            serde_json::to_vec(&to_stored(s)).map_err(|e| IndexError::Store(e.to_string()))?;
+        doc.add_bytes(f.summary, &stored);
+        self.writer.add_document(doc)?;
+        Ok(())
+    }
+
+    fn remove(&mut self, folder_id: &str, id: &str) -> Result<(), IndexError> {
+        self.writer.delete_term(Term::from_field_text(
+            self.fields.key,
+            &doc_key(folder_id, id),
+        ));
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), IndexError> {
+        self.writer.commit()?;
+        Ok(())
+    }
+}
