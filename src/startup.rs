@@ -107,6 +107,7 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
             })
         })
         .transpose()?;
+    let indexes = open_indexes(settings);
     let tools = catalog::build(&gates);
     Ok(Arc::new(App {
         config: settings.config.clone(),
@@ -123,7 +124,31 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         output_schemas: settings.output_schemas,
         downloads,
         handoffs,
+        indexes,
     }))
+}
+
+/// The local indexes the operator has synced, opened read-only: only when the state folder
+/// already exists (the server never creates it for an index), and never fatal (an alias whose
+/// index cannot be opened searches live, with a warning in the log).
+fn open_indexes(settings: &Settings) -> crate::index::source::Indexes {
+    use crate::index::source::Indexes;
+    let staleness = settings.index_max_staleness;
+    let Ok(state_path) = settings.state_dir() else {
+        return Indexes::none(staleness);
+    };
+    match path_guard::open_state_dir(state_path, false) {
+        Ok(state) => Indexes::open(
+            &state,
+            settings.config.mailboxes.iter().map(|m| &m.alias),
+            staleness,
+        ),
+        Err(path_guard::PrivateDirError::Missing) => Indexes::none(staleness),
+        Err(e) => {
+            tracing::warn!(error = %e, "the state folder is refused; no local index is served");
+            Indexes::none(staleness)
+        }
+    }
 }
 
 /// Opens the state folder (created 0700 when missing) after `path_guard`'s private-folder

@@ -103,6 +103,9 @@ pub(crate) trait TextIndex: Send + Sync {
     /// One message's summary by backend id, when indexed.
     fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError>;
 
+    /// The Internet Message-ID of a folder's message, when indexed and it has one.
+    fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError>;
+
     /// Messages indexed.
     fn count(&self) -> Result<u64, IndexError>;
 }

@@ -1,24 +1,17 @@
-//! The server's side of an alias's index: opened read-only at startup when the operator has
-//! synced the alias (never created by the server), and searched as a [`SearchSource`] whose
-//! search reads every indexed message of the scope (`ExhaustiveLocal`), so the search engine's
-//! own rules decide what an answer may claim. What the index cannot vouch for is added here:
-//! how fresh it is ([`Freshness`]), from `status.json` as the last sync left it.
+//! The server's side of the indexes: each alias's index opened read-only at startup when the
+//! operator has synced it (the server never creates one), and how far an answer from it can be
+//! trusted ([`Freshness`], from `status.json` as the last sync left it). `search::indexed`
+//! searches it.
 
-use std::time::Instant;
+use std::collections::BTreeMap;
 
 use cap_std::fs::Dir;
 use chrono::{DateTime, Duration, Utc};
 
+use super::IndexError;
 use super::status::{self, IndexStatus};
 use super::tantivy_index::TantivyIndex;
-use super::{IndexError, IndexQuery, TextIndex};
 use crate::alias::Alias;
-use crate::backends::BackendError;
-use crate::backends::model::{
-    AttachmentMeta, Capabilities, FolderSelector, Gaps, MessageSummary, MessageText, Page,
-    ScanRequest, SearchKind, WellKnown,
-};
-use crate::search::SearchSource;
 
 /// One alias's index as the server reads it.
 pub(crate) struct IndexReader {
@@ -102,113 +95,52 @@ impl Freshness {
     }
 }
 
-/// The index as a search source for one search: the reader and the status read when the
-/// search began (so a sync committing meanwhile cannot mix two states into one answer's
-/// freshness).
-pub(crate) struct IndexSource<'a> {
-    pub(crate) reader: &'a IndexReader,
-    pub(crate) status: IndexStatus,
+/// Every allowlisted alias's index that exists, opened at startup, and the staleness bound.
+pub(crate) struct Indexes {
+    readers: BTreeMap<Alias, IndexReader>,
+    pub(crate) max_staleness: std::time::Duration,
 }
 
-impl IndexSource<'_> {
-    /// The folder id a selector names in this index (as the backend resolved it at sync).
-    pub(crate) fn folder_id(&self, folder: &FolderSelector) -> Result<String, BackendError> {
-        match folder {
-            FolderSelector::WellKnown(name) => {
-                let label = match name {
-                    WellKnown::Inbox => "inbox",
-                    WellKnown::SentItems => "sentitems",
-                    WellKnown::Drafts => "drafts",
-                    WellKnown::Archive => "archive",
-                    WellKnown::JunkEmail => "junkemail",
-                    WellKnown::DeletedItems => "deleteditems",
-                };
-                self.status
-                    .well_known
-                    .get(label)
-                    .cloned()
-                    .ok_or(BackendError::NotFound)
-            }
-            FolderSelector::Id(id) => {
-                if self.status.folders.contains_key(id) {
-                    return Ok(id.clone());
+impl Indexes {
+    /// No index at all (no state folder, or nothing synced).
+    pub(crate) fn none(max_staleness: std::time::Duration) -> Self {
+        Self {
+            readers: BTreeMap::new(),
+            max_staleness,
+        }
+    }
+
+    /// Opens the index of each of `aliases` that exists under the state folder. An index that
+    /// cannot be opened is left out with a warning (the alias then searches live): it must not
+    /// stop the server.
+    pub(crate) fn open<'a>(
+        state: &Dir,
+        aliases: impl IntoIterator<Item = &'a Alias>,
+        max_staleness: std::time::Duration,
+    ) -> Self {
+        let mut readers = BTreeMap::new();
+        for alias in aliases {
+            match IndexReader::open(state, alias) {
+                Ok(Some(reader)) => {
+                    readers.insert(alias.clone(), reader);
                 }
-                self.status
-                    .folders
-                    .keys()
-                    .find(|k| k.eq_ignore_ascii_case(id))
-                    .cloned()
-                    .ok_or(BackendError::NotFound)
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(alias = alias.as_str(), error = %e, "a local index could not be opened; the mailbox searches live");
+                }
             }
         }
-    }
-}
-
-fn store_error(e: IndexError) -> BackendError {
-    BackendError::Io(std::io::Error::other(e.to_string()))
-}
-
-impl SearchSource for IndexSource<'_> {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            search: SearchKind::ExhaustiveLocal,
-            ids_survive_move: false,
+        Self {
+            readers,
+            max_staleness,
         }
     }
 
-    async fn scan(&self, req: &ScanRequest, query: Option<&str>) -> Result<Page, BackendError> {
-        let folder = self.folder_id(&req.folder)?;
-        let q = IndexQuery {
-            folder_id: Some(folder),
-            words: query.map(|q| vec![q.to_owned()]).unwrap_or_default(),
-            filters: req.filters.clone(),
-            limit: req.keep,
-            order: if query.is_some() {
-                None
-            } else {
-                Some(req.order)
-            },
-        };
-        let reader = self.reader;
-        // A search of the index takes milliseconds: run inline rather than hop threads.
-        let hits = reader.index.search(&q).map_err(store_error)?;
-        let mut gaps = Gaps::default();
-        for (gap, n) in &hits.gaps {
-            for _ in 0..*n {
-                gaps.add(*gap);
-            }
-        }
-        Ok(Page {
-            items: hits.hits.into_iter().map(|(m, _)| m).collect(),
-            matched: hits.matched,
-            pages_scanned: 1,
-            truncated: false,
-            timed_out: false,
-            gaps,
-            stop: None,
-            examined: hits.in_scope,
-            folder_total: Some(hits.in_scope),
-            page_size: None,
-        })
+    pub(crate) fn get(&self, alias: &Alias) -> Option<&IndexReader> {
+        self.readers.get(alias)
     }
 
-    async fn texts(
-        &self,
-        wanted: &[&MessageSummary],
-        _deadline: Instant,
-    ) -> Vec<Result<MessageText, BackendError>> {
-        // The index matched bodies itself: the engine never asks an exhaustive source for
-        // texts. Answer honestly if it ever does.
-        wanted
-            .iter()
-            .map(|_| Err(BackendError::Unsupported("index texts")))
-            .collect()
-    }
-
-    async fn attachments(&self, id: &str) -> Result<Vec<AttachmentMeta>, BackendError> {
-        match self.reader.index.summary(id).map_err(store_error)? {
-            Some(m) => Ok(m.attachments),
-            None => Err(BackendError::NotFound),
-        }
+    pub(crate) fn aliases(&self) -> impl Iterator<Item = &Alias> {
+        self.readers.keys()
     }
 }

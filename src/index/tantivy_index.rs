@@ -552,6 +552,22 @@ impl TextIndex for TantivyIndex {
         }
     }
 
+    fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError> {
+        let searcher = self.searcher()?;
+        let query = term(self.fields.key, &doc_key(folder_id, id));
+        let top = searcher.search(query.as_ref(), &TopDocs::with_limit(1).order_by_score())?;
+        match top.into_iter().next() {
+            Some((_, addr)) => {
+                let doc: TantivyDocument = searcher.doc(addr)?;
+                Ok(doc
+                    .get_first(self.fields.mid)
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned))
+            }
+            None => Ok(None),
+        }
+    }
+
     fn count(&self) -> Result<u64, IndexError> {
         Ok(self.searcher()?.num_docs())
     }

@@ -6,19 +6,33 @@
 
 use futures::StreamExt;
 
-use super::{SearchOutcome, SearchPlan, engine};
+use super::indexed::{self, Answer, Mode, Target};
+use super::{SearchOutcome, SearchPlan};
 use crate::alias::Alias;
 use crate::backends::Registry;
+use crate::index::source::Indexes;
+
+/// Where each mailbox of a fan-out searches: the caller's choice, or by default the index and
+/// the live backend together where the alias has an index and the live backend alone where not.
+pub(crate) fn mode_for(requested: Option<Mode>, indexed: bool) -> Mode {
+    match requested {
+        Some(mode) => mode,
+        None if indexed => Mode::Hybrid,
+        None => Mode::Live,
+    }
+}
 
 /// Searches every alias (already checked against the allowlist by the caller). With
 /// `shared_slots`, each mailbox search also holds a permit of that semaphore.
 pub(crate) async fn search_all(
     registry: &Registry,
+    indexes: &Indexes,
+    requested: Option<Mode>,
     aliases: &[Alias],
     plan: &SearchPlan,
     concurrency: usize,
     shared_slots: Option<&tokio::sync::Semaphore>,
-) -> Vec<(Alias, SearchOutcome)> {
+) -> Vec<(Alias, Answer)> {
     let workers = concurrency.clamp(1, aliases.len().max(1));
     futures::stream::iter(aliases.iter().cloned())
         .map(|alias| async move {
@@ -28,14 +42,22 @@ pub(crate) async fn search_all(
                 Some(s) => s.acquire().await.ok(),
                 None => None,
             };
-            let outcome = match registry.get(&alias).map(|b| (b, b.ensure_built())) {
-                Some((_, Err(err))) => SearchOutcome::failed(
+            let answer = match registry.get(&alias).map(|b| (b, b.ensure_built())) {
+                Some((_, Err(err))) => Answer::from(SearchOutcome::failed(
                     super::error_warning(&err).unwrap_or(super::warning::MAILBOX_FAILED),
-                ),
-                Some((backend, Ok(()))) => engine::run(backend, plan).await,
-                None => SearchOutcome::failed(super::warning::MAILBOX_FAILED),
+                )),
+                Some((backend, Ok(()))) => {
+                    let index = indexes.get(&alias);
+                    let target = Target {
+                        backend,
+                        index,
+                        max_staleness: indexes.max_staleness,
+                    };
+                    indexed::search(target, plan, mode_for(requested, index.is_some())).await
+                }
+                None => Answer::from(SearchOutcome::failed(super::warning::MAILBOX_FAILED)),
             };
-            (alias, outcome)
+            (alias, answer)
         })
         .buffered(workers)
         .collect()

@@ -10,6 +10,7 @@
 
 pub(crate) mod engine;
 pub(crate) mod fanout;
+pub(crate) mod indexed;
 pub(crate) mod matcher;
 
 use std::time::Instant;
@@ -73,6 +74,10 @@ pub(crate) enum Strategy {
     #[serde(rename = "graph_search")]
     BackendSearch,
     LocalScan,
+    /// The local index alone.
+    Index,
+    /// The local index and the live backend, merged.
+    Hybrid,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]

@@ -556,6 +556,8 @@ pub(crate) struct App {
     /// The handoff store (security.md §4), opened and swept at startup only when the handoff
     /// gate is open.
     pub(crate) handoffs: Option<Arc<crate::handoff::HandoffStore>>,
+    /// The local indexes the operator synced, read-only (searches with `source`).
+    pub(crate) indexes: crate::index::source::Indexes,
 }
 
 /// A mailbox a handler may use: the validated alias, its config entry and its pinned backend.

@@ -13,7 +13,8 @@ use serde::Serialize;
 use crate::backends::model::MessageSummary;
 use crate::backends::{AttachmentMeta, FolderInfo};
 use crate::mime::Mailbox;
-use crate::search::{Confidence, SearchOutcome, SearchStatus, Strategy};
+use crate::search::indexed::Answer;
+use crate::search::{Confidence, SearchStatus, Strategy};
 
 pub(crate) const SUBJECT_CHARS: usize = 300;
 pub(crate) const ADDRESS_CHARS: usize = 320;
@@ -182,6 +183,9 @@ pub(crate) struct MessageSummaryOut {
     /// `message_too_large`): fields may be missing and a search's non-match in it is unproven.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) content_gap: Option<String>,
+    /// Index and hybrid answers: `live`, `index` or `both`, whichever returned the message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) source: Option<&'static str>,
 }
 
 impl MessageSummaryOut {
@@ -212,6 +216,7 @@ impl MessageSummaryOut {
             }),
             attachments_truncated: with_attachments && listed.len() > SUMMARY_ATTACHMENTS,
             content_gap: c.gap.map(|g| crate::search::gap_warning(g).to_owned()),
+            source: None,
         }
     }
 }
@@ -237,11 +242,25 @@ pub(crate) struct SearchProjection {
     pub(crate) truncated: bool,
     pub(crate) canary_matched: bool,
     pub(crate) warnings: Vec<String>,
+    /// Index and hybrid answers: when the index's scope was last wholly synced (ISO-8601).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) indexed_through: Option<String>,
     pub(crate) messages: Vec<MessageSummaryOut>,
 }
 
 impl SearchProjection {
-    pub(crate) fn new(mailbox: &str, o: &SearchOutcome, with_attachments: bool) -> Self {
+    pub(crate) fn new(mailbox: &str, answer: &Answer, with_attachments: bool) -> Self {
+        let o = &answer.outcome;
+        let mut messages: Vec<MessageSummaryOut> = o
+            .messages
+            .iter()
+            .map(|c| MessageSummaryOut::from_summary(c, with_attachments))
+            .collect();
+        if let Some(sources) = &answer.sources {
+            for (m, source) in messages.iter_mut().zip(sources) {
+                m.source = Some(source.as_str());
+            }
+        }
         Self {
             mailbox: mailbox.to_owned(),
             status: o.status,
@@ -252,11 +271,8 @@ impl SearchProjection {
             truncated: o.truncated,
             canary_matched: o.canary_matched,
             warnings: o.warnings.iter().map(|w| (*w).to_owned()).collect(),
-            messages: o
-                .messages
-                .iter()
-                .map(|c| MessageSummaryOut::from_summary(c, with_attachments))
-                .collect(),
+            indexed_through: answer.indexed_through.map(crate::tools::dates::iso_z),
+            messages,
         }
     }
 }

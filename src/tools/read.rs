@@ -26,7 +26,8 @@ use crate::backends::model::{Filters, FolderSelector, SortBy, SortOrder};
 use crate::backends::{BackendError, MessageDetail};
 use crate::config::Limits;
 use crate::extract::{self, ExtractError, Format, SlotError};
-use crate::search::{SearchOutcome, SearchPlan, SearchStatus, engine, fanout, warning};
+use crate::search::indexed::{self, Answer, Mode, Target};
+use crate::search::{SearchOutcome, SearchPlan, SearchStatus, fanout, warning};
 
 /// Folder-tree budget (reference §5.6).
 const MAX_FOLDERS: usize = 1000;
@@ -228,12 +229,6 @@ pub(super) fn plan(
     limits: &Limits,
     allow_query: bool,
 ) -> Result<SearchPlan, ToolError> {
-    if matches!(criteria.source, Some(SourceArg::Index | SourceArg::Hybrid)) {
-        return Err(ToolError::new(
-            ErrorCode::Unsupported,
-            "the local index is not available in this version; use source \"live\"",
-        ));
-    }
     let query = if allow_query {
         criteria
             .query
@@ -304,9 +299,46 @@ fn plan_warnings(app: &App, criteria: &Criteria, allow_query: bool) -> Vec<&'sta
     w
 }
 
-fn with_warnings(mut o: SearchOutcome, extra: &[&'static str]) -> SearchOutcome {
-    o.warnings.extend_from_slice(extra);
-    o
+fn with_warnings(mut a: Answer, extra: &[&'static str]) -> Answer {
+    a.outcome.warnings.extend_from_slice(extra);
+    a
+}
+
+/// The `source` the caller asked for (none: the default of [`fanout::mode_for`]).
+pub(super) fn requested_mode(criteria: &Criteria) -> Option<Mode> {
+    criteria.source.map(|s| match s {
+        SourceArg::Live => Mode::Live,
+        SourceArg::Index => Mode::Index,
+        SourceArg::Hybrid => Mode::Hybrid,
+    })
+}
+
+/// One mailbox's search as its `source` says: an explicit `index` or `hybrid` on a mailbox
+/// without an index is a clear error naming the operator's command.
+pub(super) async fn search_one(
+    app: &App,
+    resolved: &super::Resolved<'_>,
+    criteria: &Criteria,
+    plan: &SearchPlan,
+) -> Result<Answer, ToolError> {
+    let index = app.indexes.get(&resolved.alias);
+    let requested = requested_mode(criteria);
+    if index.is_none() && matches!(requested, Some(Mode::Index | Mode::Hybrid)) {
+        return Err(ToolError::new(
+            ErrorCode::Unsupported,
+            format!(
+                "source: mailbox {} has no local index (the operator runs `mailgate index sync \
+                 {}`); use source \"live\"",
+                resolved.alias, resolved.alias
+            ),
+        ));
+    }
+    let target = Target {
+        backend: resolved.backend,
+        index,
+        max_staleness: app.indexes.max_staleness,
+    };
+    Ok(indexed::search(target, plan, fanout::mode_for(requested, index.is_some())).await)
 }
 
 async fn single_search(
@@ -319,18 +351,19 @@ async fn single_search(
     // SEARCH_FAILED.
     resolved.backend.ensure_built()?;
     let plan = plan(&args.criteria, &app.config.limits, allow_query)?;
-    let outcome = with_warnings(
-        engine::run(resolved.backend, &plan).await,
+    let answer = with_warnings(
+        search_one(&app, &resolved, &args.criteria, &plan).await?,
         &plan_warnings(&app, &args.criteria, allow_query),
     );
+    let outcome = &answer.outcome;
     let with_names = args.criteria.include_attachment_names == Some(true);
-    let projection = SearchProjection::new(resolved.alias.as_str(), &outcome, with_names);
+    let projection = SearchProjection::new(resolved.alias.as_str(), &answer, with_names);
     let summary = format!(
         "Mailbox {}: {}, {} result(s).{}",
         resolved.alias,
         outcome.status.as_str(),
         projection.messages.len(),
-        unproven_note(&outcome)
+        unproven_note(outcome)
     );
     let summary = summary + graph_names_note(&projection.warnings);
     Ok(ToolOutput::untrusted(summary, projection))
@@ -428,6 +461,8 @@ async fn fan_out(
     let extra = plan_warnings(app, criteria, true);
     let outcomes = fanout::search_all(
         &app.backends,
+        &app.indexes,
+        requested_mode(criteria),
         aliases,
         &plan,
         app.config.limits.max_concurrent_mailboxes,
@@ -435,7 +470,7 @@ async fn fan_out(
     )
     .await;
     let with_names = criteria.include_attachment_names == Some(true);
-    let status = SearchStatus::worst(outcomes.iter().map(|(_, o)| o.status));
+    let status = SearchStatus::worst(outcomes.iter().map(|(_, a)| a.outcome.status));
     let projections = outcomes
         .into_iter()
         .map(|(alias, o)| {

@@ -1,0 +1,358 @@
+//! Searches through the local index: `source: "index"` runs the engine over the index as an
+//! exhaustive source, `source: "hybrid"` runs it and the live backend at once and merges. What
+//! the index adds to the engine's rules is freshness: an index answer carries `indexedThrough`,
+//! and a `NOT_FOUND` from a stale or partial index is `SEARCH_INCOMPLETE` with `index_stale` /
+//! `index_partial`, because the index can only vouch for what it held when it was last wholly
+//! synced. A hybrid answer is `NOT_FOUND` only when one side proved it and neither found
+//! anything; hits are deduplicated by Internet Message-ID (then backend id), each recording
+//! whether the live backend, the index or both returned it.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+
+use super::{Confidence, SearchOutcome, SearchPlan, SearchSource, SearchStatus, Strategy, engine};
+use crate::backends::model::{
+    AttachmentMeta, Capabilities, FolderSelector, Gaps, MessageSummary, MessageText, Order, Page,
+    ScanRequest, SearchKind, WellKnown,
+};
+use crate::backends::{Backend, BackendError};
+use crate::index::source::{Freshness, IndexReader};
+use crate::index::status::IndexStatus;
+use crate::index::{IndexError, IndexQuery, TextIndex};
+
+/// Warning codes of index answers.
+pub(crate) mod warning {
+    /// The index is older than `MAILGATE_INDEX_MAX_STALENESS`: its absence proves nothing.
+    pub(crate) const INDEX_STALE: &str = "index_stale";
+    /// A folder of the scope is mid-sync, was never wholly synced, or has messages pending.
+    pub(crate) const INDEX_PARTIAL: &str = "index_partial";
+    /// The mailbox has no local index (the operator has not synced it).
+    pub(crate) const INDEX_MISSING: &str = "index_missing";
+    /// The index could not be read.
+    pub(crate) const INDEX_FAILED: &str = "index_failed";
+}
+
+/// Where one mailbox's search runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Live,
+    Index,
+    Hybrid,
+}
+
+/// Which side returned a hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HitSource {
+    Live,
+    Index,
+    Both,
+}
+
+impl HitSource {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            HitSource::Live => "live",
+            HitSource::Index => "index",
+            HitSource::Both => "both",
+        }
+    }
+}
+
+/// One mailbox's answer with what the index adds to it.
+#[derive(Clone, Debug)]
+pub(crate) struct Answer {
+    pub(crate) outcome: SearchOutcome,
+    /// When the index's scope was last wholly synced (index and hybrid answers).
+    pub(crate) indexed_through: Option<DateTime<Utc>>,
+    /// Per message of `outcome.messages`, which side returned it (index and hybrid answers).
+    pub(crate) sources: Option<Vec<HitSource>>,
+}
+
+impl From<SearchOutcome> for Answer {
+    /// A live answer: nothing from an index.
+    fn from(outcome: SearchOutcome) -> Self {
+        Answer {
+            outcome,
+            indexed_through: None,
+            sources: None,
+        }
+    }
+}
+
+/// What a mailbox offers a search.
+#[derive(Clone, Copy)]
+pub(crate) struct Target<'a> {
+    pub(crate) backend: &'a Backend,
+    pub(crate) index: Option<&'a IndexReader>,
+    pub(crate) max_staleness: std::time::Duration,
+}
+
+/// Searches one mailbox as `mode` says.
+pub(crate) async fn search(target: Target<'_>, plan: &SearchPlan, mode: Mode) -> Answer {
+    match (mode, target.index) {
+        (Mode::Live, _) => Answer::from(engine::run(target.backend, plan).await),
+        (Mode::Index | Mode::Hybrid, None) => {
+            // An explicit index search of an alias without one: say so in band, so a fan-out
+            // keeps the other mailboxes' evidence.
+            let mut outcome = SearchOutcome::failed(warning::INDEX_MISSING);
+            outcome.strategy = Strategy::Index;
+            Answer::from(outcome)
+        }
+        (Mode::Index, Some(reader)) => index_only(reader, plan, target.max_staleness).await,
+        (Mode::Hybrid, Some(reader)) => {
+            let (live, indexed) = tokio::join!(
+                engine::run(target.backend, plan),
+                index_only(reader, plan, target.max_staleness)
+            );
+            merge(live, indexed, reader, plan)
+        }
+    }
+}
+
+/// The engine over the index, with the freshness rule applied.
+async fn index_only(
+    reader: &IndexReader,
+    plan: &SearchPlan,
+    max_staleness: std::time::Duration,
+) -> Answer {
+    let status = match reader.status() {
+        Ok(status) => status,
+        Err(e) => {
+            let code = match e {
+                IndexError::Missing => warning::INDEX_MISSING,
+                _ => warning::INDEX_FAILED,
+            };
+            let mut outcome = SearchOutcome::failed(code);
+            outcome.strategy = Strategy::Index;
+            return Answer::from(outcome);
+        }
+    };
+    let source = IndexSource {
+        reader,
+        status: &status,
+    };
+    let folder = source
+        .folder_id(&FolderSelector::parse(plan.folder.as_deref()))
+        .ok();
+    let mut outcome = engine::run(&source, plan).await;
+    outcome.strategy = Strategy::Index;
+    let max_staleness = chrono::Duration::from_std(max_staleness).unwrap_or(chrono::Duration::MAX);
+    let fresh = Freshness::of(&status, folder.as_deref(), max_staleness, Utc::now());
+    if fresh.stale {
+        outcome.warnings.push(warning::INDEX_STALE);
+    }
+    if fresh.partial {
+        outcome.warnings.push(warning::INDEX_PARTIAL);
+    }
+    if outcome.status == SearchStatus::NotFound && (fresh.stale || fresh.partial) {
+        outcome.status = SearchStatus::SearchIncomplete;
+        outcome.confidence = Confidence::Low;
+    }
+    let n = outcome.messages.len();
+    Answer {
+        outcome,
+        indexed_through: fresh.indexed_through,
+        sources: Some(vec![HitSource::Index; n]),
+    }
+}
+
+/// The better-proven of two statuses for the same question: any hit wins, then a proven
+/// absence, then the worst failure (neither side proved anything).
+fn merged_status(a: &SearchOutcome, b: &SearchOutcome) -> (SearchStatus, Confidence) {
+    let found = [a, b]
+        .into_iter()
+        .filter(|o| o.status == SearchStatus::Found)
+        .map(|o| o.confidence)
+        .max();
+    if let Some(confidence) = found {
+        return (SearchStatus::Found, confidence);
+    }
+    let proven = [a, b]
+        .into_iter()
+        .filter(|o| o.status == SearchStatus::NotFound)
+        .map(|o| o.confidence)
+        .max();
+    if let Some(confidence) = proven {
+        return (SearchStatus::NotFound, confidence);
+    }
+    let worst = SearchStatus::worst([a.status, b.status]);
+    (worst, Confidence::Low)
+}
+
+fn merge(live: SearchOutcome, indexed: Answer, reader: &IndexReader, plan: &SearchPlan) -> Answer {
+    let index_outcome = indexed.outcome;
+    let (status, confidence) = merged_status(&live, &index_outcome);
+    // The Internet Message-ID of every hit, from the index (live listings do not carry it).
+    let mid = |m: &MessageSummary| -> Option<String> {
+        reader
+            .index()
+            .message_id(&m.folder_id, &m.id)
+            .ok()
+            .flatten()
+    };
+    let mut merged: Vec<(MessageSummary, HitSource)> = Vec::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    let key_of = |m: &MessageSummary| mid(m).unwrap_or_else(|| format!("id:{}", m.id));
+    for m in index_outcome.messages.iter() {
+        let key = key_of(m);
+        if by_key.contains_key(&key) {
+            continue;
+        }
+        by_key.insert(key, merged.len());
+        merged.push((m.clone(), HitSource::Index));
+    }
+    for m in live.messages.iter() {
+        let key = key_of(m);
+        match by_key.get(&key) {
+            // The live copy is the current state of the message: prefer it.
+            Some(&i) => merged[i] = (m.clone(), HitSource::Both),
+            None => {
+                by_key.insert(key, merged.len());
+                merged.push((m.clone(), HitSource::Live));
+            }
+        }
+    }
+    let order = Order {
+        by: plan.sort_by,
+        direction: plan.sort_order,
+    };
+    merged.sort_by(|a, b| order.compare(&a.0, &b.0));
+    let cut = merged.len() > plan.max_results;
+    merged.truncate(plan.max_results);
+    let mut warnings = live.warnings.clone();
+    for w in &index_outcome.warnings {
+        if !warnings.contains(w) {
+            warnings.push(w);
+        }
+    }
+    let (messages, sources): (Vec<_>, Vec<_>) = merged.into_iter().unzip();
+    Answer {
+        outcome: SearchOutcome {
+            status,
+            strategy: Strategy::Hybrid,
+            confidence,
+            pages_scanned: live.pages_scanned + index_outcome.pages_scanned,
+            candidates_scanned: live
+                .candidates_scanned
+                .max(index_outcome.candidates_scanned),
+            truncated: live.truncated || index_outcome.truncated || cut,
+            canary_matched: live.canary_matched,
+            warnings,
+            messages,
+            scan: index_outcome.scan,
+        },
+        indexed_through: indexed.indexed_through,
+        sources: Some(sources),
+    }
+}
+
+/// The index as a search source for one search, with the status read when the search began
+/// (a sync committing meanwhile cannot mix two states into one answer's freshness).
+struct IndexSource<'a> {
+    reader: &'a IndexReader,
+    status: &'a IndexStatus,
+}
+
+impl IndexSource<'_> {
+    /// The folder id a selector names in this index (as the backend resolved it at sync).
+    fn folder_id(&self, folder: &FolderSelector) -> Result<String, BackendError> {
+        match folder {
+            FolderSelector::WellKnown(name) => {
+                let label = match name {
+                    WellKnown::Inbox => "inbox",
+                    WellKnown::SentItems => "sentitems",
+                    WellKnown::Drafts => "drafts",
+                    WellKnown::Archive => "archive",
+                    WellKnown::JunkEmail => "junkemail",
+                    WellKnown::DeletedItems => "deleteditems",
+                };
+                self.status
+                    .well_known
+                    .get(label)
+                    .cloned()
+                    .ok_or(BackendError::NotFound)
+            }
+            FolderSelector::Id(id) => {
+                if self.status.folders.contains_key(id) {
+                    return Ok(id.clone());
+                }
+                self.status
+                    .folders
+                    .keys()
+                    .find(|k| k.eq_ignore_ascii_case(id))
+                    .cloned()
+                    .ok_or(BackendError::NotFound)
+            }
+        }
+    }
+}
+
+fn store_error(e: IndexError) -> BackendError {
+    BackendError::Io(std::io::Error::other(e.to_string()))
+}
+
+impl SearchSource for IndexSource<'_> {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            search: SearchKind::ExhaustiveLocal,
+            ids_survive_move: false,
+        }
+    }
+
+    async fn scan(&self, req: &ScanRequest, query: Option<&str>) -> Result<Page, BackendError> {
+        let folder = self.folder_id(&req.folder)?;
+        let q = IndexQuery {
+            folder_id: Some(folder),
+            words: query.map(|q| vec![q.to_owned()]).unwrap_or_default(),
+            filters: req.filters.clone(),
+            limit: req.keep,
+            order: if query.is_some() {
+                None
+            } else {
+                Some(req.order)
+            },
+        };
+        // A search of the index takes milliseconds: run inline rather than hop threads.
+        let hits = self.reader.index().search(&q).map_err(store_error)?;
+        let mut gaps = Gaps::default();
+        for (gap, n) in &hits.gaps {
+            for _ in 0..*n {
+                gaps.add(*gap);
+            }
+        }
+        Ok(Page {
+            items: hits.hits.into_iter().map(|(m, _)| m).collect(),
+            matched: hits.matched,
+            pages_scanned: 1,
+            truncated: false,
+            timed_out: false,
+            gaps,
+            stop: None,
+            examined: hits.in_scope,
+            folder_total: Some(hits.in_scope),
+            page_size: None,
+        })
+    }
+
+    async fn texts(
+        &self,
+        wanted: &[&MessageSummary],
+        _deadline: Instant,
+    ) -> Vec<Result<MessageText, BackendError>> {
+        // The index matched bodies itself: the engine never asks an exhaustive source for
+        // texts. Answer honestly if it ever does.
+        wanted
+            .iter()
+            .map(|_| Err(BackendError::Unsupported("index texts")))
+            .collect()
+    }
+
+    async fn attachments(&self, id: &str) -> Result<Vec<AttachmentMeta>, BackendError> {
+        match self.reader.index().summary(id).map_err(store_error)? {
+            Some(m) => Ok(m.attachments),
+            None => Err(BackendError::NotFound),
+        }
+    }
+}
