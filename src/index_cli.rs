@@ -122,7 +122,7 @@ pub(crate) async fn run(
         IndexCommand::Sync { aliases, watch } => {
             let every = watch.as_deref().map(interval).transpose()?;
             let aliases = chosen(&settings, &aliases)?;
-            sync_loop(settings, aliases, every).await
+            sync_loop(settings, aliases, every, hold_after_commits(env)).await
         }
         IndexCommand::Status => status_table(&settings),
         IndexCommand::Pause { aliases } => set_paused(&settings, &aliases, true),
@@ -130,7 +130,7 @@ pub(crate) async fn run(
         IndexCommand::Rebuild { alias } => {
             let aliases = chosen(&settings, std::slice::from_ref(&alias))?;
             purge(&settings, &alias)?;
-            sync_loop(settings, aliases, None).await
+            sync_loop(settings, aliases, None, None).await
         }
         IndexCommand::Purge { alias } => {
             purge(&settings, &alias)?;
@@ -142,10 +142,22 @@ pub(crate) async fn run(
 /// Set by the first interrupt: syncs stop at their next durable point and the command exits.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// The crash-test hook (`MAILGATE_TEST_INDEX_HOLD_AT`, debug builds only).
+fn hold_after_commits(env: &Env) -> Option<u32> {
+    if cfg!(debug_assertions) {
+        env.get(crate::config::INDEX_HOLD_VAR)
+            .and_then(|v| v.trim().parse().ok())
+    } else {
+        let _ = env;
+        None
+    }
+}
+
 async fn sync_loop(
     settings: Settings,
     aliases: Vec<Alias>,
     every: Option<Duration>,
+    hold: Option<u32>,
 ) -> Result<i32, StartupError> {
     let root = open_root(&settings, true)?;
     let extraction = Extraction {
@@ -178,7 +190,7 @@ async fn sync_loop(
             if INTERRUPTED.load(Ordering::SeqCst) {
                 break;
             }
-            code = code.max(sync_one(&app, &root, alias, kind, &extraction).await?);
+            code = code.max(sync_one(&app, &root, alias, kind, &extraction, hold).await?);
         }
         let Some(every) = every else {
             break;
@@ -201,6 +213,7 @@ async fn sync_one(
     alias: &Alias,
     kind: &'static str,
     extraction: &Extraction,
+    hold: Option<u32>,
 ) -> Result<i32, StartupError> {
     let name = alias.as_str();
     let Ok(resolved) = app.resolve(name) else {
@@ -230,6 +243,7 @@ async fn sync_one(
         extraction: Some(extraction),
         progress: &progress,
         stop: &stop,
+        hold_after_commits: hold,
     };
     let started = std::time::Instant::now();
     let report = sync::sync_alias(&mut target, resolved.backend, &opts)

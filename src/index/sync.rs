@@ -116,6 +116,9 @@ pub(crate) struct SyncOptions<'a> {
     pub(crate) progress: &'a (dyn Fn(&Progress) + Sync),
     /// Asked between steps: `true` stops the sync at the next durable point.
     pub(crate) stop: &'a (dyn Fn() -> bool + Sync),
+    /// Crash tests only (debug builds): after this many commits, announce it on stderr and
+    /// hang, so the test can `kill -9` the process at a known point.
+    pub(crate) hold_after_commits: Option<u32>,
 }
 
 /// Work of the current commit not yet recorded in the state.
@@ -132,6 +135,7 @@ struct Run<'a> {
     opts: &'a SyncOptions<'a>,
     progress: Progress,
     report: SyncReport,
+    commits: u32,
 }
 
 /// Syncs one alias. Errors are only those that stop the whole sync (the index or state cannot
@@ -175,6 +179,7 @@ pub(crate) async fn sync_alias(
         backend,
         opts,
         progress: Progress::default(),
+        commits: 0,
         report: SyncReport {
             folders: folders.len(),
             complete: true,
@@ -450,6 +455,17 @@ impl Run<'_> {
     /// page's cursor for the commit that ends the page).
     fn commit(&mut self, work: &mut Uncommitted) -> Result<(), IndexError> {
         self.target.writer.commit()?;
+        self.commits += 1;
+        // The worst moment to die: the index holds the commit, the state does not know it.
+        if self.opts.hold_after_commits == Some(self.commits) {
+            tracing::warn!(
+                commits = self.commits,
+                "index sync: holding for a crash test"
+            );
+            loop {
+                std::thread::park();
+            }
+        }
         self.target.state.apply(&work.batch)?;
         let folder = std::mem::take(&mut work.batch.folder);
         work.batch = StateBatch {

@@ -72,7 +72,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
         "Search one mailbox",
         "Search one mailbox. criteria: query (all words must occur; omit to only filter), \
          sender/subject (substrings), dateFrom/dateTo (ISO-8601; a bare date is its whole UTC \
-         day), folder (default inbox). NOT_FOUND: a complete scan found nothing. \
+         day), folder (default inbox), source (local index, live mail or both; default both \
+         where indexed, else live). NOT_FOUND: a complete scan found nothing. \
          SEARCH_INCOMPLETE: a limit stopped the scan (the text names it); absence unproven. \
          SEARCH_FAILED/SEARCH_UNTRUSTED prove nothing.",
         input_schema::<SearchMailboxArgs>,

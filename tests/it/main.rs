@@ -24,6 +24,7 @@ mod handoffs;
 mod hostile_mail;
 mod http;
 mod imap;
+mod index;
 mod invalid_inputs;
 mod limits;
 mod output_bounds;

@@ -32,6 +32,7 @@ const KNOWN: &[&str] = &[
     super::graph::PRIVATE_KEY_VAR,
     super::HTTP_ALLOWED_ORIGINS_VAR,
     super::INDEX_MAX_STALENESS_VAR,
+    super::INDEX_HOLD_VAR,
     // the reference plugin's, read by mailgate
     super::CONFIG_PATH_VAR,
     super::SEARCH_MEMORY_VAR,

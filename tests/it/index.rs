@@ -1,0 +1,543 @@
+//! The local index end to end (issue 21): `mailgate index sync|status|pause|resume|rebuild|
+//! purge` on a Maildir this test writes, searches with `source` through the MCP client,
+//! incremental sync of new, re-flagged, moved and deleted mail, the freshness rule, a `kill -9`
+//! mid-sync, purge, an orphaned index, and a server answering while a sync holds the writer.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt as _;
+
+use crate::util::{Client, EXE, World};
+
+/// A Maildir `box` with an inbox and an Archive, five messages with one unique word each, and
+/// a config listing it (and `other`, never synced) whose path is returned.
+struct Fixture {
+    world: World,
+    mail: PathBuf,
+    config: String,
+}
+
+const WORDS: [&str; 5] = [
+    "alphaword",
+    "bravoword",
+    "charlieword",
+    "deltaword",
+    "echoword",
+];
+
+fn message(n: usize, word: &str) -> String {
+    format!(
+        "From: Ana Lima <ana.lima@example.com>\r\nTo: box@example.com\r\nSubject: Note {n} \
+         about {word}\r\nMessage-ID: <note-{n}@example.com>\r\nDate: Mon, 2 Nov 2026 10:0{n}:00 \
+         +0000\r\n\r\nThe body of note {n} mentions {word} once.\r\n"
+    )
+}
+
+fn deliver(folder: &Path, name: &str, body: &str) {
+    std::fs::write(folder.join("cur").join(name), body).unwrap();
+}
+
+fn fixture() -> Fixture {
+    let world = World::new();
+    let mail = world.path().join("mail");
+    for sub in [
+        "box/cur",
+        "box/new",
+        "box/tmp",
+        "box/.Archive/cur",
+        "box/.Archive/new",
+        "box/.Archive/tmp",
+        "other/cur",
+        "other/new",
+        "other/tmp",
+    ] {
+        std::fs::create_dir_all(mail.join(sub)).unwrap();
+    }
+    for (i, word) in WORDS.iter().enumerate() {
+        deliver(
+            &mail.join("box"),
+            &format!("17700000{i}.M{i}P1.test:2,"),
+            &message(i, word),
+        );
+    }
+    let config = write_config(&world, &mail, true);
+    Fixture {
+        world,
+        mail,
+        config,
+    }
+}
+
+fn write_config(world: &World, mail: &Path, with_box: bool) -> String {
+    let entry = |alias: &str| {
+        format!(
+            r#"{{ "alias": "{alias}", "address": "{alias}@example.com", "backend": {{ "kind": "maildir", "path": "{}" }} }}"#,
+            mail.join(alias).display()
+        )
+    };
+    let mut entries = vec![entry("other")];
+    if with_box {
+        entries.insert(0, entry("box"));
+    }
+    let path = world.path().join("index.json");
+    std::fs::write(
+        &path,
+        format!(r#"{{ "mailboxes": [ {} ] }}"#, entries.join(", ")),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path.display().to_string()
+}
+
+impl Fixture {
+    async fn index(&self, args: &[&str]) -> (bool, String) {
+        let mut all = vec!["--config", self.config.as_str(), "index"];
+        all.extend_from_slice(args);
+        let out = self.world.run(&all).await;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    }
+
+    async fn client(&self) -> Client {
+        self.world
+            .client(&["--config", self.config.as_str(), "serve"])
+            .await
+    }
+
+    fn status_json(&self, alias: &str) -> PathBuf {
+        self.world
+            .state()
+            .join("index")
+            .join(alias)
+            .join("status.json")
+    }
+}
+
+async fn search(client: &Client, criteria: Value) -> Value {
+    client
+        .ok(
+            "search_mailbox",
+            json!({ "mailbox": "box", "criteria": criteria }),
+        )
+        .await
+}
+
+fn ids(answer: &Value) -> Vec<String> {
+    answer["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn sync_then_search_through_the_index_live_and_hybrid() {
+    let f = fixture();
+    let (ok, out) = f.index(&["sync", "box"]).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("box: complete: 5 indexed"), "{out}");
+    let client = f.client().await;
+
+    let hit = search(
+        &client,
+        json!({ "query": "charlieword", "source": "index" }),
+    )
+    .await;
+    assert_eq!(hit["status"], "FOUND", "{hit}");
+    assert_eq!(hit["strategy"], "index");
+    assert!(hit["indexedThrough"].is_string(), "{hit}");
+    assert_eq!(ids(&hit).len(), 1);
+    assert_eq!(hit["messages"][0]["source"], "index");
+
+    // Proved absence: a complete, fresh index of the folder.
+    let none = search(&client, json!({ "query": "zuluword", "source": "index" })).await;
+    assert_eq!(none["status"], "NOT_FOUND", "{none}");
+    assert_eq!(none["candidatesScanned"], 5);
+
+    // The default on an indexed alias is hybrid: both sides, one message, marked both.
+    let both = search(&client, json!({ "query": "bravoword" })).await;
+    assert_eq!(both["strategy"], "hybrid", "{both}");
+    assert_eq!(ids(&both).len(), 1, "deduplicated: {both}");
+    assert_eq!(both["messages"][0]["source"], "both");
+
+    // Live stays exactly the reference's answer: no index fields.
+    let live = search(&client, json!({ "query": "bravoword", "source": "live" })).await;
+    assert!(live.get("indexedThrough").is_none(), "{live}");
+    assert!(live["messages"][0].get("source").is_none(), "{live}");
+
+    // Filters and listings go through the index too.
+    let listed = client
+        .ok(
+            "list_messages",
+            json!({ "mailbox": "box", "criteria": { "source": "index", "sender": "ana.lima", "maxResults": 3 } }),
+        )
+        .await;
+    assert_eq!(listed["status"], "FOUND", "{listed}");
+    assert_eq!(ids(&listed).len(), 3);
+
+    // An alias never synced searches live by default and refuses an explicit index source.
+    let other = client
+        .ok(
+            "search_mailbox",
+            json!({ "mailbox": "other", "criteria": { "query": "x" } }),
+        )
+        .await;
+    assert_ne!(other["strategy"], "hybrid");
+    let code = client
+        .tool_error(
+            "search_mailbox",
+            json!({ "mailbox": "other", "criteria": { "query": "x", "source": "index" } }),
+        )
+        .await;
+    assert_eq!(code, "UNSUPPORTED");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn incremental_sync_sees_new_reflagged_moved_and_deleted_mail() {
+    let f = fixture();
+    assert!(f.index(&["sync"]).await.0);
+    let inbox = f.mail.join("box/cur");
+    let archive = f.mail.join("box/.Archive/cur");
+    // new, re-flagged (seen), moved to the archive, deleted
+    deliver(
+        &f.mail.join("box"),
+        "177000009.M9P1.test:2,",
+        &message(9, "foxtrotword"),
+    );
+    std::fs::rename(
+        inbox.join("177000000.M0P1.test:2,"),
+        inbox.join("177000000.M0P1.test:2,S"),
+    )
+    .unwrap();
+    std::fs::rename(
+        inbox.join("177000001.M1P1.test:2,"),
+        archive.join("177000001.M1P1.test:2,"),
+    )
+    .unwrap();
+    std::fs::remove_file(inbox.join("177000002.M2P1.test:2,")).unwrap();
+
+    let (ok, out) = f.index(&["sync", "box"]).await;
+    assert!(ok, "{out}");
+    // foxtrot (new), alpha (flags), bravo (in the archive); bravo (from the inbox), charlie.
+    assert!(out.contains("box: complete: 3 indexed, 2 removed"), "{out}");
+
+    let client = f.client().await;
+    let fresh = search(
+        &client,
+        json!({ "query": "foxtrotword", "source": "index" }),
+    )
+    .await;
+    assert_eq!(fresh["status"], "FOUND", "{fresh}");
+    let gone = search(
+        &client,
+        json!({ "query": "charlieword", "source": "index" }),
+    )
+    .await;
+    assert_eq!(gone["status"], "NOT_FOUND", "{gone}");
+    let moved = search(&client, json!({ "query": "bravoword", "source": "index" })).await;
+    assert_eq!(
+        moved["status"], "NOT_FOUND",
+        "no longer in the inbox: {moved}"
+    );
+    let archived = search(
+        &client,
+        json!({ "query": "bravoword", "source": "index", "folder": "archive" }),
+    )
+    .await;
+    assert_eq!(archived["status"], "FOUND", "{archived}");
+    let seen = search(&client, json!({ "query": "alphaword", "source": "index" })).await;
+    assert_eq!(seen["messages"][0]["isRead"], true, "{seen}");
+
+    // Nothing changed: nothing refetched.
+    let (_, again) = f.index(&["sync", "box"]).await;
+    assert!(
+        again.contains("box: complete: 0 indexed, 0 removed"),
+        "{again}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_stale_or_partial_index_never_proves_absence() {
+    let f = fixture();
+    assert!(f.index(&["sync", "box"]).await.0);
+    let client = f.client().await;
+    let path = f.status_json("box");
+    let mut status: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+
+    // Synced long ago: older than the 15-minute default.
+    status["folders"]["INBOX"]["through"] = json!("2020-01-01T00:00:00Z");
+    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    let stale = search(&client, json!({ "query": "zuluword", "source": "index" })).await;
+    assert_eq!(stale["status"], "SEARCH_INCOMPLETE", "{stale}");
+    assert!(
+        stale["warnings"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("index_stale")),
+        "{stale}"
+    );
+    assert_eq!(stale["indexedThrough"], "2020-01-01T00:00:00Z");
+    // A hit is still a hit.
+    let hit = search(&client, json!({ "query": "echoword", "source": "index" })).await;
+    assert_eq!(hit["status"], "FOUND", "{hit}");
+
+    // Fresh but mid-round.
+    status["folders"]["INBOX"]["through"] = json!(chrono_now());
+    status["folders"]["INBOX"]["complete"] = json!(false);
+    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    let partial = search(&client, json!({ "query": "zuluword", "source": "index" })).await;
+    assert_eq!(partial["status"], "SEARCH_INCOMPLETE", "{partial}");
+    assert!(
+        partial["warnings"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("index_partial")),
+        "{partial}"
+    );
+
+    // Hybrid: the live scan proves what the index could not.
+    let hybrid = search(&client, json!({ "query": "zuluword" })).await;
+    assert_eq!(hybrid["status"], "NOT_FOUND", "{hybrid}");
+    client.close().await;
+}
+
+fn chrono_now() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    // Seconds since the epoch as RFC 3339 without a date library: the test's own helper.
+    let days = now / 86_400;
+    let secs = now % 86_400;
+    let (y, m, d) = civil(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), Howard Hinnant's civil_from_days.
+fn civil(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Starts `index sync` that hangs after `commits` commits (the debug-build crash hook) and
+/// returns it once it says so.
+async fn sync_holding_at(f: &Fixture, commits: u32) -> tokio::process::Child {
+    let mut child = tokio::process::Command::new(EXE)
+        .args(["--config", f.config.as_str(), "index", "sync", "box"])
+        .env_clear()
+        .envs(&f.world.env)
+        .env("MAILGATE_TEST_INDEX_HOLD_AT", commits.to_string())
+        .current_dir(f.world.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if line.contains("holding for a crash test") {
+            return child;
+        }
+    }
+    panic!("the sync ended without reaching its hold point");
+}
+
+fn sigkill(child: &tokio::process::Child) {
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+}
+
+#[tokio::test]
+async fn kill_9_mid_sync_leaves_a_consistent_index_and_the_next_sync_finishes_without_duplicates() {
+    let f = fixture();
+    // A first full sync, then a change in both folders, so the second sync commits twice.
+    assert!(f.index(&["sync", "box"]).await.0);
+    deliver(
+        &f.mail.join("box"),
+        "177000007.M7P1.test:2,",
+        &message(7, "golfword"),
+    );
+    deliver(
+        &f.mail.join("box/.Archive"),
+        "177000008.M8P1.test:2,",
+        &message(8, "hotelword"),
+    );
+    let mut child = sync_holding_at(&f, 1).await;
+    sigkill(&child);
+    let _ = child.wait().await;
+
+    // The killed sync left an index that answers (as of its last commit) and a status that
+    // says it did not finish.
+    let (_, status) = f.index(&["status"]).await;
+    assert!(status.contains("syncing or interrupted"), "{status}");
+    let client = f.client().await;
+    let during = search(
+        &client,
+        json!({ "query": "note", "source": "index", "maxResults": 50 }),
+    )
+    .await;
+    assert_ne!(during["status"], "SEARCH_FAILED", "{during}");
+    client.close().await;
+
+    let (ok, out) = f.index(&["sync", "box"]).await;
+    assert!(ok, "{out}");
+    let client = f.client().await;
+    for folder in ["inbox", "archive"] {
+        let all = search(
+            &client,
+            json!({ "query": "note", "source": "index", "folder": folder, "maxResults": 50 }),
+        )
+        .await;
+        let mut found = ids(&all);
+        let n = found.len();
+        found.sort();
+        found.dedup();
+        assert_eq!(found.len(), n, "no duplicates in {folder}: {all}");
+        assert_eq!(n, if folder == "inbox" { 6 } else { 1 }, "{all}");
+        assert_eq!(all["candidatesScanned"], n, "{all}");
+    }
+    let (_, status) = f.index(&["status"]).await;
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("box") && l.contains(" 7 ") && l.contains("complete")),
+        "{status}"
+    );
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_server_answers_while_a_sync_holds_the_writer() {
+    let f = fixture();
+    assert!(f.index(&["sync", "box"]).await.0);
+    deliver(
+        &f.mail.join("box"),
+        "177000007.M7P1.test:2,",
+        &message(7, "golfword"),
+    );
+    let mut child = sync_holding_at(&f, 1).await;
+    let client = f.client().await;
+    for word in WORDS {
+        let hit = search(&client, json!({ "query": word, "source": "index" })).await;
+        assert_eq!(hit["status"], "FOUND", "{hit}");
+    }
+    // A second sync of the same alias is refused, not queued behind the writer.
+    let (ok, out) = f.index(&["sync", "box"]).await;
+    assert!(!ok && out.contains("another sync is running"), "{out}");
+    client.close().await;
+    sigkill(&child);
+    let _ = child.wait().await;
+}
+
+#[tokio::test]
+async fn purge_leaves_no_file_and_no_mail_text_and_the_server_stops_serving_it() {
+    let f = fixture();
+    assert!(f.index(&["sync"]).await.0);
+    let client = f.client().await;
+    assert_eq!(
+        search(&client, json!({ "query": "deltaword", "source": "index" })).await["status"],
+        "FOUND"
+    );
+    let (ok, out) = f.index(&["purge", "box"]).await;
+    assert!(ok && out.contains("box: purged"), "{out}");
+    let root = f.world.state().join("index");
+    assert!(!root.join("box").exists());
+    assert!(
+        !grep_tree(&f.world.state(), b"deltaword"),
+        "mail text left behind"
+    );
+    // The running server had the index open: it answers in band that the index is gone.
+    let after = search(&client, json!({ "query": "deltaword", "source": "index" })).await;
+    assert_eq!(after["status"], "SEARCH_FAILED", "{after}");
+    assert!(
+        after["warnings"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("index_missing"))
+    );
+    client.close().await;
+}
+
+/// Whether any file under `dir` contains `needle`.
+fn grep_tree(dir: &Path, needle: &[u8]) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        if path.is_dir() {
+            grep_tree(&path, needle)
+        } else {
+            std::fs::read(&path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+        }
+    })
+}
+
+#[tokio::test]
+async fn an_index_whose_alias_left_the_allowlist_is_listed_as_an_orphan_and_never_served() {
+    let mut f = fixture();
+    assert!(f.index(&["sync", "box"]).await.0);
+    // The indexed text really is on disk before (so the orphan check below means something).
+    assert!(grep_tree(&f.world.state().join("index/box"), b"Note"));
+    f.config = write_config(&f.world, &f.mail, false);
+    let (ok, status) = f.index(&["status"]).await;
+    assert!(ok, "{status}");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("box") && l.contains("ORPHAN")),
+        "{status}"
+    );
+    let client = f.client().await;
+    let code = client
+        .tool_error(
+            "search_mailbox",
+            json!({ "mailbox": "box", "criteria": { "source": "index" } }),
+        )
+        .await;
+    assert_eq!(code, "UNKNOWN_MAILBOX");
+    client.close().await;
+    let (ok, out) = f.index(&["purge", "box"]).await;
+    assert!(ok && out.contains("purged"), "{out}");
+}
+
+#[tokio::test]
+async fn pause_stops_syncing_until_resume() {
+    let f = fixture();
+    let (ok, out) = f.index(&["pause", "box"]).await;
+    assert!(ok && out.contains("box: paused"), "{out}");
+    let (_, out) = f.index(&["sync", "box"]).await;
+    assert!(out.contains("stopped"), "{out}");
+    let (_, status) = f.index(&["status"]).await;
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("box") && l.contains("paused")),
+        "{status}"
+    );
+    assert!(f.index(&["resume", "box"]).await.0);
+    let (ok, out) = f.index(&["sync", "box"]).await;
+    assert!(ok && out.contains("box: complete: 5 indexed"), "{out}");
+    // Rebuild starts over: everything is indexed again.
+    let (ok, out) = f.index(&["rebuild", "box"]).await;
+    assert!(ok && out.contains("box: complete: 5 indexed"), "{out}");
+}
