@@ -16,8 +16,6 @@ pub(crate) mod status;
 pub(crate) mod sync;
 pub(crate) mod tantivy_index;
 
-use chrono::{DateTime, Utc};
-
 use crate::backends::model::{ContentGap, Filters, MessageSummary, Order};
 
 /// One message as the index stores it: what a search matches on and what a summary shows.
@@ -26,19 +24,17 @@ use crate::backends::model::{ContentGap, Filters, MessageSummary, Order};
 pub(crate) struct IndexedMessage {
     /// The summary the search answers show (subject, from, flags, preview, attachments, gap).
     pub(crate) summary: MessageSummary,
-    /// The backend's change-feed version (see `backends::changes`).
-    pub(crate) version: String,
     pub(crate) internet_message_id: Option<String>,
     /// The Message-ID, In-Reply-To and References ids: the thread the message belongs to.
     pub(crate) thread_ids: Vec<String>,
     /// To and Cc, names and addresses.
     pub(crate) recipients: Vec<String>,
     pub(crate) body: String,
-    /// Text extracted from attachments (through the extraction worker and its caps).
+    /// Text extracted from attachments (through the extraction worker and its caps). An
+    /// attachment whose text could not be read adds nothing here; absence is proved on the
+    /// fields the live search matches (subject, body, sender, attachment names), which the
+    /// index always holds whole or marks with a content gap.
     pub(crate) attachment_text: String,
-    /// An attachment that could hold text was not read (over the cap, failed, unsupported):
-    /// its words are not in the index.
-    pub(crate) attachment_text_missing: bool,
 }
 
 /// A search of one alias's index: the words (all must occur, in any indexed field), the folder,
@@ -105,9 +101,6 @@ pub(crate) trait TextIndex: Send + Sync {
 
     /// The Internet Message-ID of a folder's message, when indexed and it has one.
     fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError>;
-
-    /// Messages indexed.
-    fn count(&self) -> Result<u64, IndexError>;
 }
 
 /// The write side: the sync process holds the only one (an exclusive lock).
@@ -123,6 +116,3 @@ pub(crate) trait TextIndexWriter: Send {
     /// Makes everything put and removed so far durable and visible to readers, atomically.
     fn commit(&mut self) -> Result<(), IndexError>;
 }
-
-/// When the index last finished a sync of every folder, for `indexedThrough`.
-pub(crate) type IndexedThrough = DateTime<Utc>;

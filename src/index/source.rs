@@ -139,8 +139,4 @@ impl Indexes {
     pub(crate) fn get(&self, alias: &Alias) -> Option<&IndexReader> {
         self.readers.get(alias)
     }
-
-    pub(crate) fn aliases(&self) -> impl Iterator<Item = &Alias> {
-        self.readers.keys()
-    }
 }

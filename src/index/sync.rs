@@ -82,7 +82,6 @@ pub(crate) struct SyncReport {
 /// The index of one alias opened for writing: the sync process's side.
 pub(crate) struct SyncTarget {
     alias_dir: Dir,
-    index: TantivyIndex,
     writer: TantivyWriter,
     state: SyncState,
     backend_kind: &'static str,
@@ -98,15 +97,10 @@ impl SyncTarget {
         let writer = index.writer()?;
         Ok(Self {
             alias_dir,
-            index,
             writer,
             state,
             backend_kind,
         })
-    }
-
-    pub(crate) fn index(&self) -> &TantivyIndex {
-        &self.index
     }
 }
 
@@ -417,7 +411,7 @@ impl Run<'_> {
             for (item, result) in chunk.iter().zip(fetched) {
                 match result {
                     Ok(fetch) => {
-                        let message = self.indexed(folder, item, fetch).await;
+                        let message = self.indexed(folder, fetch).await;
                         self.target.writer.put(&message)?;
                         known.insert(item.id.clone(), item.version.clone());
                         work.batch
@@ -477,7 +471,7 @@ impl Run<'_> {
         Ok(())
     }
 
-    async fn indexed(&self, folder: &str, item: &SyncItem, fetch: IndexFetch) -> IndexedMessage {
+    async fn indexed(&self, folder: &str, fetch: IndexFetch) -> IndexedMessage {
         let IndexFetch {
             detail,
             attachments,
@@ -494,57 +488,44 @@ impl Run<'_> {
         let mut thread_ids: Vec<String> = detail.internet_message_id.iter().cloned().collect();
         thread_ids.extend(detail.in_reply_to.iter().cloned());
         thread_ids.extend(detail.references.iter().cloned());
-        let (attachment_text, attachment_text_missing) = self.attachment_text(&attachments).await;
+        let attachment_text = self.attachment_text(&attachments).await;
         IndexedMessage {
             summary,
-            version: item.version.clone(),
             internet_message_id: detail.internet_message_id,
             thread_ids,
             recipients,
             body: detail.body_text,
             attachment_text,
-            attachment_text_missing,
         }
     }
 
-    /// The text of the fetched attachments, through the extraction worker; `true` when one
-    /// that could hold text was not read.
-    async fn attachment_text(
-        &self,
-        attachments: &[(AttachmentMeta, Option<Vec<u8>>)],
-    ) -> (String, bool) {
+    /// The text of the fetched attachments, through the extraction worker (one whose text
+    /// cannot be read adds nothing).
+    async fn attachment_text(&self, attachments: &[(AttachmentMeta, Option<Vec<u8>>)]) -> String {
         let mut text = String::new();
-        let mut missing = false;
+        let Some(x) = self.opts.extraction else {
+            return text;
+        };
         for (meta, bytes) in attachments {
+            let Some(bytes) = bytes else { continue };
             if meta.is_inline || !extractable(meta) {
                 continue;
             }
-            let (Some(x), Some(bytes)) = (self.opts.extraction, bytes) else {
-                missing = true;
-                continue;
-            };
             let Ok(slot) = Arc::clone(&x.slots).acquire_owned().await else {
-                missing = true;
                 continue;
             };
             let job = Job::Text {
                 name: meta.name.clone(),
                 content_type: meta.content_type.clone(),
             };
-            match x
-                .extractor
-                .run(slot, job, bytes.clone(), x.caps.clone())
-                .await
+            if let Ok(extract::Answer::Text(extracted)) =
+                x.extractor.run(slot, job, bytes.clone(), x.caps).await
             {
-                Ok(extract::Answer::Text(extracted)) => {
-                    missing |= extracted.truncated;
-                    text.push_str(&extracted.text);
-                    text.push('\n');
-                }
-                _ => missing = true,
+                text.push_str(&extracted.text);
+                text.push('\n');
             }
         }
-        (text, missing)
+        text
     }
 }
 

@@ -50,6 +50,9 @@ const BOOSTS: [(&str, f32); 6] = [
     ("att_text", 0.5),
 ];
 
+/// The clauses of a boolean query.
+type Clauses = Vec<(Occur, Box<dyn Query>)>;
+
 #[derive(Clone, Copy)]
 struct Fields {
     /// folder id, NUL, backend id: what a put replaces and a remove deletes.
@@ -223,7 +226,7 @@ fn from_stored(s: StoredSummary) -> MessageSummary {
         id: s.id,
         folder_id: s.folder,
         subject: s.subject,
-        from: (s.from_name.is_some() || s.from_address.is_some()).then(|| Mailbox {
+        from: (s.from_name.is_some() || s.from_address.is_some()).then_some(Mailbox {
             name: s.from_name,
             address: s.from_address,
         }),
@@ -354,7 +357,7 @@ impl TantivyIndex {
     }
 
     /// The scope (folder) and structured filters as query clauses.
-    fn filter_clauses(&self, q: &IndexQuery) -> Result<Vec<(Occur, Box<dyn Query>)>, IndexError> {
+    fn filter_clauses(&self, q: &IndexQuery) -> Result<Clauses, IndexError> {
         let f = self.fields;
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         if let Some(folder) = &q.folder_id {
@@ -566,10 +569,6 @@ impl TextIndex for TantivyIndex {
             }
             None => Ok(None),
         }
-    }
-
-    fn count(&self) -> Result<u64, IndexError> {
-        Ok(self.searcher()?.num_docs())
     }
 }
 

@@ -70,6 +70,14 @@ pub(super) fn folder_changes(
     folder_id: &str,
     cursor: Option<&str>,
 ) -> Result<FolderSync, BackendError> {
+    // A cursor this version did not write (another layout, a damaged state): start over.
+    if cursor.is_some_and(|c| !c.starts_with(CURSOR_PREFIX)) {
+        return Ok(FolderSync {
+            delta: FolderDelta::Reset,
+            cursor: None,
+            more: false,
+        });
+    }
     let dir = folder_dir(root, folder_id).map_err(|_| BackendError::NotFound)?;
     // Read the cursor before the listing: a change after it moves the mtime past the stored
     // cursor, so the next sync lists again.
@@ -101,6 +109,9 @@ pub(super) fn folder_changes(
     })
 }
 
+/// A folder opened and listed once: its directory and its files by unique name.
+type Listing = (Dir, HashMap<String, MessageFile>);
+
 /// Reads the messages of `ids`, listing each folder once (an id is resolved by listing, never by
 /// joining it onto a path), the files in parallel on the worker pool.
 pub(super) fn index_fetch(
@@ -108,8 +119,7 @@ pub(super) fn index_fetch(
     ids: &[String],
     want: AttachmentWant,
 ) -> Vec<Result<IndexFetch, BackendError>> {
-    let mut listings: HashMap<String, Result<(Dir, HashMap<String, MessageFile>), ()>> =
-        HashMap::new();
+    let mut listings: HashMap<String, Result<Listing, ()>> = HashMap::new();
     let mut located = Vec::with_capacity(ids.len());
     for id in ids {
         let Ok((folder, unique)) = decode_id(id) else {
@@ -232,7 +242,7 @@ mod tests {
         }
     }
 
-    fn deliver(root: &std::path::Path, name: &str) {
+    fn put_message(root: &std::path::Path, name: &str) {
         std::fs::write(
             root.join("cur").join(name),
             b"From: a@example.com\r\nSubject: hello\r\n\r\nbody text\r\n",
@@ -246,7 +256,7 @@ mod tests {
         for sub in ["cur", "new", "tmp"] {
             std::fs::create_dir(tmp.path().join(sub)).expect("mkdir");
         }
-        deliver(tmp.path(), "100.M1P1.host:2,S");
+        put_message(tmp.path(), "100.M1P1.host:2,S");
         let root = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
         let first = folder_changes(&root, "INBOX", None).expect("changes");
         let FolderDelta::Inventory(items) = &first.delta else {
@@ -278,13 +288,15 @@ mod tests {
             }
         );
         // A delivery moves the mtime, so the same cursor lists again.
-        deliver(tmp.path(), "200.M2P1.host");
+        put_message(tmp.path(), "200.M2P1.host");
         let fetched = index_fetch(&root, &[items[0].id.clone()], want());
         let fetch = fetched.into_iter().next().expect("one").expect("read");
         assert_eq!(fetch.detail.summary.subject.as_deref(), Some("hello"));
         assert!(fetch.detail.body_text.contains("body text"));
         let again = folder_changes(&root, "INBOX", Some(&settled)).expect("changes");
         assert!(matches!(again.delta, FolderDelta::Inventory(_)));
+        let foreign = folder_changes(&root, "INBOX", Some("imap1:1:2:3")).expect("changes");
+        assert_eq!(foreign.delta, FolderDelta::Reset);
         let missing = index_fetch(&root, &[encode_id("INBOX", "nope")], want());
         assert!(matches!(missing[0], Err(BackendError::NotFound)));
     }
