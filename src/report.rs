@@ -311,6 +311,29 @@ fn graph_section(out: &mut String, settings: &Settings, g: &Gates, tools: &[&'st
     let _ = writeln!(out, "  {RBAC_REMINDER}");
 }
 
+/// Whether the operator has synced a local index of `alias` (searches default to `hybrid`
+/// there), read from the index's status without creating anything.
+fn index_note(settings: &Settings, alias: &crate::alias::Alias) -> String {
+    let Ok(state) = settings.state_dir() else {
+        return "none".to_owned();
+    };
+    let Ok(state) = crate::path_guard::open_state_dir(state, false) else {
+        return "none".to_owned();
+    };
+    let status = crate::index::layout::open_root(&state, false)
+        .and_then(|root| crate::index::layout::open_alias(&root, alias, false))
+        .and_then(|dir| crate::index::status::read(&dir));
+    match status {
+        Ok(Some(s)) => format!(
+            "synced ({} messages, {} folders; searches default to source hybrid)",
+            s.messages(),
+            s.folders.len()
+        ),
+        Ok(None) | Err(crate::index::IndexError::Missing) => "none".to_owned(),
+        Err(e) => format!("unreadable ({e})"),
+    }
+}
+
 /// The `policy explain` text for the effective settings.
 pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
     let tools = catalog::build(g);
@@ -350,7 +373,12 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
             Access::Full => "full",
             Access::Read => "read (narrowed: write and handoff tools refused)",
         };
-        let _ = writeln!(out, "  - {} [{kind}] access={access}", m.alias);
+        let _ = writeln!(
+            out,
+            "  - {} [{kind}] access={access} index={}",
+            m.alias,
+            index_note(settings, &m.alias)
+        );
     }
     match &g.send {
         None => {

@@ -140,6 +140,20 @@ async fn sync_then_search_through_the_index_live_and_hybrid() {
     let (ok, out) = f.index(&["sync", "box"]).await;
     assert!(ok, "{out}");
     assert!(out.contains("box: complete: 5 indexed"), "{out}");
+    // The reviewer's view says which aliases are indexed.
+    let explain = f
+        .world
+        .run(&["--config", f.config.as_str(), "policy", "explain"])
+        .await;
+    let explain = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        explain.contains("box [maildir] access=full index=synced (5 messages"),
+        "{explain}"
+    );
+    assert!(
+        explain.contains("other [maildir] access=full index=none"),
+        "{explain}"
+    );
     let client = f.client().await;
 
     let hit = search(
