@@ -555,3 +555,77 @@ async fn pause_stops_syncing_until_resume() {
     let (ok, out) = f.index(&["rebuild", "box"]).await;
     assert!(ok && out.contains("box: complete: 5 indexed"), "{out}");
 }
+
+/// The demo's finance mailbox, indexed, read through the official Python and TypeScript SDKs
+/// (`tests/clients/python_sdk_index_client.py`, `sdk-index-client.mjs`): the `source` enum in
+/// the schema, `source` on every hit and `indexedThrough`. Skipped (loudly) when
+/// `scripts/test.sh` has not installed the clients.
+#[tokio::test]
+async fn the_python_and_typescript_sdks_read_source_and_indexed_through() {
+    let world = World::new();
+    let config = crate::util::demo_config(&world).await;
+    let synced = world
+        .run(&["--config", config.as_str(), "index", "sync", "finance"])
+        .await;
+    assert!(synced.status.success(), "{synced:?}");
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let env = [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("HOME", world.path().display().to_string()),
+        ("MAILGATE_HOME", world.state().display().to_string()),
+        ("OUTLOOK_PLUGIN_CONFIG", config.clone()),
+    ];
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
+    let has_python_sdk = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_python_sdk {
+        let out = tokio::process::Command::new(&python)
+            .arg(clients.join("python_sdk_index_client.py"))
+            .arg(EXE)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(world.path())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("all checks passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        skip("the Python SDK is not in .venv; scripts/test.sh installs it");
+    }
+    if clients
+        .join("node_modules/@modelcontextprotocol/sdk")
+        .is_dir()
+    {
+        let out = tokio::process::Command::new("node")
+            .arg(clients.join("sdk-index-client.mjs"))
+            .arg(EXE)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(world.path())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("all checks passed") && out.stderr.is_empty(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        skip("tests/clients/node_modules is absent; scripts/test.sh installs it");
+    }
+}
+
+#[allow(clippy::print_stderr, reason = "a skipped check says why")]
+fn skip(why: &str) {
+    eprintln!(
+        "skipping part of the_python_and_typescript_sdks_read_source_and_indexed_through: {why}"
+    );
+}
