@@ -629,3 +629,56 @@ fn skip(why: &str) {
         "skipping part of the_python_and_typescript_sdks_read_source_and_indexed_through: {why}"
     );
 }
+
+#[tokio::test]
+async fn watch_syncs_again_every_interval_and_stops_on_sigint() {
+    let f = fixture();
+    let mut child = tokio::process::Command::new(EXE)
+        .args([
+            "--config",
+            f.config.as_str(),
+            "index",
+            "sync",
+            "box",
+            "--watch",
+            "1s",
+        ])
+        .env_clear()
+        .envs(&f.world.env)
+        .current_dir(f.world.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next_summary = async || loop {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("watch keeps running");
+        if line.starts_with("box: complete") {
+            return line;
+        }
+    };
+    assert!(next_summary().await.contains("5 indexed"));
+    deliver(
+        &f.mail.join("box"),
+        "177000009.M9P1.test:2,",
+        &message(9, "foxtrotword"),
+    );
+    // The next rounds pick the new message up (one of them; later ones find nothing new).
+    loop {
+        let line = next_summary().await;
+        if line.contains("1 indexed") {
+            break;
+        }
+        assert!(line.contains("0 indexed"), "{line}");
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "{status}");
+}
