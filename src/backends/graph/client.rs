@@ -14,7 +14,8 @@
 //!   before doing anything; never after a 5xx or a timeout, which may hide a done change.
 //! - A body is read up to the caller's bound and no further (`TooLarge` past it).
 //! - Failures are classes (`BackendError`); Graph's error text, which may echo addresses, is
-//!   never passed on or logged.
+//!   never passed on or logged. A caller that must tell failures apart (an expired delta
+//!   round) may ask for Graph's error code, a fixed identifier, beside the status.
 
 use std::time::{Duration, Instant};
 
