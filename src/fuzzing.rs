@@ -771,6 +771,54 @@ fn contain_mail_parser_panics() {
 }
 
 // ----------------------------------------------------------------------------------------------
+// graph_delta
+// ----------------------------------------------------------------------------------------------
+
+/// Untrusted bytes → `wire::parse_delta_page`, the parser of a `messages/delta` page the local
+/// index syncs from (Graph, or whoever answers in its place, sent them).
+///
+/// Oracles, beyond "no panic": an accepted page came from a JSON object whose `value` array
+/// holds exactly one entry per item read (changed plus removed); every item read has a
+/// non-empty id and every changed one a non-empty version; the link onward is non-empty;
+/// writing the page back as Graph would (`DeltaPage::to_json`) and reading it again gives the
+/// same page, so nothing is lost or invented between a page and the index's view of it.
+pub fn graph_delta(data: &[u8]) {
+    use crate::backends::graph::wire::{DeltaLink, parse_delta_page};
+    let Ok(page) = parse_delta_page(data) else {
+        return;
+    };
+    let raw: serde_json::Value =
+        serde_json::from_slice(data).expect("oracle: an accepted delta page is JSON");
+    let entries = raw
+        .get("value")
+        .and_then(serde_json::Value::as_array)
+        .map(Vec::len);
+    assert_eq!(
+        entries,
+        Some(page.changed.len() + page.removed.len()),
+        "oracle: one item read per entry of `value`"
+    );
+    for item in &page.changed {
+        assert!(!item.id.is_empty(), "oracle: a changed item has an id");
+        assert!(
+            !item.version.is_empty(),
+            "oracle: a changed item has a version"
+        );
+    }
+    for id in &page.removed {
+        assert!(!id.is_empty(), "oracle: a removed item has an id");
+    }
+    match &page.link {
+        DeltaLink::Next(l) | DeltaLink::Delta(l) => {
+            assert!(!l.is_empty(), "oracle: the link onward is not empty");
+        }
+    }
+    let written = serde_json::to_vec(&page.to_json()).expect("invariant: a JSON value serialises");
+    let again = parse_delta_page(&written).expect("oracle: a written-back page parses");
+    assert_eq!(again, page, "oracle: a written-back page reads the same");
+}
+
+// ----------------------------------------------------------------------------------------------
 // imap_query
 // ----------------------------------------------------------------------------------------------
 

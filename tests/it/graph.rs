@@ -829,3 +829,155 @@ async fn a_token_that_expires_mid_listing_is_refreshed_once() {
     assert_eq!(fake.token_requests(), tokens + 1, "one refresh");
     c.close().await;
 }
+
+/// The fake's per-folder `messages/delta`, as the Graph change feed of the local index reads it
+/// (the index CLI that drives it through the binary is not here yet): a fresh round in pages,
+/// then a round from the deltaLink reporting an arrival, a flag change, a move (out of the
+/// source's delta, into the target's) and a deletion, and an expired deltaLink answering 410.
+#[tokio::test]
+async fn the_fake_reports_folder_changes_through_delta_links() {
+    const BOX: &str = "delta.desk@example.com";
+    let fake = FakeGraph::start().await;
+    fake.add_mailbox(BOX);
+    let ids: Vec<String> = (0..5)
+        .map(|n| fake.add_message(BOX, "inbox", Message::synthetic(n)))
+        .collect();
+    let archive = fake.add_folder(BOX, "archive");
+    let token = fake.issue_token();
+    let http = reqwest::Client::new();
+    let get = |url: String| {
+        let (http, token) = (http.clone(), token.clone());
+        async move {
+            let resp = http
+                .get(url)
+                .bearer_auth(token)
+                .header("Prefer", "IdType=\"ImmutableId\", odata.maxpagesize=2")
+                .send()
+                .await
+                .expect("sent");
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let delta_url = |folder: &str| {
+        format!(
+            "{}/users/{BOX}/mailFolders/{folder}/messages/delta?$select=id,changeKey",
+            fake.base_url()
+        )
+    };
+    // Follows a round to its deltaLink: (items, pages, deltaLink).
+    let round = |first: String| {
+        let get = &get;
+        async move {
+            let (mut items, mut pages, mut url) = (Vec::new(), 0, first);
+            loop {
+                let (status, page) = get(url).await;
+                assert_eq!(status, 200, "{page}");
+                pages += 1;
+                items.extend(page["value"].as_array().expect("value").iter().cloned());
+                if let Some(next) = page["@odata.nextLink"].as_str() {
+                    assert!(next.contains("$skiptoken="), "{next}");
+                    assert!(
+                        !next.contains("select"),
+                        "options live in the token: {next}"
+                    );
+                    url = next.to_owned();
+                } else {
+                    let link = page["@odata.deltaLink"].as_str().expect("deltaLink");
+                    return (items, pages, link.to_owned());
+                }
+            }
+        }
+    };
+    let (items, pages, inbox_link) = round(delta_url("inbox")).await;
+    assert_eq!((items.len(), pages), (5, 3), "five messages, two a page");
+    let listed: BTreeSet<&str> = items.iter().filter_map(|i| i["id"].as_str()).collect();
+    assert_eq!(listed, ids.iter().map(String::as_str).collect());
+    assert!(
+        items
+            .iter()
+            .all(|i| i["changeKey"].is_string() && i.get("subject").is_none())
+    );
+    let (_, _, archive_link) = round(delta_url(&archive)).await;
+
+    // Nothing changed: an empty round.
+    let (quiet, _, inbox_link) = round(inbox_link).await;
+    assert!(quiet.is_empty(), "{quiet:?}");
+
+    // An arrival, a flag set through Graph, a move through Graph, a deletion elsewhere.
+    let new_id = fake.add_message(BOX, "inbox", Message::new("Delta arrival"));
+    let resp = http
+        .patch(format!(
+            "{}/users/{BOX}/messages/{}",
+            fake.base_url(),
+            ids[0]
+        ))
+        .bearer_auth(&token)
+        .json(&json!({"flag": {"flagStatus": "flagged"}}))
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(resp.status().as_u16(), 200);
+    let resp = http
+        .post(format!(
+            "{}/users/{BOX}/messages/{}/move",
+            fake.base_url(),
+            ids[1]
+        ))
+        .bearer_auth(&token)
+        .header("Prefer", "IdType=\"ImmutableId\"")
+        .json(&json!({"destinationId": "archive"}))
+        .send()
+        .await
+        .expect("move");
+    assert_eq!(resp.status().as_u16(), 201);
+    assert!(fake.delete_message(BOX, &ids[2]));
+    let key_before = items
+        .iter()
+        .find(|i| i["id"] == ids[0].as_str())
+        .map(|i| i["changeKey"].clone())
+        .expect("listed");
+
+    let (changes, _, inbox_link) = round(inbox_link).await;
+    let changed: BTreeSet<&str> = changes
+        .iter()
+        .filter(|i| i.get("@removed").is_none())
+        .filter_map(|i| i["id"].as_str())
+        .collect();
+    assert_eq!(changed, BTreeSet::from([new_id.as_str(), ids[0].as_str()]));
+    let flagged = changes
+        .iter()
+        .find(|i| i["id"] == ids[0].as_str())
+        .expect("flagged");
+    assert_ne!(
+        flagged["changeKey"], key_before,
+        "a flag change moves the changeKey"
+    );
+    let removed: Vec<(&str, &str)> = changes
+        .iter()
+        .filter_map(|i| Some((i["id"].as_str()?, i["@removed"]["reason"].as_str()?)))
+        .collect();
+    assert_eq!(
+        removed,
+        [(ids[1].as_str(), "changed"), (ids[2].as_str(), "deleted")]
+    );
+    let (into_archive, _, _) = round(archive_link).await;
+    let arrived: Vec<&str> = into_archive
+        .iter()
+        .filter_map(|i| i["id"].as_str())
+        .collect();
+    assert_eq!(arrived, [ids[1].as_str()], "the moved message keeps its id");
+
+    // A change made elsewhere moves the changeKey too.
+    fake.update_message(BOX, &ids[3], |m| m.is_read = !m.is_read);
+    let (read, _, inbox_link) = round(inbox_link).await;
+    let read: Vec<&str> = read.iter().filter_map(|i| i["id"].as_str()).collect();
+    assert_eq!(read, [ids[3].as_str()]);
+    fake.expire_delta_tokens();
+    let (status, error) = get(inbox_link).await;
+    assert_eq!(status, 410, "{error}");
+    assert_eq!(error["error"]["code"], "syncStateNotFound");
+    // A fresh round still works, and lists the folder as it is now.
+    let (again, _, _) = round(delta_url("inbox")).await;
+    assert_eq!(again.len(), 4, "{again:?}");
+}

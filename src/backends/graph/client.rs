@@ -14,11 +14,12 @@
 //!   before doing anything; never after a 5xx or a timeout, which may hide a done change.
 //! - A body is read up to the caller's bound and no further (`TooLarge` past it).
 //! - Failures are classes (`BackendError`); Graph's error text, which may echo addresses, is
-//!   never passed on or logged.
+//!   never passed on or logged. A caller that must tell failures apart (an expired delta
+//!   round) may ask for Graph's error code, a fixed identifier, beside the status.
 
 use std::time::{Duration, Instant};
 
-use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use tokio::sync::Semaphore;
@@ -39,6 +40,9 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Largest JSON answer read (a page of 100 summaries is well under 1 MiB).
 pub(crate) const MAX_JSON_BYTES: u64 = 16 * 1024 * 1024;
+/// Largest error answer read when the caller needs Graph's error code (an error object is a
+/// few hundred bytes).
+const MAX_ERROR_BYTES: u64 = 64 * 1024;
 
 /// What a request sends.
 pub(crate) enum Body {
@@ -67,6 +71,21 @@ pub(crate) struct Request {
     pub(crate) repeat: Repeat,
     /// Largest response body accepted.
     pub(crate) max_bytes: u64,
+    /// Items per page asked of a collection that takes no `$top` (`Prefer:
+    /// odata.maxpagesize`, what `messages/delta` pages by).
+    pub(crate) max_page_size: Option<u32>,
+    /// Read a refused answer's body for Graph's error code ([`GraphClient::exchange_or_refusal`]):
+    /// a delta round tells an expired sync state from other failures by it.
+    pub(crate) error_code: bool,
+}
+
+/// A non-success answer that is not retried, as a caller that tells failures apart by Graph's
+/// error code sees it. The code is a fixed identifier (`syncStateNotFound`), never the
+/// message text, which may echo addresses.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) status: StatusCode,
+    pub(crate) code: Option<String>,
 }
 
 impl Request {
@@ -78,6 +97,8 @@ impl Request {
             text_body: false,
             repeat: Repeat::Safe,
             max_bytes: MAX_JSON_BYTES,
+            max_page_size: None,
+            error_code: false,
         }
     }
 
@@ -89,6 +110,8 @@ impl Request {
             text_body: false,
             repeat,
             max_bytes: MAX_JSON_BYTES,
+            max_page_size: None,
+            error_code: false,
         }
     }
 }
@@ -150,6 +173,20 @@ impl GraphClient {
         req: &Request,
         deadline: Instant,
     ) -> Result<Vec<u8>, BackendError> {
+        self.exchange_or_refusal(gate, req, deadline)
+            .await?
+            .map_err(|refusal| classify(refusal.status))
+    }
+
+    /// [`Self::exchange`], except that a failure status that is not retried comes back as a
+    /// [`Refusal`] (with Graph's error code when `req.error_code`) instead of its class.
+    /// Throttling, token refresh and the deadline work exactly as for `exchange`.
+    pub(crate) async fn exchange_or_refusal(
+        &self,
+        gate: &Semaphore,
+        req: &Request,
+        deadline: Instant,
+    ) -> Result<Result<Vec<u8>, Refusal>, BackendError> {
         let deadline = tokio::time::Instant::from_std(deadline);
         let mut refreshed = false;
         let mut retries = 0;
@@ -169,6 +206,11 @@ impl GraphClient {
                 let wait = retry_after(response.headers());
                 let body = if status.is_success() {
                     read_bounded(response, req.max_bytes).await?
+                } else if req.error_code {
+                    // Only the code is wanted: an unreadable error body is just no code.
+                    read_bounded(response, MAX_ERROR_BYTES)
+                        .await
+                        .unwrap_or_default()
                 } else {
                     Vec::new()
                 };
@@ -178,7 +220,7 @@ impl GraphClient {
                 .await
                 .map_err(|_| BackendError::Timeout)??;
             if status.is_success() {
-                return Ok(body);
+                return Ok(Ok(body));
             }
             let retry = match status {
                 StatusCode::UNAUTHORIZED if !refreshed => {
@@ -191,7 +233,12 @@ impl GraphClient {
                 _ => false,
             };
             if !retry {
-                return Err(classify(status));
+                let code = req
+                    .error_code
+                    .then(|| serde_json::from_slice::<super::wire::ErrorBody>(&body).ok())
+                    .flatten()
+                    .and_then(|b| b.error.code);
+                return Ok(Err(Refusal { status, code }));
             }
             let pause = with_jitter(wait.unwrap_or(FIRST_BACKOFF * 2u32.pow(retries)));
             let out_of_time = tokio::time::Instant::now() + pause >= deadline;
@@ -226,16 +273,18 @@ impl GraphClient {
     }
 
     fn build(&self, req: &Request, token: &str) -> reqwest::RequestBuilder {
-        let prefer = if req.text_body {
-            "IdType=\"ImmutableId\", outlook.body-content-type=\"text\""
-        } else {
-            "IdType=\"ImmutableId\""
-        };
+        let mut prefer = String::from("IdType=\"ImmutableId\"");
+        if req.text_body {
+            prefer.push_str(", outlook.body-content-type=\"text\"");
+        }
+        if let Some(n) = req.max_page_size {
+            prefer.push_str(&format!(", odata.maxpagesize={n}"));
+        }
         let builder = self
             .http
             .request(req.method.clone(), req.url.clone())
             .bearer_auth(token)
-            .header("Prefer", HeaderValue::from_static(prefer));
+            .header("Prefer", prefer);
         match &req.body {
             Body::None => builder,
             Body::Json(value) => builder.json(value),
@@ -289,6 +338,8 @@ async fn read_bounded(mut response: reqwest::Response, max: u64) -> Result<Vec<u
 
 #[cfg(test)]
 mod tests {
+    use reqwest::header::HeaderValue;
+
     use super::*;
 
     #[test]

@@ -7,11 +7,13 @@
 //! follows `@odata.nextLink` within the request's budget, and whatever stops it early (a limit,
 //! the deadline, a failed or malformed page, Graph's 1,000-result cap on `$search`) is reported
 //! in the [`Page`], never hidden. Ids are immutable (`Prefer: IdType="ImmutableId"`), so an id
-//! survives a move. No operation deletes anything.
+//! survives a move. The local index syncs from per-folder `messages/delta` (`delta`). No
+//! operation deletes anything.
 
 pub(crate) mod assertion;
 pub(crate) mod auth;
 pub(crate) mod client;
+mod delta;
 pub(crate) mod endpoints;
 pub(crate) mod wire;
 
@@ -25,6 +27,7 @@ use self::auth::{AppCredential, TokenSource};
 use self::client::{Body, GraphClient, Repeat, Request};
 use self::endpoints::Endpoints;
 use self::wire::{Attachment, AttachmentKind, Collection, Folder, Message};
+use super::changes::FolderSync;
 use super::model::{
     Capabilities, ContentGap, Flags, FolderInfo, FolderSelector, FolderStats, ItemResult,
     MessageDetail, MessageSummary, MessageText, Page, ScanRequest, ScanStop, SearchKind, WellKnown,
@@ -667,6 +670,25 @@ impl MailStore for GraphStore {
         let bytes = self.client.exchange(&self.gate, &req, deadline).await?;
         Ok((attachment.into_meta(), bytes))
     }
+
+    /// Graph's own id of the folder, as it names it in every message's `parentFolderId` (what
+    /// a listing's `folder_id` carries): a well-known name is resolved, and an id is checked
+    /// and returned in the form Graph gives it back.
+    async fn resolve_folder(&self, folder: &FolderSelector) -> Result<String, BackendError> {
+        Ok(self.folder(folder).await?.id)
+    }
+
+    async fn folder_changes(
+        &self,
+        folder_id: &str,
+        cursor: Option<&str>,
+    ) -> Result<FolderSync, BackendError> {
+        self.changes_of(folder_id, cursor).await
+    }
+
+    // `index_fetch` keeps the trait's default (one message read, then each picked attachment's
+    // `$value`): `$expand=attachments` would pull every attachment's bytes inline, the large
+    // ones the index does not want included.
 }
 
 impl MailWrite for GraphStore {

@@ -591,3 +591,415 @@ async fn the_deadline_ends_a_scan_with_what_was_read() {
     let err = store(&server).scan(&req, None).await;
     assert!(matches!(err, Err(BackendError::Timeout)), "{err:?}");
 }
+
+// --- the change feed (`messages/delta`) -----------------------------------------------------
+
+const DELTA: &str = "/v1.0/users/finance@example.com/mailFolders/AAMkInbox/messages/delta";
+
+fn item(id: &str, change_key: &str) -> serde_json::Value {
+    json!({"@odata.type": "#microsoft.graph.message", "id": id, "changeKey": change_key})
+}
+
+fn sync_item(id: &str, version: &str) -> crate::backends::changes::SyncItem {
+    crate::backends::changes::SyncItem {
+        id: id.into(),
+        version: version.into(),
+    }
+}
+
+/// A delta page of `value` whose link (`nextLink` when `next`, else `deltaLink`) carries
+/// `token` as `$skiptoken` or `$deltatoken`.
+fn delta_page(
+    server: &MockServer,
+    value: Vec<serde_json::Value>,
+    next: bool,
+    token: &str,
+) -> ResponseTemplate {
+    let mut body = json!({ "value": value });
+    if next {
+        body["@odata.nextLink"] = json!(format!("{}{DELTA}?$skiptoken={token}", server.uri()));
+    } else {
+        body["@odata.deltaLink"] = json!(format!("{}{DELTA}?$deltatoken={token}", server.uri()));
+    }
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+async fn delta_requests(server: &MockServer) -> Vec<Seen> {
+    server
+        .received_requests()
+        .await
+        .expect("recorded")
+        .into_iter()
+        .filter(|r| r.url.path() == DELTA)
+        .collect()
+}
+
+#[tokio::test]
+async fn an_initial_round_lists_every_page_then_hands_out_the_delta_link() {
+    use crate::backends::changes::FolderDelta;
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(query_param("$select", "id,changeKey"))
+        .respond_with(delta_page(
+            &server,
+            vec![item("m1", "ck1"), item("m2", "ck1")],
+            true,
+            "p2",
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(query_param("$skiptoken", "p2"))
+        .respond_with(delta_page(&server, vec![item("m3", "ck7")], true, "p3"))
+        .mount(&server)
+        .await;
+    // The last page of a fresh round; a stray `@removed` there names nothing to remove.
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(query_param("$skiptoken", "p3"))
+        .respond_with(delta_page(
+            &server,
+            vec![
+                item("m4", "ck2"),
+                json!({"id": "m0", "@removed": {"reason": "deleted"}}),
+            ],
+            false,
+            "d1",
+        ))
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    let first = s.folder_changes("AAMkInbox", None).await.expect("page 1");
+    assert_eq!(
+        first.delta,
+        FolderDelta::Inventory(vec![sync_item("m1", "ck1"), sync_item("m2", "ck1")])
+    );
+    assert!(first.more);
+    let second = s
+        .folder_changes("AAMkInbox", first.cursor.as_deref())
+        .await
+        .expect("page 2");
+    // A nextLink of a fresh round keeps listing the folder.
+    assert_eq!(
+        second.delta,
+        FolderDelta::Inventory(vec![sync_item("m3", "ck7")])
+    );
+    assert!(second.more);
+    let last = s
+        .folder_changes("AAMkInbox", second.cursor.as_deref())
+        .await
+        .expect("page 3");
+    assert_eq!(
+        last.delta,
+        FolderDelta::Inventory(vec![sync_item("m4", "ck2")])
+    );
+    assert!(!last.more);
+    let cursor = last.cursor.expect("a delta link to store");
+    assert!(cursor.ends_with("$deltatoken=d1"), "{cursor}");
+    let seen = delta_requests(&server).await;
+    assert_eq!(seen.len(), 3);
+    for r in &seen {
+        let prefer = r.headers["prefer"].to_str().expect("ascii");
+        assert!(
+            prefer.contains("odata.maxpagesize=200") && prefer.contains("ImmutableId"),
+            "{prefer}"
+        );
+        assert_eq!(r.headers["authorization"], "Bearer tok-1");
+    }
+}
+
+#[tokio::test]
+async fn a_delta_round_reports_new_changed_moved_and_deleted_messages() {
+    use crate::backends::changes::FolderDelta;
+    let server = server().await;
+    // Since d1: m5 arrived, m1 was flagged (new changeKey); then m2 was deleted and m3 moved
+    // to another folder (Graph names a move out `changed`: the item left this folder).
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(query_param("$deltatoken", "d1"))
+        .respond_with(delta_page(
+            &server,
+            vec![item("m5", "ck1"), item("m1", "ck2")],
+            true,
+            "q2",
+        ))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(query_param("$skiptoken", "q2"))
+        .respond_with(delta_page(
+            &server,
+            vec![
+                json!({"id": "m2", "@removed": {"reason": "deleted"}}),
+                json!({"id": "m3", "@removed": {"reason": "changed"}}),
+            ],
+            false,
+            "d2",
+        ))
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    let cursor = format!("d:{}{DELTA}?$deltatoken=d1", server.uri());
+    let first = s
+        .folder_changes("AAMkInbox", Some(&cursor))
+        .await
+        .expect("page 1");
+    assert_eq!(
+        first.delta,
+        FolderDelta::Changes {
+            changed: vec![sync_item("m5", "ck1"), sync_item("m1", "ck2")],
+            removed: vec![],
+            present: None,
+        }
+    );
+    assert!(first.more);
+    // A nextLink of a round of changes keeps reporting changes.
+    let second = s
+        .folder_changes("AAMkInbox", first.cursor.as_deref())
+        .await
+        .expect("page 2");
+    assert_eq!(
+        second.delta,
+        FolderDelta::Changes {
+            changed: vec![],
+            removed: vec!["m2".into(), "m3".into()],
+            present: None,
+        }
+    );
+    assert!(!second.more);
+    assert!(
+        second
+            .cursor
+            .as_deref()
+            .is_some_and(|c| c.starts_with("d:") && c.ends_with("$deltatoken=d2")),
+        "{second:?}"
+    );
+    // The requests followed the links as given: no `$select` added to a link.
+    for r in delta_requests(&server).await {
+        assert!(!r.url.query().unwrap_or("").contains("select"), "{}", r.url);
+    }
+}
+
+#[tokio::test]
+async fn an_expired_delta_link_is_a_reset_and_a_fresh_round_is_not() {
+    use crate::backends::changes::FolderDelta;
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(query_param("$deltatoken", "old"))
+        .respond_with(ResponseTemplate::new(410).set_body_json(json!({"error": {
+            "code": "syncStateNotFound", "message": "The sync state generation is not found."
+        }})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(query_param("$deltatoken", "invalid"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {
+            "code": "syncStateInvalid", "message": "x"
+        }})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(query_param("$deltatoken", "bad"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(json!({"error": {
+            "code": "BadRequest", "message": "x"
+        }})))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .and(|r: &Seen| r.url.query().unwrap_or("").contains("select"))
+        .respond_with(ResponseTemplate::new(410))
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    let cursor = |token: &str| format!("d:{}{DELTA}?$deltatoken={token}", server.uri());
+    for token in ["old", "invalid"] {
+        let reset = s
+            .folder_changes("AAMkInbox", Some(&cursor(token)))
+            .await
+            .expect("a reset is an answer");
+        assert_eq!(reset.delta, FolderDelta::Reset, "{token}");
+        assert_eq!((reset.cursor, reset.more), (None, false));
+    }
+    let other = s.folder_changes("AAMkInbox", Some(&cursor("bad"))).await;
+    assert!(matches!(other, Err(BackendError::BadId)), "{other:?}");
+    // Without a cursor there is nothing to reset: asking again would loop.
+    let fresh = s.folder_changes("AAMkInbox", None).await;
+    assert!(matches!(fresh, Err(BackendError::NotFound)), "{fresh:?}");
+}
+
+#[tokio::test]
+async fn a_link_off_the_graph_root_is_malformed_and_never_followed() {
+    let server = server().await;
+    let elsewhere = MockServer::start().await;
+    Mock::given(any_request())
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "value": [], "@odata.deltaLink": "x"
+        })))
+        .mount(&elsewhere)
+        .await;
+    // The server hands out a nextLink to another host: refused before it becomes a cursor.
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "value": [item("m1", "ck1")],
+            "@odata.nextLink": format!("{}{DELTA}?$skiptoken=p2", elsewhere.uri()),
+        })))
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    let handed_out = s.folder_changes("AAMkInbox", None).await;
+    assert!(
+        matches!(handed_out, Err(BackendError::Malformed)),
+        "{handed_out:?}"
+    );
+    // A cursor (from disk) naming another host, scheme or root, or not ours at all.
+    let base = server.uri();
+    for cursor in [
+        format!("d:{}{DELTA}?$deltatoken=d1", elsewhere.uri()),
+        format!("i:{}{DELTA}?$skiptoken=p2", elsewhere.uri()),
+        format!("d:{}/beta/users/finance@example.com/messages/delta", base),
+        format!("d:{}", base.replacen("http://", "https://", 1) + DELTA),
+        format!("{base}{DELTA}?$deltatoken=d1"),
+    ] {
+        let got = s.folder_changes("AAMkInbox", Some(&cursor)).await;
+        assert!(matches!(got, Err(BackendError::Malformed)), "{cursor}");
+    }
+    assert!(
+        elsewhere
+            .received_requests()
+            .await
+            .expect("recorded")
+            .is_empty(),
+        "the token never went to the other server"
+    );
+    assert_eq!(
+        delta_requests(&server).await.len(),
+        1,
+        "only the first page"
+    );
+}
+
+fn any_request() -> impl wiremock::Match {
+    |_: &Seen| true
+}
+
+#[tokio::test]
+async fn a_throttled_delta_page_waits_for_retry_after_and_garbage_is_malformed() {
+    use crate::backends::changes::FolderDelta;
+    let server = server().await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "1"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .respond_with(delta_page(&server, vec![item("m1", "ck1")], false, "d1"))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let s = store(&server);
+    let started = Instant::now();
+    let page = s.folder_changes("AAMkInbox", None).await.expect("retried");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "waited for Retry-After"
+    );
+    assert_eq!(
+        page.delta,
+        FolderDelta::Inventory(vec![sync_item("m1", "ck1")])
+    );
+    assert_eq!(delta_requests(&server).await.len(), 2);
+
+    // A wait past the deadline is the server's hint, not a sleep.
+    let server = self::server().await;
+    Mock::given(method("GET"))
+        .and(path(DELTA))
+        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "60"))
+        .mount(&server)
+        .await;
+    let err = store(&server).folder_changes("AAMkInbox", None).await;
+    assert!(
+        matches!(err, Err(BackendError::Throttled { retry_after: Some(d) }) if d == Duration::from_secs(60)),
+        "{err:?}"
+    );
+
+    let server = self::server().await;
+    for (n, body) in [
+        json!({"value": [item("m1", "ck1")]}),
+        json!({"value": [{"changeKey": "ck1"}], "@odata.deltaLink": "l"}),
+        json!({"value": [{"id": "", "changeKey": "ck1"}], "@odata.deltaLink": "l"}),
+        json!({"value": [{"id": "m1"}], "@odata.deltaLink": "l"}),
+        json!({"value": "m1", "@odata.deltaLink": "l"}),
+        json!({"value": [], "@odata.deltaLink": "l", "@odata.nextLink": "l"}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        Mock::given(method("GET"))
+            .and(path(format!(
+                "/v1.0/users/finance@example.com/mailFolders/F{n}/messages/delta"
+            )))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .mount(&server)
+            .await;
+    }
+    let s = store(&server);
+    for n in 0..6 {
+        let got = s.folder_changes(&format!("F{n}"), None).await;
+        assert!(matches!(got, Err(BackendError::Malformed)), "{n}: {got:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_folder_resolves_to_the_id_graph_gives_back() {
+    let server = server().await;
+    for key in ["inbox", "AAMkInbox"] {
+        Mock::given(method("GET"))
+            .and(path(format!(
+                "/v1.0/users/finance@example.com/mailFolders/{key}"
+            )))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": "AAMkInbox", "displayName": "Inbox"
+            })))
+            .mount(&server)
+            .await;
+    }
+    let s = store(&server);
+    assert_eq!(
+        s.resolve_folder(&FolderSelector::WellKnown(WellKnown::Inbox))
+            .await
+            .expect("inbox"),
+        "AAMkInbox"
+    );
+    assert_eq!(
+        s.resolve_folder(&FolderSelector::Id("AAMkInbox".into()))
+            .await
+            .expect("by id"),
+        "AAMkInbox"
+    );
+    let missing = s
+        .resolve_folder(&FolderSelector::Id("AAMkNoSuchFolder".into()))
+        .await;
+    assert!(
+        matches!(missing, Err(BackendError::NotFound)),
+        "{missing:?}"
+    );
+    // The id a listing puts in `folder_id` is the same string.
+    Mock::given(method("GET"))
+        .and(path(MESSAGES))
+        .respond_with(page(&server, 0, 1, None))
+        .mount(&server)
+        .await;
+    let listed = s.scan(&request(10, 1), None).await.expect("listing");
+    assert_eq!(listed.items[0].folder_id, "AAMkInbox");
+}

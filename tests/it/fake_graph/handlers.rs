@@ -167,6 +167,7 @@ impl State {
             Route::Patch => self.patch(&address, &rest[1], ctx, rid),
             Route::Draft => self.draft(&address, ctx, rid),
             Route::Send => self.send(&address, ctx, rid),
+            Route::Delta => self.delta(&address, &rest[1], ctx, rid),
             Route::Token | Route::Batch | Route::Unknown => {
                 graph_error(400, "BadRequest", "Bad route.", rid)
             }

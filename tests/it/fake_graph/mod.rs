@@ -4,6 +4,7 @@
 //! Payloads and errors follow Graph's documented shapes and limits (`$search` with `$filter` or
 //! `$orderby`, the 1,000-result search cap, `$orderby` properties first in `$filter`, `$top` ≤
 //! 1000); faults (429/503/500, delays, malformed JSON, missing fields) are injected per route.
+//! Per-folder `messages/delta` keeps its sync state server-side (`delta`), and can expire it.
 //! Self-contained on purpose: benches include it by path (`#[path = "../tests/it/fake_graph/mod.rs"]
 //! mod fake_graph;`), so it must not use `crate::util`. Fictional data only.
 #![allow(
@@ -21,6 +22,7 @@
 )]
 
 mod auth;
+mod delta;
 mod handlers;
 pub(crate) mod query;
 mod seed;
@@ -65,6 +67,8 @@ pub(crate) enum Route {
     Patch,
     Draft,
     Send,
+    /// `GET mailFolders/{id}/messages/delta`.
+    Delta,
     /// `POST /v1.0/$batch` (its steps are recorded as their own routes too).
     Batch,
     Unknown,
@@ -80,7 +84,8 @@ impl Route {
             | Route::Search
             | Route::Message
             | Route::Attachments
-            | Route::AttachmentValue => Some("Mail.Read"),
+            | Route::AttachmentValue
+            | Route::Delta => Some("Mail.Read"),
             Route::Move | Route::Copy | Route::Patch | Route::Draft => Some("Mail.ReadWrite"),
             Route::Send => Some("Mail.Send"),
             Route::Token | Route::Batch | Route::Unknown => None,
@@ -276,6 +281,10 @@ struct State {
     sent: Vec<SentMail>,
     counter: u64,
     origin: String,
+    /// Delta rounds by their `$skiptoken`/`$deltatoken`.
+    delta_tokens: HashMap<String, delta::DeltaToken>,
+    /// Tokens issued before this generation have lost their sync state (410).
+    delta_generation: u64,
 }
 
 /// A response before it becomes a `ResponseTemplate`, so faults can rewrite it.
@@ -340,6 +349,8 @@ struct Incoming {
 struct Prefer {
     immutable_ids: bool,
     body_as_text: bool,
+    /// `odata.maxpagesize=N`.
+    max_page_size: Option<usize>,
 }
 
 /// Per-request context the Graph handlers need.
@@ -552,6 +563,13 @@ impl State {
                     prefer: Prefer {
                         immutable_ids: prefer_all.contains("idtype=\"immutableid\""),
                         body_as_text: prefer_all.contains("outlook.body-content-type=\"text\""),
+                        max_page_size: prefer_all.split(',').find_map(|p| {
+                            p.trim()
+                                .strip_prefix("odata.maxpagesize=")?
+                                .trim()
+                                .parse()
+                                .ok()
+                        }),
                     },
                     body: &inc.body,
                     content_type,
@@ -659,6 +677,7 @@ fn classify(method: &str, segs: &[String], query: &[(String, String)]) -> Route 
         ("GET", ["mailFolders"]) | ("GET", ["mailFolders", _]) => Route::Folders,
         ("GET", ["mailFolders", _, "childFolders"]) => Route::Folders,
         ("GET", ["mailFolders", _, "messages"]) | ("GET", ["messages"]) => listing,
+        ("GET", ["mailFolders", _, "messages", "delta"]) => Route::Delta,
         ("POST", ["messages"]) => Route::Draft,
         ("GET", ["messages", _]) => Route::Message,
         ("PATCH", ["messages", _]) => Route::Patch,
@@ -723,6 +742,8 @@ impl FakeGraph {
             sent: Vec::new(),
             counter: 0,
             origin: String::new(),
+            delta_tokens: HashMap::new(),
+            delta_generation: 0,
         }));
         let server = MockServer::start().await;
         state.lock().unwrap().origin = server.uri();

@@ -1,0 +1,11 @@
+//! Untrusted Graph bytes (a `messages/delta` page, the change feed the local index syncs from)
+//! → the delta page parser; oracles in `mailgate::fuzzing::graph_delta`.
+#![no_main]
+// The macro's expansion reads RUST_LIBFUZZER_DEBUG_PATH with std::env and writes that file with
+// std::fs (libfuzzer-sys's debug hook); nothing in this file calls either.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "inside libfuzzer_sys::fuzz_target! only"
+)]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzzing::graph_delta(data));
