@@ -981,3 +981,98 @@ async fn the_fake_reports_folder_changes_through_delta_links() {
     let (again, _, _) = round(delta_url("inbox")).await;
     assert_eq!(again.len(), 4, "{again:?}");
 }
+
+/// The local index over a Graph mailbox, end to end through the binary (issue 21): `mailgate
+/// index sync` reads each folder's `messages/delta` in pages, a second sync follows the
+/// deltaLinks and sees an arrival, a flag change and a deletion, and once Graph has dropped the
+/// sync state (410 `syncStateNotFound`) the next sync starts a fresh round that still removes
+/// what was deleted meanwhile, without refetching what did not change.
+#[tokio::test]
+async fn the_index_syncs_a_graph_mailbox_by_delta_and_resyncs_after_a_410() {
+    const BOX: &str = "index.desk@example.com";
+    let fake = FakeGraph::start().await;
+    fake.add_mailbox(BOX);
+    let words = [
+        "kilo", "lima", "mike", "november", "oscar", "papa", "quebec",
+    ];
+    let ids: Vec<String> = words
+        .iter()
+        .map(|w| {
+            fake.add_message(
+                BOX,
+                "inbox",
+                Message::new(&format!("Delta note {w}word")).text(&format!("Body about {w}word.")),
+            )
+        })
+        .collect();
+    let world = world_for(&fake);
+    let config = world.path().join("desk.json");
+    write_mode(
+        &config,
+        format!(r#"{{"mailboxes": [{{"alias": "desk", "address": "{BOX}"}}]}}"#).as_bytes(),
+        0o600,
+    );
+    let config = config.display().to_string();
+    let sync = async || {
+        let out = world
+            .run(&["--config", &config, "index", "sync", "desk"])
+            .await;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let first = sync().await;
+    assert!(
+        first.contains("desk: complete: 7 indexed, 0 removed"),
+        "{first}"
+    );
+    let fresh_rounds = fake.count(Route::Delta);
+    assert!(fresh_rounds >= 2, "paged: {fresh_rounds} delta requests");
+
+    let search = async |word: &str| {
+        let c = world.client(&["--config", &config, "serve"]).await;
+        let out = c
+            .ok(
+                "search_mailbox",
+                json!({"mailbox": "desk", "criteria": {"query": word, "source": "index"}}),
+            )
+            .await;
+        c.close().await;
+        out
+    };
+    assert_eq!(search("limaword").await["status"], "FOUND");
+    assert_eq!(search("zuluword").await["status"], "NOT_FOUND");
+
+    // Changes made elsewhere: an arrival, a flag, a deletion.
+    fake.add_message(
+        BOX,
+        "inbox",
+        Message::new("Delta note romeoword").text("Body."),
+    );
+    fake.update_message(BOX, &ids[0], |m| m.is_read = true);
+    assert!(fake.delete_message(BOX, &ids[1]));
+    let second = sync().await;
+    assert!(
+        second.contains("desk: complete: 2 indexed, 1 removed"),
+        "{second}"
+    );
+    assert_eq!(search("romeoword").await["status"], "FOUND");
+    assert_eq!(search("limaword").await["status"], "NOT_FOUND");
+    let kilo = search("kiloword").await;
+    assert_eq!(kilo["messages"][0]["isRead"], true, "{kilo}");
+
+    // Graph drops the sync state; a deletion happens meanwhile.
+    fake.expire_delta_tokens();
+    assert!(fake.delete_message(BOX, &ids[2]));
+    let third = sync().await;
+    assert!(
+        third.contains("desk: complete: 0 indexed, 1 removed"),
+        "{third}"
+    );
+    assert_eq!(search("mikeword").await["status"], "NOT_FOUND");
+    assert_eq!(search("novemberword").await["status"], "FOUND");
+}
