@@ -35,7 +35,7 @@ use self::ids::MessageRef;
 use self::pool::{Conn, OpError, Pool, Repeat, with_conn};
 use self::query::{Criteria, Key};
 use self::session::Listed;
-use super::changes::FolderSync;
+use super::changes::{AttachmentWant, FolderSync, IndexFetch};
 use super::model::{
     Capabilities, ContentGap, Flags, FolderInfo, FolderSelector, FolderStats, ItemResult,
     MessageDetail, MessageSummary, MessageText, PREVIEW_CHARS, Page, ScanRequest, ScanStop,
@@ -372,6 +372,33 @@ fn summary(
     })
 }
 
+/// What a message read fetches: flags, arrival, size, structure and the message itself up to
+/// [`MAX_MESSAGE_BYTES`] (`BODY.PEEK`: reading never sets `\Seen`).
+fn message_items() -> String {
+    format!("(UID FLAGS INTERNALDATE RFC822.SIZE BODYSTRUCTURE BODY.PEEK[]<0.{MAX_MESSAGE_BYTES}>)")
+}
+
+/// The detail of a message fetched with [`message_items`]; `None` without a UID.
+fn detail(folder: &str, uid_validity: u32, f: &Fetch) -> Option<MessageDetail> {
+    let parsed = mime::parse(f.body().unwrap_or_default());
+    let mut summary = summary(folder, uid_validity, f, &parsed)?;
+    summary.preview = parsed.body_text.chars().take(PREVIEW_CHARS).collect();
+    if f.size.is_some_and(|s| u64::from(s) > MAX_MESSAGE_BYTES) {
+        summary.gap = Some(ContentGap::Body);
+    }
+    Some(MessageDetail {
+        summary,
+        recipients_cut: parsed.cuts.addresses,
+        to: parsed.to,
+        cc: parsed.cc,
+        body_text: parsed.body_text,
+        body_is_html: parsed.body_is_html,
+        internet_message_id: parsed.message_id,
+        in_reply_to: parsed.in_reply_to,
+        references: parsed.references,
+    })
+}
+
 /// A message id's parts, checked against the folder as it is now.
 fn current(m: &MessageRef, uid_validity: u32) -> Result<(), BackendError> {
     if m.uid_validity == uid_validity {
@@ -667,35 +694,11 @@ impl MailStore for ImapStore {
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             let uid_validity = conn.open(&m.folder, false).await?;
             current(&m, uid_validity)?;
-            let fetched = conn
-                    .fetch(
-                        &[m.uid],
-                        &format!(
-                            "(UID FLAGS INTERNALDATE RFC822.SIZE BODYSTRUCTURE BODY.PEEK[]<0.{MAX_MESSAGE_BYTES}>)"
-                        ),
-                    )
-                    .await?;
+            let fetched = conn.fetch(&[m.uid], &message_items()).await?;
             let f = fetched
                 .first()
                 .ok_or(OpError::Backend(BackendError::NotFound))?;
-            let parsed = mime::parse(f.body().unwrap_or_default());
-            let mut summary = summary(&m.folder, uid_validity, f, &parsed)
-                .ok_or(OpError::Backend(BackendError::Malformed))?;
-            summary.preview = parsed.body_text.chars().take(PREVIEW_CHARS).collect();
-            if f.size.is_some_and(|s| u64::from(s) > MAX_MESSAGE_BYTES) {
-                summary.gap = Some(ContentGap::Body);
-            }
-            Ok(MessageDetail {
-                summary,
-                recipients_cut: parsed.cuts.addresses,
-                to: parsed.to,
-                cc: parsed.cc,
-                body_text: parsed.body_text,
-                body_is_html: parsed.body_is_html,
-                internet_message_id: parsed.message_id,
-                in_reply_to: parsed.in_reply_to,
-                references: parsed.references,
-            })
+            detail(&m.folder, uid_validity, f).ok_or(OpError::Backend(BackendError::Malformed))
         })
     }
 
@@ -809,6 +812,14 @@ impl MailStore for ImapStore {
             };
             changes::folder_changes(conn, &wire, cursor, how).await
         })
+    }
+
+    async fn index_fetch(
+        &self,
+        ids: &[String],
+        want: AttachmentWant,
+    ) -> Vec<Result<IndexFetch, BackendError>> {
+        self.fetch_for_index(ids, want).await
     }
 
     async fn list_attachments(
