@@ -290,7 +290,11 @@ pub(crate) async fn folder_changes(
             cursor: Some(cursor.encode()),
             more: false,
         }),
-        (Some(since), Some(_)) => changes_since(conn, wire, now, since).await,
+        // HIGHESTMODSEQ never goes down while UIDVALIDITY stays (RFC 7162 §3.1.2.1); a server
+        // that breaks this gets the inventory rather than a delta that would miss changes.
+        (Some(since), Some(highest)) if highest >= since => {
+            changes_since(conn, wire, now, since).await
+        }
         // Without mod-sequences a flag change leaves no trace in the state: list everything.
         _ => inventory_page(conn, wire, now, 0, how.page).await,
     }
