@@ -60,6 +60,9 @@ pub(crate) struct ServerCaps {
     pub(crate) r#move: bool,
     /// RFC 4315 `UIDPLUS`: `APPENDUID` / `COPYUID` name the new messages.
     pub(crate) uidplus: bool,
+    /// RFC 7162 `CONDSTORE` (or `QRESYNC`, which implies it): per-message mod-sequences, so the
+    /// change feed can ask for what changed instead of listing every message's flags.
+    pub(crate) condstore: bool,
 }
 
 /// Everything needed to open a connection to one mailbox's IMAP server.
@@ -204,6 +207,7 @@ impl Endpoint {
         let caps = ServerCaps {
             r#move: capabilities.has_str("MOVE"),
             uidplus: capabilities.has_str("UIDPLUS"),
+            condstore: capabilities.has_str("CONDSTORE") || capabilities.has_str("QRESYNC"),
         };
         Ok((session, caps))
     }

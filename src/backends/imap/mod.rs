@@ -12,6 +12,7 @@
 //! server's MOVE capability and is never emulated with `\Deleted` + `EXPUNGE`; no operation
 //! deletes anything. Every operation takes one token of the mailbox's rate limit first.
 
+mod changes;
 mod conn;
 pub(crate) mod guard;
 mod ids;
@@ -34,6 +35,7 @@ use self::ids::MessageRef;
 use self::pool::{Conn, OpError, Pool, Repeat, with_conn};
 use self::query::{Criteria, Key};
 use self::session::Listed;
+use super::changes::{AttachmentWant, FolderSync, IndexFetch};
 use super::model::{
     Capabilities, ContentGap, Flags, FolderInfo, FolderSelector, FolderStats, ItemResult,
     MessageDetail, MessageSummary, MessageText, PREVIEW_CHARS, Page, ScanRequest, ScanStop,
@@ -82,6 +84,11 @@ pub(crate) struct ImapStore {
     pool: Pool,
     limit: TokenBucket,
     folders: Mutex<Option<(Instant, Arc<Vec<Listed>>)>>,
+    /// Whether the change feed may use the server's CONDSTORE; off only in tests of the path
+    /// every server supports.
+    condstore_allowed: bool,
+    /// UIDs per inventory page ([`changes::INVENTORY_PAGE`]; smaller only in tests).
+    inventory_page: usize,
 }
 
 impl ImapStore {
@@ -99,7 +106,23 @@ impl ImapStore {
             pool: Pool::new(endpoint),
             limit: TokenBucket::new(per_minute, Duration::from_secs(60)),
             folders: Mutex::new(None),
+            condstore_allowed: true,
+            inventory_page: changes::INVENTORY_PAGE,
         })
+    }
+
+    /// The same store, with a change feed that ignores the server's CONDSTORE.
+    #[cfg(test)]
+    fn without_condstore(mut self) -> Self {
+        self.condstore_allowed = false;
+        self
+    }
+
+    /// The same store, with inventory pages of `uids` UIDs.
+    #[cfg(test)]
+    fn with_inventory_page(mut self, uids: usize) -> Self {
+        self.inventory_page = uids.max(1);
+        self
     }
 
     /// Takes one token of the account's budget, or says when one will be there.
@@ -346,6 +369,33 @@ fn summary(
         attachments,
         attachments_listed: !structure_cut,
         gap,
+    })
+}
+
+/// What a message read fetches: flags, arrival, size, structure and the message itself up to
+/// [`MAX_MESSAGE_BYTES`] (`BODY.PEEK`: reading never sets `\Seen`).
+fn message_items() -> String {
+    format!("(UID FLAGS INTERNALDATE RFC822.SIZE BODYSTRUCTURE BODY.PEEK[]<0.{MAX_MESSAGE_BYTES}>)")
+}
+
+/// The detail of a message fetched with [`message_items`]; `None` without a UID.
+fn detail(folder: &str, uid_validity: u32, f: &Fetch) -> Option<MessageDetail> {
+    let parsed = mime::parse(f.body().unwrap_or_default());
+    let mut summary = summary(folder, uid_validity, f, &parsed)?;
+    summary.preview = parsed.body_text.chars().take(PREVIEW_CHARS).collect();
+    if f.size.is_some_and(|s| u64::from(s) > MAX_MESSAGE_BYTES) {
+        summary.gap = Some(ContentGap::Body);
+    }
+    Some(MessageDetail {
+        summary,
+        recipients_cut: parsed.cuts.addresses,
+        to: parsed.to,
+        cc: parsed.cc,
+        body_text: parsed.body_text,
+        body_is_html: parsed.body_is_html,
+        internet_message_id: parsed.message_id,
+        in_reply_to: parsed.in_reply_to,
+        references: parsed.references,
     })
 }
 
@@ -644,35 +694,11 @@ impl MailStore for ImapStore {
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             let uid_validity = conn.open(&m.folder, false).await?;
             current(&m, uid_validity)?;
-            let fetched = conn
-                    .fetch(
-                        &[m.uid],
-                        &format!(
-                            "(UID FLAGS INTERNALDATE RFC822.SIZE BODYSTRUCTURE BODY.PEEK[]<0.{MAX_MESSAGE_BYTES}>)"
-                        ),
-                    )
-                    .await?;
+            let fetched = conn.fetch(&[m.uid], &message_items()).await?;
             let f = fetched
                 .first()
                 .ok_or(OpError::Backend(BackendError::NotFound))?;
-            let parsed = mime::parse(f.body().unwrap_or_default());
-            let mut summary = summary(&m.folder, uid_validity, f, &parsed)
-                .ok_or(OpError::Backend(BackendError::Malformed))?;
-            summary.preview = parsed.body_text.chars().take(PREVIEW_CHARS).collect();
-            if f.size.is_some_and(|s| u64::from(s) > MAX_MESSAGE_BYTES) {
-                summary.gap = Some(ContentGap::Body);
-            }
-            Ok(MessageDetail {
-                summary,
-                recipients_cut: parsed.cuts.addresses,
-                to: parsed.to,
-                cc: parsed.cc,
-                body_text: parsed.body_text,
-                body_is_html: parsed.body_is_html,
-                internet_message_id: parsed.message_id,
-                in_reply_to: parsed.in_reply_to,
-                references: parsed.references,
-            })
+            detail(&m.folder, uid_validity, f).ok_or(OpError::Backend(BackendError::Malformed))
         })
     }
 
@@ -759,6 +785,41 @@ impl MailStore for ImapStore {
                 (None, Ok(())) => Err(BackendError::Timeout),
             })
             .collect()
+    }
+
+    async fn resolve_folder(&self, folder: &FolderSelector) -> Result<String, BackendError> {
+        if let FolderSelector::Id(id) = folder {
+            ids::folder_name(id)?;
+        }
+        self.admit()?;
+        with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
+            let wire = self.existing(conn, folder).await?;
+            Ok(ids::folder_id(&wire))
+        })
+    }
+
+    async fn folder_changes(
+        &self,
+        folder_id: &str,
+        cursor: Option<&str>,
+    ) -> Result<FolderSync, BackendError> {
+        let wire = ids::folder_name(folder_id)?;
+        self.admit()?;
+        with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
+            let how = changes::How {
+                condstore: self.condstore_allowed && conn.caps.condstore,
+                page: self.inventory_page,
+            };
+            changes::folder_changes(conn, &wire, cursor, how).await
+        })
+    }
+
+    async fn index_fetch(
+        &self,
+        ids: &[String],
+        want: AttachmentWant,
+    ) -> Vec<Result<IndexFetch, BackendError>> {
+        self.fetch_for_index(ids, want).await
     }
 
     async fn list_attachments(

@@ -33,7 +33,7 @@ pub(crate) struct Listed {
 pub(crate) const MAX_FOLDERS: usize = 1_000;
 
 /// `name` quoted for the wire, or `BadId` (a forged or unusable name never reaches it).
-fn mailbox(name: &str) -> Result<String, OpError> {
+pub(super) fn mailbox(name: &str) -> Result<String, OpError> {
     query::quote(name).map_err(|_| OpError::Backend(BackendError::BadId))
 }
 
@@ -45,7 +45,7 @@ fn lost() -> OpError {
 
 impl Conn {
     /// `Err` when the server's side of the connection has ended (see [`lost`]).
-    fn intact(&self) -> Result<(), OpError> {
+    pub(super) fn intact(&self) -> Result<(), OpError> {
         if self.session.get_ref().hit_eof() {
             Err(lost())
         } else {
