@@ -1301,3 +1301,98 @@ async fn a_base64_attachment_is_handed_off_from_an_imap_mailbox() {
         .await;
     c.close().await;
 }
+
+/// The local index over an IMAP mailbox through the binary (issue 21): `mailgate index sync`
+/// against Dovecot (CONDSTORE), then an APPEND, a flag set and an EXPUNGE made by another
+/// client reach the index on the next sync, and an unchanged mailbox costs nothing.
+#[tokio::test]
+async fn the_index_syncs_an_imap_mailbox_with_condstore() {
+    use futures::TryStreamExt as _;
+    let server = server_or_skip!("the_index_syncs_an_imap_mailbox_with_condstore");
+    let owner = ImapUser::fresh(server, "index-sync");
+    let note = |n: usize, word: &str| {
+        format!(
+            "From: Ana Lima <ana.lima@example.org>\r\nTo: {}\r\nSubject: Index note {n} \
+             {word}\r\nMessage-ID: <index-{n}@example.org>\r\nDate: Mon, 2 Nov 2026 10:0{n}:00 \
+             +0000\r\n\r\nThe body of note {n} says {word}.\r\n",
+            owner.address
+        )
+    };
+    for (n, word) in ["sierraword", "tangoword", "uniformword"]
+        .iter()
+        .enumerate()
+    {
+        owner.append("INBOX", note(n, word).as_bytes(), &[]).await;
+    }
+    let entry = ImapEntry::new(server, "box", &owner);
+    let (world, config) = imap_config(server, World::new(), &[entry], &[]);
+    let sync = async || {
+        let out = world
+            .run(&["--config", &config, "index", "sync", "box"])
+            .await;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let search = async |word: &str| {
+        let c = world.client(&["--config", &config, "serve"]).await;
+        let out = c
+            .ok(
+                "search_mailbox",
+                json!({"mailbox": "box", "criteria": {"query": word, "source": "index"}}),
+            )
+            .await;
+        c.close().await;
+        out
+    };
+    let first = sync().await;
+    assert!(
+        first.contains("box: complete: 3 indexed, 0 removed"),
+        "{first}"
+    );
+    assert_eq!(search("tangoword").await["status"], "FOUND");
+    assert_eq!(search("zuluword").await["status"], "NOT_FOUND");
+
+    // Another client: an arrival, a flag, an expunge.
+    owner
+        .append("INBOX", note(3, "victorword").as_bytes(), &[])
+        .await;
+    let mut s = owner.session().await;
+    s.select("INBOX").await.unwrap();
+    let _: Vec<_> = s
+        .uid_store("1", "+FLAGS (\\Flagged)")
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let _: Vec<_> = s
+        .uid_store("2", "+FLAGS (\\Deleted)")
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let _: Vec<_> = s.expunge().await.unwrap().try_collect().await.unwrap();
+    let _ = s.logout().await;
+
+    let second = sync().await;
+    assert!(
+        second.contains("box: complete: 2 indexed, 1 removed"),
+        "{second}"
+    );
+    assert_eq!(search("victorword").await["status"], "FOUND");
+    assert_eq!(search("tangoword").await["status"], "NOT_FOUND");
+    let flagged = search("sierraword").await;
+    assert_eq!(flagged["messages"][0]["isFlagged"], true, "{flagged}");
+
+    let third = sync().await;
+    assert!(
+        third.contains("box: complete: 0 indexed, 0 removed"),
+        "{third}"
+    );
+}
