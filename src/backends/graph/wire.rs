@@ -426,6 +426,8 @@ pub(crate) fn parse_delta_page(body: &[u8]) -> Result<DeltaPage, BackendError> {
     })
 }
 
+// Only in fuzz and test builds: an oracle is no part of what ships.
+#[cfg(any(test, fuzzing))]
 impl DeltaPage {
     /// The page as Graph would send it (removed items with reason `deleted`); reading it back
     /// gives the same page. For the fuzz oracle and tests.
