@@ -209,7 +209,7 @@ fn decode_refuses_what_encode_never_writes() {
 }
 
 /// Timing of the brute-force scan (module doc), not a check: run it by hand with
-/// `cargo test --release --lib embed::vectors::tests::scan_timing -- --ignored --nocapture`.
+/// the command in the module doc (`cargo test --release …` works too, with a longer build).
 #[test]
 #[ignore = "a measurement, run by hand"]
 #[allow(clippy::print_stderr, reason = "the measurement is the output")]
