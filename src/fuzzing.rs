@@ -1105,3 +1105,51 @@ pub fn extract_ooxml(data: &[u8]) {
 pub fn http_guard(data: &[u8]) {
     crate::transport::http::fuzz_guard(data);
 }
+
+// ----------------------------------------------------------------------------------------------
+// embeddings
+// ----------------------------------------------------------------------------------------------
+
+/// Untrusted bytes → the embeddings endpoint's answer parser (`embed::wire::parse_embeddings`).
+/// The first byte is the number of inputs the request had (0 to 40, past the batch size of 32);
+/// the rest is the answer.
+///
+/// Oracles, beyond "no panic": an accepted answer gives exactly that many vectors, all of one
+/// dimension within 1..=4096, every number finite; the same vectors encoded as an endpoint would
+/// and parsed again come back equal; and the same bytes with any other input count are refused.
+pub fn embeddings(data: &[u8]) {
+    use crate::embed::wire::{MAX_DIMENSION, encode, parse_embeddings};
+    let Some((&first, answer)) = data.split_first() else {
+        return;
+    };
+    let expected = usize::from(first % 41);
+    let Ok(vectors) = parse_embeddings(answer, expected) else {
+        return;
+    };
+    assert_eq!(vectors.len(), expected, "oracle: one vector per input");
+    if let Some(first) = vectors.first() {
+        let dim = first.len();
+        assert!(
+            (1..=MAX_DIMENSION).contains(&dim),
+            "oracle: dimension {dim}"
+        );
+        assert!(
+            vectors.iter().all(|v| v.len() == dim),
+            "oracle: one dimension"
+        );
+    }
+    assert!(
+        vectors.iter().flatten().all(|x| x.is_finite()),
+        "oracle: finite numbers only"
+    );
+    let again = parse_embeddings(&encode(&vectors), expected);
+    assert_eq!(
+        again.as_ref(),
+        Ok(&vectors),
+        "oracle: re-encoding round trip"
+    );
+    assert!(
+        parse_embeddings(answer, expected + 1).is_err(),
+        "oracle: the count is checked"
+    );
+}

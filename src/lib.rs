@@ -12,6 +12,7 @@ pub(crate) mod cli;
 pub(crate) mod console;
 pub(crate) mod demo;
 pub(crate) mod downloads;
+pub(crate) mod embed;
 pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod fold;

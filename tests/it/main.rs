@@ -8,6 +8,7 @@
 
 mod util;
 
+mod embeddings_server;
 mod fake_graph;
 mod fake_graph_selftest;
 mod imap_server;

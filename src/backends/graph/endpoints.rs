@@ -45,7 +45,7 @@ pub(crate) enum UrlError {
 }
 
 /// A configured root: https, or http to loopback; nothing after the path.
-fn parse_root(raw: &str) -> Result<Url, UrlError> {
+pub(crate) fn parse_root(raw: &str) -> Result<Url, UrlError> {
     let url = Url::parse(raw.trim()).map_err(|_| UrlError::Unparsable)?;
     let loopback = match url.host() {
         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),

@@ -23,6 +23,7 @@
 //! Who may call it: startup (`cli`, `policy explain/check`, `demo`). Everything else receives a
 //! finished [`Settings`] / [`Config`].
 
+pub mod embeddings;
 pub mod env;
 pub mod graph;
 pub mod imap;

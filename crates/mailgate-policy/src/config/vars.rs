@@ -33,6 +33,9 @@ const KNOWN: &[&str] = &[
     super::HTTP_ALLOWED_ORIGINS_VAR,
     super::INDEX_MAX_STALENESS_VAR,
     super::INDEX_HOLD_VAR,
+    super::embeddings::URL_VAR,
+    super::embeddings::MODEL_VAR,
+    super::embeddings::API_KEY_ENV_VAR,
     // the reference plugin's, read by mailgate
     super::CONFIG_PATH_VAR,
     super::SEARCH_MEMORY_VAR,
@@ -75,6 +78,11 @@ pub(crate) fn check_unknown_variables(env: &Env, config: &Config) -> Result<(), 
         .flat_map(|spec| [&spec.password_env, &spec.oauth2_token_env])
         .flatten()
         .map(|name| name.to_ascii_uppercase())
+        // The embeddings key's variable is named in the environment, not the config.
+        .chain(
+            env.get(super::embeddings::API_KEY_ENV_VAR)
+                .map(str::to_ascii_uppercase),
+        )
         .collect();
     for name in env.names() {
         let upper = name.to_ascii_uppercase();
@@ -186,5 +194,30 @@ mod tests {
             ("OUTLOOK_SOMETHING_ELSE_ENTIRELY", "x"),
         ])
         .expect("accepted");
+    }
+
+    #[test]
+    fn embeddings_variables_and_the_key_variable_they_name_are_known() {
+        check(&[
+            ("MAILGATE_EMBEDDINGS_URL", "http://127.0.0.1:8080/v1"),
+            ("MAILGATE_EMBEDDINGS_MODEL", "e5-small"),
+            ("MAILGATE_EMBEDDINGS_API_KEY_ENV", "MAILGATE_LOGIN"),
+            // Two edits from MAILGATE_LOG, so a typo on its own, but named by the variable above.
+            ("MAILGATE_LOGIN", "x"),
+        ])
+        .expect("accepted");
+        assert!(
+            matches!(
+                check(&[("MAILGATE_LOGIN", "x")]),
+                Err(ConfigError::UnknownVariable { .. })
+            ),
+            "not named: a likely typo"
+        );
+        match check(&[("MAILGATE_EMBEDDING_URL", "http://127.0.0.1:8080/v1")]) {
+            Err(ConfigError::UnknownVariable { closest, .. }) => {
+                assert_eq!(closest, "MAILGATE_EMBEDDINGS_URL");
+            }
+            other => panic!("a misspelled embeddings variable aborts: {other:?}"),
+        }
     }
 }
