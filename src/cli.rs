@@ -165,19 +165,19 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
         }
         Command::Serve { http: None } => {
             let (s, gates) = settings(env, config)?;
-            let app = build_app(&s, gates)?;
+            let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
             serve_stdio(app).await.map(|_| 0)
         }
         Command::Tools => {
             let (s, gates) = settings(env, config)?;
-            let app = build_app(&s, gates)?;
+            let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
             let names: Vec<&str> = app.tools.iter().map(|t| t.name).collect();
             write_out(&names.join("\n"))?;
             Ok(0)
         }
         Command::Call { tool, json } => {
             let (s, gates) = settings(env, config)?;
-            let app = build_app(&s, gates)?;
+            let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
             call_and_print(&app, &tool, &json).await
         }
         Command::Policy { command } => policy(command, env, config),
@@ -256,7 +256,7 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
         }
         PolicyCommand::Check => {
             let (s, gates) = settings(env, config)?;
-            let app = build_app(&s, gates)?;
+            let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
             write_out(&format!(
                 "ok: the configuration starts; catalog of {} tools",
                 app.tools.len()
@@ -282,7 +282,7 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
 /// to start) but the app is built read-only whatever they say (security.md §7).
 async fn serve_http(env: &Env, s: &Settings, addr: &str) -> Result<i32, StartupError> {
     let http = HttpSettings::resolve(env, addr)?;
-    let app = build_app(s, Gates::read_only())?;
+    let app = build_app(s, Gates::read_only(), crate::embed::Semantic::from_env(env)?)?;
     crate::transport::http::serve_http(app, http).await?;
     Ok(0)
 }
@@ -299,7 +299,7 @@ async fn demo(
     if let Some(addr) = http {
         return serve_http(env, &s, addr).await;
     }
-    let app = build_app(&s, gates)?;
+    let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
     if serve || !std::io::stdin().is_terminal() {
         if serve_stdio(app).await? == Session::LeftBeforeInitialize {
             // Someone ran `demo --serve` by hand with stdin that is not a client.

