@@ -282,7 +282,11 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
 /// to start) but the app is built read-only whatever they say (security.md §7).
 async fn serve_http(env: &Env, s: &Settings, addr: &str) -> Result<i32, StartupError> {
     let http = HttpSettings::resolve(env, addr)?;
-    let app = build_app(s, Gates::read_only(), crate::embed::Semantic::from_env(env)?)?;
+    let app = build_app(
+        s,
+        Gates::read_only(),
+        crate::embed::Semantic::from_env(env)?,
+    )?;
     crate::transport::http::serve_http(app, http).await?;
     Ok(0)
 }

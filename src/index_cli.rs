@@ -122,7 +122,8 @@ pub(crate) async fn run(
         IndexCommand::Sync { aliases, watch } => {
             let every = watch.as_deref().map(interval).transpose()?;
             let aliases = chosen(&settings, &aliases)?;
-            sync_loop(settings, aliases, every, hold_after_commits(env)).await
+            let semantic = crate::embed::Semantic::from_env(env)?;
+            sync_loop(settings, aliases, every, hold_after_commits(env), semantic).await
         }
         IndexCommand::Status => status_table(&settings),
         IndexCommand::Pause { aliases } => set_paused(&settings, &aliases, true),
@@ -130,7 +131,8 @@ pub(crate) async fn run(
         IndexCommand::Rebuild { alias } => {
             let aliases = chosen(&settings, std::slice::from_ref(&alias))?;
             purge(&settings, &alias)?;
-            sync_loop(settings, aliases, None, None).await
+            let semantic = crate::embed::Semantic::from_env(env)?;
+            sync_loop(settings, aliases, None, None, semantic).await
         }
         IndexCommand::Purge { alias } => {
             purge(&settings, &alias)?;
@@ -158,6 +160,7 @@ async fn sync_loop(
     aliases: Vec<Alias>,
     every: Option<Duration>,
     hold: Option<u32>,
+    semantic: Option<Arc<crate::embed::Semantic>>,
 ) -> Result<i32, StartupError> {
     let root = open_root(&settings, true)?;
     let extraction = Extraction {
@@ -178,7 +181,7 @@ async fn sync_loop(
             (a.clone(), k)
         })
         .collect();
-    let app = crate::startup::build_app(&settings, Gates::read_only())?;
+    let app = crate::startup::build_app(&settings, Gates::read_only(), semantic.clone())?;
     tokio::spawn(async {
         if tokio::signal::ctrl_c().await.is_ok() {
             INTERRUPTED.store(true, Ordering::SeqCst);
@@ -190,7 +193,8 @@ async fn sync_loop(
             if INTERRUPTED.load(Ordering::SeqCst) {
                 break;
             }
-            code = code.max(sync_one(&app, &root, alias, kind, &extraction, hold).await?);
+            let semantic = semantic.as_deref();
+            code = code.max(sync_one(&app, &root, alias, kind, &extraction, hold, semantic).await?);
         }
         let Some(every) = every else {
             break;
@@ -214,6 +218,7 @@ async fn sync_one(
     kind: &'static str,
     extraction: &Extraction,
     hold: Option<u32>,
+    semantic: Option<&crate::embed::Semantic>,
 ) -> Result<i32, StartupError> {
     let name = alias.as_str();
     let Ok(resolved) = app.resolve(name) else {
@@ -225,7 +230,7 @@ async fn sync_one(
     let status_dir = alias_dir
         .try_clone()
         .map_err(|e| StartupError::Usage(format!("index of {name}: {}", e.kind())))?;
-    let mut target = match SyncTarget::open(alias_dir, kind) {
+    let mut target = match SyncTarget::open(alias_dir, kind, semantic.map(|s| s.model.as_str())) {
         Ok(t) => t,
         Err(IndexError::Busy) => {
             write_out(&format!("{name}: another sync is running; skipped"))?;
@@ -241,6 +246,7 @@ async fn sync_one(
     };
     let opts = SyncOptions {
         extraction: Some(extraction),
+        semantic,
         progress: &progress,
         stop: &stop,
         hold_after_commits: hold,

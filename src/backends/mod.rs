@@ -126,17 +126,18 @@ pub(crate) trait MailStore: Sync {
         async { Err(BackendError::Unsupported("index sync")) }
     }
 
-    /// The messages of `ids` as the index ingests them, one result per id, in order, each
-    /// with the bytes of the attachments `want` picks. The default reads each message and
-    /// attachment with the reader operations, [`FETCHES_AT_ONCE`] at a time; a backend that
-    /// can read a message once for both overrides it.
+    /// The messages of `items` (as the change feed named them, versions included) as the
+    /// index ingests them, one result per item, in order, each with the bytes of the
+    /// attachments `want` picks. The default reads each message and attachment with the reader
+    /// operations, [`FETCHES_AT_ONCE`] at a time; a backend that can read a message once for
+    /// both, or find it faster by its version, overrides it.
     fn index_fetch(
         &self,
-        ids: &[String],
+        items: &[changes::SyncItem],
         want: changes::AttachmentWant,
     ) -> impl Future<Output = Vec<Result<changes::IndexFetch, BackendError>>> + Send {
         use futures::StreamExt as _;
-        futures::stream::iter(ids.iter().cloned())
+        futures::stream::iter(items.iter().map(|i| i.id.clone()))
             .map(move |id| async move {
                 let detail = self.get_message(&id).await?;
                 let mut attachments = Vec::new();
@@ -463,10 +464,10 @@ impl Backend {
     /// batch is not (the caller sizes its batches).
     pub(crate) async fn index_fetch(
         &self,
-        ids: &[String],
+        items: &[changes::SyncItem],
         want: changes::AttachmentWant,
     ) -> Vec<Result<changes::IndexFetch, BackendError>> {
-        on_backend!(self, b => b.index_fetch(ids, want).await)
+        on_backend!(self, b => b.index_fetch(items, want).await)
     }
 
     // Writes: private to this module; reached through `Writer` and `SentFolder`.

@@ -27,8 +27,10 @@ impl Semantic {
     pub(crate) fn from_env(
         env: &crate::config::env::Env,
     ) -> Result<Option<std::sync::Arc<Self>>, crate::error::StartupError> {
-        let refused = |e: &dyn std::fmt::Display| crate::error::StartupError::Embeddings(e.to_string());
-        let Some(settings) = settings::EmbeddingSettings::resolve(env).map_err(|e| refused(&e))? else {
+        let refused =
+            |e: &dyn std::fmt::Display| crate::error::StartupError::Embeddings(e.to_string());
+        let Some(settings) = settings::EmbeddingSettings::resolve(env).map_err(|e| refused(&e))?
+        else {
             return Ok(None);
         };
         let model = settings.model.clone();

@@ -28,7 +28,7 @@ use super::chunk::MAX_CHUNKS;
 use super::wire::MAX_DIMENSION;
 use crate::dir_fd;
 
-const FILE: &str = "vectors.bin";
+pub(crate) const FILE: &str = "vectors.bin";
 const TMP: &str = "vectors.tmp";
 /// Format name and version 1.
 const MAGIC: &[u8; 8] = b"MGVEC\0\0\x01";
@@ -195,6 +195,7 @@ impl VectorStore {
 
     /// The candidates without vectors, in the given order: what sync embeds when the endpoint
     /// is back ("fill vectors later").
+    #[cfg(test)]
     pub(crate) fn keys_missing<'a>(
         &self,
         candidates: impl IntoIterator<Item = &'a str>,
@@ -213,6 +214,7 @@ impl VectorStore {
 
     /// The `k` keys whose best passage is closest to `query` (cosine, approximated through the
     /// int8 rows), best first, ties by key. A query of another dimension finds nothing.
+    #[cfg(test)]
     pub(crate) fn search(&self, query: &[f32], k: usize) -> Vec<(String, f32)> {
         self.search_where(query, k, |_| true)
     }

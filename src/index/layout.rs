@@ -15,6 +15,8 @@ use crate::path_guard::{self, PrivateDirError};
 pub(crate) const ROOT: &str = "index";
 /// The full-text index inside an alias's folder.
 pub(crate) const TEXT: &str = "text";
+/// The vectors inside an alias's folder.
+pub(crate) const VECTORS: &str = "vectors";
 
 fn refused(what: &str, e: PrivateDirError) -> IndexError {
     match e {

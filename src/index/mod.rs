@@ -18,6 +18,12 @@ pub(crate) mod tantivy_index;
 
 use crate::backends::model::{ContentGap, Filters, MessageSummary, Order};
 
+/// A message's key in an index and its vectors: its folder and backend id (a backend whose ids
+/// survive a move lists one id in two folders during a sync).
+pub(crate) fn doc_key(folder_id: &str, id: &str) -> String {
+    format!("{folder_id}\u{0}{id}")
+}
+
 /// One message as the index stores it: what a search matches on and what a summary shows.
 /// Everything in it came from a message and is untrusted.
 #[derive(Clone, Debug)]
@@ -98,6 +104,9 @@ pub(crate) trait TextIndex: Send + Sync {
 
     /// One message's summary by backend id, when indexed.
     fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError>;
+
+    /// A folder's message's summary, when indexed.
+    fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError>;
 
     /// The Internet Message-ID of a folder's message, when indexed and it has one.
     fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError>;

@@ -4,6 +4,7 @@
 //! searches it.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use cap_std::fs::Dir;
 use chrono::{DateTime, Duration, Utc};
@@ -12,12 +13,18 @@ use super::IndexError;
 use super::status::{self, IndexStatus};
 use super::tantivy_index::TantivyIndex;
 use crate::alias::Alias;
+use crate::embed::vectors::VectorStore;
 
 /// One alias's index as the server reads it.
 pub(crate) struct IndexReader {
     alias_dir: Dir,
     index: TantivyIndex,
+    /// The vectors as last loaded, with the file's (length, mtime) they were loaded at: a
+    /// sync's commit replaces the file, and the next search loads the new one.
+    vectors: Mutex<Option<(VectorStamp, Arc<VectorStore>)>>,
 }
+
+type VectorStamp = (u64, Option<std::time::SystemTime>);
 
 impl IndexReader {
     /// Opens the index of `alias` under `<state>/index`, `Ok(None)` when the operator never
@@ -39,7 +46,11 @@ impl IndexReader {
             Err(e) => return Err(e),
         };
         match TantivyIndex::open(super::capdir::CapDirectory::new(text), false) {
-            Ok(index) => Ok(Some(Self { alias_dir, index })),
+            Ok(index) => Ok(Some(Self {
+                alias_dir,
+                index,
+                vectors: Mutex::new(None),
+            })),
             Err(IndexError::Missing) => Ok(None),
             Err(e) => Err(e),
         }
@@ -51,6 +62,25 @@ impl IndexReader {
 
     pub(crate) fn index(&self) -> &TantivyIndex {
         &self.index
+    }
+
+    /// The committed vectors for `model` (reloaded when a sync committed new ones), `None`
+    /// when the index has none (it was synced without an embeddings endpoint).
+    pub(crate) fn vectors(&self, model: &str) -> Option<Arc<VectorStore>> {
+        let dir = super::layout::open_part(&self.alias_dir, super::layout::VECTORS, false).ok()?;
+        let stamp: VectorStamp = dir
+            .metadata(crate::embed::vectors::FILE)
+            .map(|m| (m.len(), m.modified().ok().map(|t| t.into_std())))
+            .ok()?;
+        let mut held = self.vectors.lock().ok()?;
+        if let Some((at, store)) = held.as_ref()
+            && *at == stamp
+        {
+            return Some(Arc::clone(store));
+        }
+        let store = Arc::new(VectorStore::open_readonly(dir, model).ok()?);
+        *held = Some((stamp, Arc::clone(&store)));
+        Some(store)
     }
 }
 

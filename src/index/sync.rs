@@ -21,14 +21,12 @@ use super::{IndexError, IndexedMessage, TextIndexWriter};
 use crate::backends::changes::{AttachmentWant, FolderDelta, IndexFetch, SyncItem};
 use crate::backends::model::{AttachmentMeta, FolderSelector, WellKnown};
 use crate::backends::{Backend, BackendError};
+use crate::embed::Semantic;
+use crate::embed::vectors::VectorStore;
 use crate::extract::{self, Caps, Extractor, Job};
 
-/// Messages fetched from the backend per call. Large because a call has a fixed cost that grows
-/// with the folder: the Maildir backend lists the whole folder to locate the files of each call
-/// (`index_fetch`), about 0.2 s at 100,000 messages; at 128 per call that listing was most of
-/// the sync's time (`cargo bench --bench index`: 490 msg/s at 100,000 messages against 3,350
-/// at 10,000).
-const FETCH_BATCH: usize = 1024;
+/// Messages fetched from the backend per call (held in memory at once, attachments included).
+const FETCH_BATCH: usize = 256;
 /// Messages indexed between commits (each commit is a durable point to resume from).
 const COMMIT_EVERY: usize = 5_000;
 /// Longest time between commits.
@@ -89,28 +87,60 @@ pub(crate) struct SyncTarget {
     writer: TantivyWriter,
     state: SyncState,
     backend_kind: &'static str,
+    /// The vectors, when an embeddings endpoint is configured for this sync.
+    vectors: Option<VectorStore>,
+    /// The endpoint failed during this sync: stop asking it (its vectors are filled later).
+    semantic_down: bool,
 }
 
 impl SyncTarget {
     /// Opens (creating) the index and sync state of an alias folder; another sync holding them
     /// is [`IndexError::Busy`].
-    pub(crate) fn open(alias_dir: Dir, backend_kind: &'static str) -> Result<Self, IndexError> {
+    pub(crate) fn open(
+        alias_dir: Dir,
+        backend_kind: &'static str,
+        semantic_model: Option<&str>,
+    ) -> Result<Self, IndexError> {
         let state = SyncState::open(&alias_dir)?;
         let text = super::layout::open_part(&alias_dir, super::layout::TEXT, true)?;
         let index = TantivyIndex::open(super::capdir::CapDirectory::new(text), true)?;
         let writer = index.writer()?;
+        let vectors = match semantic_model {
+            Some(model) => {
+                let dir = super::layout::open_part(&alias_dir, super::layout::VECTORS, true)?;
+                Some(VectorStore::open(dir, model).map_err(|e| IndexError::Store(e.to_string()))?)
+            }
+            None => None,
+        };
         Ok(Self {
             alias_dir,
             writer,
             state,
             backend_kind,
+            vectors,
+            semantic_down: false,
         })
+    }
+
+    fn forget_vectors(&mut self, folder: &str, id: &str) {
+        if let Some(v) = &mut self.vectors {
+            v.remove(&super::doc_key(folder, id));
+        }
+    }
+
+    fn commit_vectors(&mut self) -> Result<(), IndexError> {
+        match &mut self.vectors {
+            Some(v) => v.commit().map_err(|e| IndexError::Store(e.to_string())),
+            None => Ok(()),
+        }
     }
 }
 
 /// What a sync needs besides the target and the backend.
 pub(crate) struct SyncOptions<'a> {
     pub(crate) extraction: Option<&'a Extraction>,
+    /// The embeddings endpoint, when semantic recall is on.
+    pub(crate) semantic: Option<&'a Semantic>,
     pub(crate) progress: &'a (dyn Fn(&Progress) + Sync),
     /// Asked between steps: `true` stops the sync at the next durable point.
     pub(crate) stop: &'a (dyn Fn() -> bool + Sync),
@@ -192,7 +222,12 @@ pub(crate) async fn sync_alias(
             break;
         }
         let started = Utc::now();
-        let outcome = run.folder(&folder.id).await;
+        let mut outcome = run.folder(&folder.id).await;
+        if outcome.is_ok()
+            && let Err(e) = run.fill_vectors(&folder.id).await
+        {
+            outcome = Err(e);
+        }
         let previous = status.folders.get(&folder.id).cloned().unwrap_or_default();
         let versions = run.target.state.versions(&folder.id)?.len() as u64;
         let pending = run.target.state.pending(&folder.id)?.len() as u64;
@@ -232,13 +267,30 @@ pub(crate) async fn sync_alias(
             let ids: Vec<String> = run.target.state.versions(&gone)?.into_keys().collect();
             for id in &ids {
                 run.target.writer.remove(&gone, id)?;
+                run.target.forget_vectors(&gone, id);
             }
             run.target.writer.commit()?;
+            run.target.commit_vectors()?;
             run.target.state.drop_folder(&gone)?;
             run.report.removed += ids.len() as u64;
             status.folders.remove(&gone);
         }
     }
+    status.semantic = run.target.vectors.is_some();
+    status.vectors_pending = match &run.target.vectors {
+        Some(store) => {
+            let mut missing = 0;
+            for folder in run.target.state.folders()? {
+                let known = run.target.state.versions(&folder)?;
+                missing += known
+                    .keys()
+                    .filter(|id| !store.contains(&super::doc_key(&folder, id)))
+                    .count() as u64;
+            }
+            missing
+        }
+        None => 0,
+    };
     status.syncing = run.report.stopped;
     status.last_sync_finished = Some(Utc::now());
     status::write(&run.target.alias_dir, &status)?;
@@ -378,6 +430,7 @@ impl Run<'_> {
         self.progress.total += gone.len() as u64;
         for id in gone {
             self.target.writer.remove(folder, &id)?;
+            self.target.forget_vectors(folder, &id);
             known.remove(&id);
             work.batch.removed.push(id);
             self.report.removed += 1;
@@ -401,7 +454,6 @@ impl Run<'_> {
                 self.report.stopped = true;
                 break;
             }
-            let ids: Vec<String> = chunk.iter().map(|i| i.id.clone()).collect();
             let want = AttachmentWant {
                 max_bytes: self.opts.extraction.map_or(0, |x| x.max_bytes),
                 max_count: if self.opts.extraction.is_some() {
@@ -411,12 +463,22 @@ impl Run<'_> {
                 },
                 wants: extractable,
             };
-            let fetched = self.backend.index_fetch(&ids, want).await;
+            let fetched = self.backend.index_fetch(chunk, want).await;
+            let mut passages: Vec<(String, Vec<String>)> = Vec::new();
             for (item, result) in chunk.iter().zip(fetched) {
                 match result {
                     Ok(fetch) => {
                         let message = self.indexed(folder, fetch).await;
                         self.target.writer.put(&message)?;
+                        if self.target.vectors.is_some() {
+                            passages.push((
+                                super::doc_key(folder, &item.id),
+                                crate::embed::chunk::chunks(
+                                    message.summary.subject.as_deref().unwrap_or(""),
+                                    &message.body,
+                                ),
+                            ));
+                        }
                         known.insert(item.id.clone(), item.version.clone());
                         work.batch
                             .indexed
@@ -427,6 +489,7 @@ impl Run<'_> {
                     // Gone between the listing and the fetch: the next round lists it no more.
                     Err(BackendError::NotFound) => {
                         self.target.writer.remove(folder, &item.id)?;
+                        self.target.forget_vectors(folder, &item.id);
                         known.remove(&item.id);
                         work.batch.removed.push(item.id.clone());
                     }
@@ -440,6 +503,7 @@ impl Run<'_> {
                 }
                 self.progress.done += 1;
             }
+            self.embed(passages).await?;
             (self.opts.progress)(&self.progress);
             let since = *work.since.get_or_insert_with(Instant::now);
             if work.count >= COMMIT_EVERY || since.elapsed() >= COMMIT_INTERVAL {
@@ -449,10 +513,91 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Embeds the passages of freshly indexed messages and keeps their vectors. An endpoint
+    /// that fails leaves them without vectors (the fill pass retries at the end of the sync)
+    /// and is not asked again during this sync.
+    async fn embed(&mut self, passages: Vec<(String, Vec<String>)>) -> Result<(), IndexError> {
+        let (Some(semantic), false) = (self.opts.semantic, self.target.semantic_down) else {
+            return Ok(());
+        };
+        if passages.is_empty() || self.target.vectors.is_none() {
+            return Ok(());
+        }
+        let flat: Vec<String> = passages
+            .iter()
+            .flat_map(|(_, p)| p.iter().cloned())
+            .collect();
+        match semantic.embedder.embed_passages(&flat).await {
+            Ok(vectors) => {
+                let mut vectors = vectors.into_iter();
+                if let Some(store) = &mut self.target.vectors {
+                    for (key, p) in passages {
+                        let mine: Vec<Vec<f32>> = vectors.by_ref().take(p.len()).collect();
+                        store
+                            .upsert(&key, mine)
+                            .map_err(|e| IndexError::Store(e.to_string()))?;
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "index sync: the embeddings endpoint failed; vectors are filled later");
+                self.target.semantic_down = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives every indexed message of `folder` that has no vector one: the messages the
+    /// endpoint could not embed when they were indexed (it was down), or all of them when
+    /// semantic recall was turned on after they were indexed. Refetches their text.
+    async fn fill_vectors(&mut self, folder: &str) -> Result<(), FolderFail> {
+        if self.opts.semantic.is_none() || self.target.semantic_down {
+            return Ok(());
+        }
+        let Some(store) = &self.target.vectors else {
+            return Ok(());
+        };
+        let known = self.target.state.versions(folder)?;
+        let missing: Vec<SyncItem> = known
+            .into_iter()
+            .filter(|(id, _)| !store.contains(&super::doc_key(folder, id)))
+            .map(|(id, version)| SyncItem { id, version })
+            .collect();
+        let want = AttachmentWant {
+            max_bytes: 0,
+            max_count: 0,
+            wants: extractable,
+        };
+        for chunk in missing.chunks(FETCH_BATCH) {
+            if (self.opts.stop)() || self.target.semantic_down {
+                break;
+            }
+            let fetched = self.backend.index_fetch(chunk, want).await;
+            let passages: Vec<(String, Vec<String>)> = chunk
+                .iter()
+                .zip(fetched)
+                .filter_map(|(item, r)| {
+                    let fetch = r.ok()?;
+                    Some((
+                        super::doc_key(folder, &item.id),
+                        crate::embed::chunk::chunks(
+                            fetch.detail.summary.subject.as_deref().unwrap_or(""),
+                            &fetch.detail.body_text,
+                        ),
+                    ))
+                })
+                .collect();
+            self.embed(passages).await?;
+            self.target.commit_vectors()?;
+        }
+        Ok(())
+    }
+
     /// Commits the index, then records in the state what the commit holds (keeping the
     /// page's cursor for the commit that ends the page).
     fn commit(&mut self, work: &mut Uncommitted) -> Result<(), IndexError> {
         self.target.writer.commit()?;
+        self.target.commit_vectors()?;
         self.commits += 1;
         // The worst moment to die: the index holds the commit, the state does not know it.
         if self.opts.hold_after_commits == Some(self.commits) {

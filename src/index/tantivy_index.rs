@@ -26,7 +26,9 @@ use tantivy::{DocAddress, Index, IndexReader, IndexWriter, Order as TOrder, Relo
 use tantivy::{Searcher, TantivyDocument};
 
 use super::capdir::CapDirectory;
-use super::{IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex, TextIndexWriter};
+use super::{
+    IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex, TextIndexWriter, doc_key,
+};
 use crate::backends::model::{AttachmentMeta, ContentGap, MessageSummary, SortBy, SortOrder};
 use crate::mime::Mailbox;
 
@@ -418,10 +420,6 @@ impl TantivyIndex {
     }
 }
 
-fn doc_key(folder_id: &str, id: &str) -> String {
-    format!("{folder_id}\u{0}{id}")
-}
-
 fn term(field: Field, value: &str) -> Box<dyn Query> {
     Box::new(TermQuery::new(
         Term::from_field_text(field, value),
@@ -548,6 +546,19 @@ impl TextIndex for TantivyIndex {
             term(self.fields.id, id).as_ref(),
             &TopDocs::with_limit(1).order_by_score(),
         )?;
+        match top.into_iter().next() {
+            Some((_, addr)) => {
+                let doc: TantivyDocument = searcher.doc(addr)?;
+                self.summary_of(&doc).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError> {
+        let searcher = self.searcher()?;
+        let query = term(self.fields.key, &doc_key(folder_id, id));
+        let top = searcher.search(query.as_ref(), &TopDocs::with_limit(1).order_by_score())?;
         match top.into_iter().next() {
             Some((_, addr)) => {
                 let doc: TantivyDocument = searcher.doc(addr)?;

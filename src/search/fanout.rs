@@ -22,17 +22,30 @@ pub(crate) fn mode_for(requested: Option<Mode>, indexed: bool) -> Mode {
     }
 }
 
+/// What a fan-out searches through: the backends, the local indexes and the embeddings
+/// endpoint.
+#[derive(Clone, Copy)]
+pub(crate) struct Sources<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) indexes: &'a Indexes,
+    pub(crate) semantic: Option<&'a crate::embed::Semantic>,
+}
+
 /// Searches every alias (already checked against the allowlist by the caller). With
 /// `shared_slots`, each mailbox search also holds a permit of that semaphore.
 pub(crate) async fn search_all(
-    registry: &Registry,
-    indexes: &Indexes,
+    sources: Sources<'_>,
     requested: Option<Mode>,
     aliases: &[Alias],
     plan: &SearchPlan,
     concurrency: usize,
     shared_slots: Option<&tokio::sync::Semaphore>,
 ) -> Vec<(Alias, Answer)> {
+    let Sources {
+        registry,
+        indexes,
+        semantic,
+    } = sources;
     let workers = concurrency.clamp(1, aliases.len().max(1));
     futures::stream::iter(aliases.iter().cloned())
         .map(|alias| async move {
@@ -52,6 +65,7 @@ pub(crate) async fn search_all(
                         backend,
                         index,
                         max_staleness: indexes.max_staleness,
+                        semantic,
                     };
                     indexed::search(target, plan, mode_for(requested, index.is_some())).await
                 }

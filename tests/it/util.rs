@@ -191,6 +191,13 @@ impl World {
     }
 }
 
+/// Starts `mailgate ARGS` with `world`'s environment plus `extra` and connects a client.
+pub(crate) async fn spawn_with(world: &World, args: &[&str], extra: &[(&str, String)]) -> Client {
+    let mut cmd = world.command(args);
+    cmd.envs(extra.iter().map(|(k, v)| (*k, v.as_str())));
+    spawn_client(cmd, std::process::Stdio::null()).await
+}
+
 async fn spawn_client(cmd: tokio::process::Command, stderr: std::process::Stdio) -> Client {
     let cmd = cmd.configure(|c| {
         c.kill_on_drop(true);

@@ -991,7 +991,14 @@ mod tests {
             "not-an-id".to_owned(),
             id(v, 999),
         ];
-        let got = store.index_fetch(&asked, want_all(1 << 20)).await;
+        let items: Vec<SyncItem> = asked
+            .iter()
+            .map(|id| SyncItem {
+                id: id.clone(),
+                version: String::new(),
+            })
+            .collect();
+        let got = store.index_fetch(&items, want_all(1 << 20)).await;
         assert_eq!(got.len(), asked.len());
         let report = got[0].as_ref().expect("the report");
         assert_eq!(report.detail.summary.id, asked[0]);
@@ -1014,7 +1021,7 @@ mod tests {
 
         // Over the cap: listed, without bytes (not picked; a part whose decoded size beats its
         // estimate is also dropped after decoding).
-        let capped = store.index_fetch(&asked[..1], want_all(5)).await;
+        let capped = store.index_fetch(&items[..1], want_all(5)).await;
         let capped = capped[0].as_ref().expect("the report");
         assert_eq!(capped.attachments.len(), 1);
         assert_eq!(capped.attachments[0].1, None);

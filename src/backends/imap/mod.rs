@@ -816,10 +816,11 @@ impl MailStore for ImapStore {
 
     async fn index_fetch(
         &self,
-        ids: &[String],
+        items: &[super::changes::SyncItem],
         want: AttachmentWant,
     ) -> Vec<Result<IndexFetch, BackendError>> {
-        self.fetch_for_index(ids, want).await
+        let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
+        self.fetch_for_index(&ids, want).await
     }
 
     async fn list_attachments(

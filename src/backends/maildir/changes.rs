@@ -17,7 +17,7 @@ use super::super::changes::{AttachmentWant, FolderDelta, FolderSync, IndexFetch,
 use super::super::model::MessageDetail;
 use super::{
     MaildirStore, MessageFile, attachment_metas, decode_id, encode_id, folder_dir, list_files,
-    read_file, to_summary,
+    message_file, read_file, to_summary,
 };
 use crate::mime;
 
@@ -109,50 +109,79 @@ pub(super) fn folder_changes(
     })
 }
 
-/// A folder opened and listed once: its directory and its files by unique name.
-type Listing = (Dir, HashMap<String, MessageFile>);
-
-/// Reads the messages of `ids`, listing each folder once (an id is resolved by listing, never by
-/// joining it onto a path), the files in parallel on the worker pool.
+/// Reads the messages of `items`. The version the feed gave (`cur/<file name>`) names the file
+/// directly; it is checked against the id (same unique name, a `cur` or `new` file, a valid
+/// name) and opened inside the folder's `Dir` like any listed file, so a version from the sync
+/// state can reach no other file. A message renamed since (a flag change) is found by listing its
+/// folder, once per folder and call. Files are read in parallel on the worker pool.
 pub(super) fn index_fetch(
     root: &Dir,
-    ids: &[String],
+    items: &[SyncItem],
     want: AttachmentWant,
 ) -> Vec<Result<IndexFetch, BackendError>> {
-    let mut listings: HashMap<String, Result<Listing, ()>> = HashMap::new();
-    let mut located = Vec::with_capacity(ids.len());
-    for id in ids {
-        let Ok((folder, unique)) = decode_id(id) else {
-            located.push(Err(BackendError::BadId));
-            continue;
-        };
-        let listing = listings.entry(folder.clone()).or_insert_with(|| {
-            let dir = folder_dir(root, &folder).map_err(|_| ())?;
-            let files = list_files(&dir).map_err(|_| ())?;
-            Ok((
-                dir,
-                files.into_iter().map(|f| (f.unique.clone(), f)).collect(),
-            ))
-        });
-        match listing {
-            Ok((_, files)) => match files.get(&unique) {
-                Some(file) => located.push(Ok((folder, file.clone()))),
-                None => located.push(Err(BackendError::NotFound)),
-            },
-            Err(()) => located.push(Err(BackendError::NotFound)),
-        }
-    }
-    located
-        .into_par_iter()
+    let mut dirs: HashMap<String, Option<Dir>> = HashMap::new();
+    // (folder, the file the version names when it names one of this id)
+    let located: Vec<Result<(String, Option<MessageFile>), BackendError>> = items
+        .iter()
+        .map(|item| {
+            let (folder, unique) = decode_id(&item.id)?;
+            dirs.entry(folder.clone())
+                .or_insert_with(|| folder_dir(root, &folder).ok());
+            Ok((folder, named_file(&item.version, &unique)))
+        })
+        .collect();
+    let read: Vec<Result<IndexFetch, BackendError>> = located
+        .par_iter()
         .map(|found| {
-            let (folder, file) = found?;
-            let Some(Ok((dir, _))) = listings.get(&folder) else {
+            let (folder, file) = found.as_ref().map_err(|_| BackendError::BadId)?;
+            let (Some(Some(dir)), Some(file)) = (dirs.get(folder), file) else {
                 return Err(BackendError::NotFound);
             };
-            let raw = read_file(dir, &file)?;
-            Ok(fetch_one(&folder, &file, &raw, want))
+            let raw = read_file(dir, file)?;
+            Ok(fetch_one(folder, file, &raw, want))
+        })
+        .collect();
+    // Renamed since the feed listed them: find them by their unique name in a listing.
+    let mut listings: HashMap<String, HashMap<String, MessageFile>> = HashMap::new();
+    read.into_iter()
+        .zip(items)
+        .map(|(result, item)| match result {
+            Err(BackendError::NotFound) => {
+                let (folder, unique) = decode_id(&item.id)?;
+                let Some(Some(dir)) = dirs.get(&folder) else {
+                    return Err(BackendError::NotFound);
+                };
+                let files = match listings.entry(folder.clone()) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                        list_files(dir)?
+                            .into_iter()
+                            .map(|f| (f.unique.clone(), f))
+                            .collect(),
+                    ),
+                };
+                let file = files.get(&unique).ok_or(BackendError::NotFound)?;
+                let raw = read_file(dir, file)?;
+                Ok(fetch_one(&folder, file, &raw, want))
+            }
+            other => other,
         })
         .collect()
+}
+
+/// The file a feed version (`cur/<name>` or `new/<name>`) names, when it is a message file of
+/// the message `unique`.
+fn named_file(version: &str, unique: &str) -> Option<MessageFile> {
+    let (sub, name) = version.split_once('/')?;
+    let sub = match sub {
+        "cur" => "cur",
+        "new" => "new",
+        _ => return None,
+    };
+    if name.contains('/') {
+        return None;
+    }
+    message_file(sub, name.to_owned(), || None).filter(|f| f.unique == unique)
 }
 
 fn fetch_one(folder: &str, file: &MessageFile, raw: &[u8], want: AttachmentWant) -> IndexFetch {
@@ -201,10 +230,10 @@ impl MaildirStore {
 
     pub(super) async fn fetch_for_index(
         &self,
-        ids: &[String],
+        items: &[SyncItem],
         want: AttachmentWant,
     ) -> Vec<Result<IndexFetch, BackendError>> {
-        let owned = ids.to_vec();
+        let owned = items.to_vec();
         let n = owned.len();
         match self
             .blocking(move |root| Ok(index_fetch(root, &owned, want)))
@@ -289,7 +318,7 @@ mod tests {
         );
         // A delivery moves the mtime, so the same cursor lists again.
         put_message(tmp.path(), "200.M2P1.host");
-        let fetched = index_fetch(&root, &[items[0].id.clone()], want());
+        let fetched = index_fetch(&root, &items[..1], want());
         let fetch = fetched.into_iter().next().expect("one").expect("read");
         assert_eq!(fetch.detail.summary.subject.as_deref(), Some("hello"));
         assert!(fetch.detail.body_text.contains("body text"));
@@ -297,7 +326,39 @@ mod tests {
         assert!(matches!(again.delta, FolderDelta::Inventory(_)));
         let foreign = folder_changes(&root, "INBOX", Some("imap1:1:2:3")).expect("changes");
         assert_eq!(foreign.delta, FolderDelta::Reset);
-        let missing = index_fetch(&root, &[encode_id("INBOX", "nope")], want());
+        let missing = index_fetch(
+            &root,
+            &[SyncItem {
+                id: encode_id("INBOX", "nope"),
+                version: "cur/nope".to_owned(),
+            }],
+            want(),
+        );
         assert!(matches!(missing[0], Err(BackendError::NotFound)));
+        // A version that names another message's file, a path, or a renamed file: the id
+        // decides, found by listing; nothing outside the folder is reachable.
+        put_message(tmp.path(), "300.M3P1.host:2,");
+        let id = encode_id("INBOX", "100.M1P1.host");
+        for version in [
+            "cur/300.M3P1.host:2,",
+            "cur/../../../etc/passwd",
+            "tmp/100.M1P1.host:2,S",
+            "cur/100.M1P1.host:2,",
+        ] {
+            let got = index_fetch(
+                &root,
+                &[SyncItem {
+                    id: id.clone(),
+                    version: version.to_owned(),
+                }],
+                want(),
+            );
+            let fetch = got.into_iter().next().expect("one").expect(version);
+            assert_eq!(fetch.detail.summary.id, id, "{version}");
+            assert!(
+                fetch.detail.summary.is_read,
+                "the listed file, flags S: {version}"
+            );
+        }
     }
 }

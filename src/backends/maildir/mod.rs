@@ -245,10 +245,10 @@ impl MailStore for MaildirStore {
 
     async fn index_fetch(
         &self,
-        ids: &[String],
+        items: &[super::changes::SyncItem],
         want: super::changes::AttachmentWant,
     ) -> Vec<Result<super::changes::IndexFetch, BackendError>> {
-        self.fetch_for_index(ids, want).await
+        self.fetch_for_index(items, want).await
     }
 
     async fn list_attachments(
@@ -502,34 +502,10 @@ fn list_files(dir: &Dir) -> Result<Vec<MessageFile>, BackendError> {
             if file_name.starts_with('.') || !entry.file_type()?.is_file() {
                 continue;
             }
-            let (unique, flags) = match file_name.split_once(":2,") {
-                Some((u, f)) => (u.to_owned(), f.to_owned()),
-                None => (file_name.clone(), String::new()),
-            };
-            if !valid_unique(&unique) {
-                continue;
+            let mtime = || entry.metadata().ok().and_then(|m| m.modified().ok());
+            if let Some(file) = message_file(sub, file_name, mtime) {
+                files.push(file);
             }
-            let received = unique
-                .split('.')
-                .next()
-                .and_then(|t| t.parse::<i64>().ok())
-                .or_else(|| {
-                    entry
-                        .metadata()
-                        .ok()
-                        .and_then(|m| m.modified().ok())
-                        .map(|t| DateTime::<Utc>::from(t.into_std()).timestamp())
-                })
-                .unwrap_or(0);
-            // A message in new/ has not been seen by any client, whatever its name says.
-            let flags = if sub == "new" { String::new() } else { flags };
-            files.push(MessageFile {
-                sub,
-                file_name,
-                unique,
-                flags,
-                received,
-            });
         }
     }
     files.sort_by(|a, b| {
@@ -538,6 +514,38 @@ fn list_files(dir: &Dir) -> Result<Vec<MessageFile>, BackendError> {
             .then_with(|| a.unique.cmp(&b.unique))
     });
     Ok(files)
+}
+
+/// A message file of `sub` (`cur` or `new`) by its name: the unique part, the flags (none in
+/// `new/`: no client has seen it, whatever its name says) and the delivery time (the unique
+/// name's leading timestamp, which Maildir writers put first, else the file's mtime). `None`
+/// for a name that is no message.
+fn message_file(
+    sub: &'static str,
+    file_name: String,
+    mtime: impl FnOnce() -> Option<cap_std::time::SystemTime>,
+) -> Option<MessageFile> {
+    let (unique, flags) = match file_name.split_once(":2,") {
+        Some((u, f)) => (u.to_owned(), f.to_owned()),
+        None => (file_name.clone(), String::new()),
+    };
+    if !valid_unique(&unique) {
+        return None;
+    }
+    let received = unique
+        .split('.')
+        .next()
+        .and_then(|t| t.parse::<i64>().ok())
+        .or_else(|| mtime().map(|t| DateTime::<Utc>::from(t.into_std()).timestamp()))
+        .unwrap_or(0);
+    let flags = if sub == "new" { String::new() } else { flags };
+    Some(MessageFile {
+        sub,
+        file_name,
+        unique,
+        flags,
+        received,
+    })
 }
 
 fn locate(root: &Dir, id: &str) -> Result<(String, Dir, MessageFile), BackendError> {
