@@ -49,6 +49,7 @@ use serde_json::{Value, json};
 
 mod common;
 use common::exe;
+use common::mail::{Rng, address, base64, rfc2822, wrap};
 
 const DEFAULT_SIZE: usize = 100_000;
 const SMOKE_SIZE: usize = 500;
@@ -1541,35 +1542,6 @@ fn generate(folder: &Path, first: usize, n: usize, seed: u64) -> u64 {
     total
 }
 
-/// splitmix64: deterministic, so every run measures the same mail.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below((hi - lo) as u64) as usize
-    }
-
-    fn pick<'a, T: ?Sized>(&mut self, items: &[&'a T]) -> &'a T {
-        items[self.below(items.len() as u64) as usize]
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// Common English words (two thirds of a body's words) and a long tail of made-up words drawn
 /// log-uniformly (Zipf-like: a few frequent, most rare), so the term dictionary grows as a real
 /// mailbox's does with names, places, products and codes.
@@ -1923,19 +1895,6 @@ const SUBJECTS: &[&str] = &[
     "Museum tickets for Saturday",
 ];
 
-fn address(name: &str, domain: &str) -> String {
-    let local: String = name
-        .chars()
-        .filter_map(|c| match c {
-            ' ' => Some('.'),
-            'é' => Some('e'),
-            c if c.is_ascii_alphabetic() => Some(c.to_ascii_lowercase()),
-            _ => None,
-        })
-        .collect();
-    format!("{local}@{domain}")
-}
-
 /// One message: delivery headers, then one of five body shapes of about 1 to 3 KB of text
 /// (plain 8bit, quoted-printable, HTML only, multipart/alternative, multipart/mixed with an
 /// attachment).
@@ -2113,25 +2072,4 @@ fn html(rng: &mut Rng, vocab: &Vocabulary, (lo, hi): (usize, usize)) -> String {
     }
     out.push_str("</body></html>\n");
     out
-}
-
-fn rfc2822(secs: u64) -> String {
-    i64::try_from(secs)
-        .ok()
-        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
-        .map(|d| d.to_rfc2822())
-        .unwrap_or_default()
-}
-
-fn base64(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn wrap(s: &str, width: usize, sep: &str) -> String {
-    s.as_bytes()
-        .chunks(width)
-        .map(|c| String::from_utf8_lossy(c).into_owned())
-        .collect::<Vec<_>>()
-        .join(sep)
 }

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 mod common;
 use common::exe;
+use common::mail::{Rng, address, base64, rfc2822, wrap};
 /// The token the one needle message carries in its body (never in a header).
 const NEEDLE: &str = "quillmarvex7319";
 /// A word no generated message contains.
@@ -435,31 +436,6 @@ fn generate(folder: &Path, n: usize) -> u64 {
     total
 }
 
-/// splitmix64: deterministic, so every run measures the same folder.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below((hi - lo) as u64) as usize
-    }
-
-    fn pick<'a, T: ?Sized>(&mut self, items: &[&'a T]) -> &'a T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
-
 const WORDS: &[&str] = &[
     "the",
     "a",
@@ -717,19 +693,6 @@ fn words(rng: &mut Rng, out: &mut String, (lo, hi): (usize, usize), extra: &[&st
     out.push_str(".\n");
 }
 
-fn address(name: &str, domain: &str) -> String {
-    let local: String = name
-        .chars()
-        .filter_map(|c| match c {
-            ' ' => Some('.'),
-            'é' => Some('e'),
-            c if c.is_ascii_alphabetic() => Some(c.to_ascii_lowercase()),
-            _ => None,
-        })
-        .collect();
-    format!("{local}@{domain}")
-}
-
 /// One message: headers a real delivery leaves (Return-Path, Received, often a DKIM signature)
 /// and one of seven body shapes.
 fn message(rng: &mut Rng, i: usize, time: u64, needle: bool) -> Vec<u8> {
@@ -931,27 +894,6 @@ fn html(rng: &mut Rng, (lo, hi): (usize, usize)) -> String {
     }
     out.push_str("</body></html>\n");
     out
-}
-
-fn rfc2822(secs: u64) -> String {
-    i64::try_from(secs)
-        .ok()
-        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
-        .map(|d| d.to_rfc2822())
-        .unwrap_or_default()
-}
-
-fn base64(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn wrap(s: &str, width: usize, sep: &str) -> String {
-    s.as_bytes()
-        .chunks(width)
-        .map(|c| String::from_utf8_lossy(c).into_owned())
-        .collect::<Vec<_>>()
-        .join(sep)
 }
 
 fn quoted_printable(bytes: &[u8]) -> String {

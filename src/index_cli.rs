@@ -62,18 +62,7 @@ fn kind(spec: &BackendSpec) -> &'static str {
 
 /// Parses `300`, `90s`, `5m`, `1h` (at least 1 s).
 fn interval(raw: &str) -> Result<Duration, StartupError> {
-    let raw = raw.trim();
-    let (digits, unit) = match raw.char_indices().last() {
-        Some((i, 's')) => (&raw[..i], 1),
-        Some((i, 'm')) => (&raw[..i], 60),
-        Some((i, 'h')) => (&raw[..i], 3600),
-        _ => (raw, 1),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|n| n.checked_mul(unit))
+    crate::config::parse_seconds(raw)
         .filter(|s| *s >= 1)
         .map(Duration::from_secs)
         .ok_or_else(|| {

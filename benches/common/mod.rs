@@ -1,6 +1,8 @@
 //! What the black-box benches share: which `mailgate` binary they drive, and the query mix the
 //! load benches send.
 
+pub(crate) mod mail;
+
 /// The binary Cargo built with the bench.
 const BUILT: &str = env!("CARGO_BIN_EXE_mailgate");
 

@@ -14,7 +14,7 @@
 //! leaves the previous committed file or the new one, never a mix. The file ends with the
 //! SHA-256 of everything before it and records the model's name: a file that fails the check,
 //! or was written for another model or dimension, is not served; the store starts empty and
-//! sync embeds again ([`VectorStore::keys_missing`]), since vectors are derived data.
+//! the next sync embeds every message again (its fill pass), since vectors are derived data.
 
 use std::collections::HashMap;
 use std::io::{self, Read as _, Write as _};
@@ -219,7 +219,8 @@ impl VectorStore {
         self.search_where(query, k, |_| true)
     }
 
-    /// As [`VectorStore::search`], over the keys `keep` admits only (a search's folder).
+    /// The `k` keys whose best passage is closest to `query`, over the keys `keep` admits only
+    /// (a search's folder).
     pub(crate) fn search_where(
         &self,
         query: &[f32],

@@ -409,6 +409,20 @@ impl TantivyIndex {
             .collect()
     }
 
+    /// The stored document of the first message whose `field` is `value` (ids and keys are
+    /// unique).
+    fn first(&self, field: Field, value: &str) -> Result<Option<TantivyDocument>, IndexError> {
+        let searcher = self.searcher()?;
+        let top = searcher.search(
+            term(field, value).as_ref(),
+            &TopDocs::with_limit(1).order_by_score(),
+        )?;
+        match top.into_iter().next() {
+            Some((_, addr)) => Ok(Some(searcher.doc(addr)?)),
+            None => Ok(None),
+        }
+    }
+
     fn summary_of(&self, doc: &TantivyDocument) -> Result<MessageSummary, IndexError> {
         let bytes = doc
             .get_first(self.fields.summary)
@@ -541,47 +555,25 @@ impl TextIndex for TantivyIndex {
     }
 
     fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError> {
-        let searcher = self.searcher()?;
-        let top = searcher.search(
-            term(self.fields.id, id).as_ref(),
-            &TopDocs::with_limit(1).order_by_score(),
-        )?;
-        match top.into_iter().next() {
-            Some((_, addr)) => {
-                let doc: TantivyDocument = searcher.doc(addr)?;
-                self.summary_of(&doc).map(Some)
-            }
-            None => Ok(None),
-        }
+        self.first(self.fields.id, id)?
+            .map(|doc| self.summary_of(&doc))
+            .transpose()
     }
 
     fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError> {
-        let searcher = self.searcher()?;
-        let query = term(self.fields.key, &doc_key(folder_id, id));
-        let top = searcher.search(query.as_ref(), &TopDocs::with_limit(1).order_by_score())?;
-        match top.into_iter().next() {
-            Some((_, addr)) => {
-                let doc: TantivyDocument = searcher.doc(addr)?;
-                self.summary_of(&doc).map(Some)
-            }
-            None => Ok(None),
-        }
+        self.first(self.fields.key, &doc_key(folder_id, id))?
+            .map(|doc| self.summary_of(&doc))
+            .transpose()
     }
 
     fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError> {
-        let searcher = self.searcher()?;
-        let query = term(self.fields.key, &doc_key(folder_id, id));
-        let top = searcher.search(query.as_ref(), &TopDocs::with_limit(1).order_by_score())?;
-        match top.into_iter().next() {
-            Some((_, addr)) => {
-                let doc: TantivyDocument = searcher.doc(addr)?;
-                Ok(doc
-                    .get_first(self.fields.mid)
+        Ok(self
+            .first(self.fields.key, &doc_key(folder_id, id))?
+            .and_then(|doc| {
+                doc.get_first(self.fields.mid)
                     .and_then(|v| v.as_str())
-                    .map(str::to_owned))
-            }
-            None => Ok(None),
-        }
+                    .map(str::to_owned)
+            }))
     }
 }
 

@@ -1113,6 +1113,15 @@ pub fn index_max_staleness(env: &env::Env) -> Result<std::time::Duration, Config
             DEFAULT_INDEX_MAX_STALENESS_SECS,
         ));
     };
+    parse_seconds(raw)
+        .filter(|s| (1..=MAX_INDEX_MAX_STALENESS_SECS).contains(s))
+        .map(std::time::Duration::from_secs)
+        .ok_or(ConfigError::BadIndexStaleness)
+}
+
+/// A duration as an operator writes one: whole seconds, or a number with `s`, `m` or `h`
+/// (`900`, `90s`, `15m`, `2h`), surrounding spaces ignored; `None` for anything else.
+pub fn parse_seconds(raw: &str) -> Option<u64> {
     let raw = raw.trim();
     let (digits, unit) = match raw.char_indices().last() {
         Some((i, 's')) => (&raw[..i], 1),
@@ -1125,9 +1134,6 @@ pub fn index_max_staleness(env: &env::Env) -> Result<std::time::Duration, Config
         .ok()
         .filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|n| n.checked_mul(unit))
-        .filter(|s| (1..=MAX_INDEX_MAX_STALENESS_SECS).contains(s))
-        .map(std::time::Duration::from_secs)
-        .ok_or(ConfigError::BadIndexStaleness)
 }
 
 /// The state directory: `MAILGATE_HOME` (must be absolute) > `~/.mailgate` (`HOME` when set
