@@ -787,8 +787,11 @@ pub fn graph_delta(data: &[u8]) {
     let Ok(page) = parse_delta_page(data) else {
         return;
     };
-    let raw: serde_json::Value =
-        serde_json::from_slice(data).expect("oracle: an accepted delta page is JSON");
+    // serde skips the fields it ignores without checking their UTF-8 (a page with a broken
+    // byte in an ignored key is read, rightly: the index takes nothing from it), where a JSON
+    // value would refuse it; read the structure through a lossy decoding instead.
+    let raw: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(data))
+        .expect("oracle: an accepted delta page is JSON");
     let entries = raw
         .get("value")
         .and_then(serde_json::Value::as_array)
