@@ -41,6 +41,10 @@ pub(crate) struct IndexedMessage {
     /// fields the live search matches (subject, body, sender, attachment names), which the
     /// index always holds whole or marks with a content gap.
     pub(crate) attachment_text: String,
+    /// Every listed attachment's text is wholly in `attachment_text` (none failed, was cut,
+    /// skipped or has no extractor). When false, a search of attachment text must read the
+    /// message's attachments itself before it may call a signal absent.
+    pub(crate) attachments_whole: bool,
 }
 
 /// A search of one alias's index: the words (all must occur, in any indexed field), the folder,
@@ -54,6 +58,34 @@ pub(crate) struct IndexQuery {
     pub(crate) limit: usize,
     /// `None`: by relevance (BM25 with field boosts, recency breaking ties).
     pub(crate) order: Option<Order>,
+}
+
+/// What makes a message a candidate of [`TextIndex::candidates`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Clue {
+    /// A run of consecutive tokens of one field a document investigation matches (subject,
+    /// sender, body, attachment names, attachment text) spells the text's tokens run together,
+    /// breaking only where the text breaks or switches between letters and digits (`PROP-1001`
+    /// finds `prop 1001`, `PROP1001`, `prop_1001`; not `pro p1001`). A text the index cannot
+    /// narrow by (only punctuation, or a run too long to be an indexed token) yields every
+    /// message.
+    Text(String),
+    /// The same, in the attachment names only.
+    AttachmentName(String),
+    /// The message's content is not wholly in the index (a content gap).
+    Gap,
+    /// Some attachment's text is not wholly in the index.
+    UnreadAttachments,
+}
+
+/// The messages of one folder that may hold any of the clues, newest first: a superset of the
+/// messages whose fields hold them as the investigation matches (tokens in order, on token
+/// boundaries), which the caller then reads and matches itself.
+#[derive(Clone, Debug)]
+pub(crate) struct CandidateQuery {
+    pub(crate) folder_id: String,
+    pub(crate) clues: Vec<Clue>,
+    pub(crate) limit: usize,
 }
 
 /// What the index answered.
@@ -101,6 +133,9 @@ impl From<tantivy::TantivyError> for IndexError {
 pub(crate) trait TextIndex: Send + Sync {
     /// Runs `query` against the latest committed state.
     fn search(&self, query: &IndexQuery) -> Result<IndexHits, IndexError>;
+
+    /// The messages of a folder that may hold a clue, newest first (scores are 0).
+    fn candidates(&self, query: &CandidateQuery) -> Result<IndexHits, IndexError>;
 
     /// One message's summary by backend id, when indexed.
     fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError>;

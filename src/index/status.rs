@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::IndexError;
+use crate::backends::model::{FolderSelector, WellKnown};
 use crate::path_guard::{self, ModeRule};
 
 pub(crate) const FILE: &str = "status.json";
@@ -83,6 +84,33 @@ impl IndexStatus {
     /// anything of it is missing (an unfinished round, pending messages).
     pub(crate) fn folder(&self, id: &str) -> Option<&FolderStatus> {
         self.folders.get(id)
+    }
+
+    /// The folder id a selector names in this index: a well-known name as the backend
+    /// resolved it at the last sync, or a folder id (exact, else ignoring ASCII case).
+    pub(crate) fn folder_for(&self, folder: &FolderSelector) -> Option<String> {
+        match folder {
+            FolderSelector::WellKnown(name) => {
+                let label = match name {
+                    WellKnown::Inbox => "inbox",
+                    WellKnown::SentItems => "sentitems",
+                    WellKnown::Drafts => "drafts",
+                    WellKnown::Archive => "archive",
+                    WellKnown::JunkEmail => "junkemail",
+                    WellKnown::DeletedItems => "deleteditems",
+                };
+                self.well_known.get(label).cloned()
+            }
+            FolderSelector::Id(id) => {
+                if self.folders.contains_key(id) {
+                    return Some(id.clone());
+                }
+                self.folders
+                    .keys()
+                    .find(|k| k.eq_ignore_ascii_case(id))
+                    .cloned()
+            }
+        }
     }
 }
 

@@ -637,7 +637,13 @@ impl Run<'_> {
         let mut thread_ids: Vec<String> = detail.internet_message_id.iter().cloned().collect();
         thread_ids.extend(detail.in_reply_to.iter().cloned());
         thread_ids.extend(detail.references.iter().cloned());
-        let attachment_text = self.attachment_text(&attachments).await;
+        let (attachment_text, read) = self.attachment_text(&attachments).await;
+        // Whole when every listed attachment's text is in: the investigation reads a message
+        // itself when it is not, so a cut here never becomes a claim of absence.
+        let attachments_whole = summary
+            .attachments
+            .iter()
+            .all(|a| read.iter().any(|id| *id == a.id));
         IndexedMessage {
             summary,
             internet_message_id: detail.internet_message_id,
@@ -645,15 +651,20 @@ impl Run<'_> {
             recipients,
             body: detail.body_text,
             attachment_text,
+            attachments_whole,
         }
     }
 
     /// The text of the fetched attachments, through the extraction worker (one whose text
-    /// cannot be read adds nothing).
-    async fn attachment_text(&self, attachments: &[(AttachmentMeta, Option<Vec<u8>>)]) -> String {
+    /// cannot be read adds nothing), and the ids of those whose text it holds whole.
+    async fn attachment_text<'a>(
+        &self,
+        attachments: &'a [(AttachmentMeta, Option<Vec<u8>>)],
+    ) -> (String, Vec<&'a str>) {
         let mut text = String::new();
+        let mut whole = Vec::new();
         let Some(x) = self.opts.extraction else {
-            return text;
+            return (text, whole);
         };
         for (meta, bytes) in attachments {
             let Some(bytes) = bytes else { continue };
@@ -672,9 +683,12 @@ impl Run<'_> {
             {
                 text.push_str(&extracted.text);
                 text.push('\n');
+                if !extracted.truncated && extracted.unread_parts == 0 {
+                    whole.push(meta.id.as_str());
+                }
             }
         }
-        text
+        (text, whole)
     }
 }
 

@@ -27,7 +27,8 @@ use tantivy::{Searcher, TantivyDocument};
 
 use super::capdir::CapDirectory;
 use super::{
-    IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex, TextIndexWriter, doc_key,
+    CandidateQuery, Clue, IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex,
+    TextIndexWriter, doc_key,
 };
 use crate::backends::model::{AttachmentMeta, ContentGap, MessageSummary, SortBy, SortOrder};
 use crate::mime::Mailbox;
@@ -44,6 +45,9 @@ const MAX_RAW_BYTES: usize = 4_096;
 /// 300 MB).
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 const WRITER_THREADS: usize = 2;
+/// Terms one spelling of a candidate search may ask for (a 200-character signal of one-letter
+/// atoms would otherwise ask for thousands).
+const MAX_SPELLING_TERMS: usize = 512;
 
 const BOOSTS: [(&str, f32); 6] = [
     ("subject", 3.0),
@@ -77,6 +81,8 @@ struct Fields {
     is_read: Field,
     has_att: Field,
     gap: Field,
+    /// Some attachment's text is not wholly in `att_text`.
+    att_unread: Field,
     summary: Field,
 }
 
@@ -105,6 +111,7 @@ fn schema() -> (Schema, Fields) {
         is_read: b.add_bool_field("is_read", INDEXED),
         has_att: b.add_bool_field("has_att", INDEXED),
         gap: b.add_u64_field("gap", INDEXED),
+        att_unread: b.add_bool_field("att_unread", INDEXED),
         summary: b.add_bytes_field("summary", STORED),
     };
     (b.build(), fields)
@@ -127,6 +134,21 @@ pub(crate) fn index_tokens(text: &str) -> Vec<String> {
         out.push(stream.token().text.clone());
     }
     out
+}
+
+/// A token cut where it switches between letters and digits (`2024q1` → `2024`, `q`, `1`).
+fn letter_digit_runs(token: &str) -> Vec<String> {
+    let mut runs: Vec<String> = Vec::new();
+    let mut last: Option<bool> = None;
+    for ch in token.chars() {
+        let digit = ch.is_numeric();
+        match runs.last_mut() {
+            Some(run) if last == Some(digit) => run.push(ch),
+            _ => runs.push(ch.to_string()),
+        }
+        last = Some(digit);
+    }
+    runs
 }
 
 fn gap_code(gap: Option<ContentGap>) -> u64 {
@@ -360,6 +382,91 @@ impl TantivyIndex {
         Some(Box::new(BooleanQuery::new(per_token)))
     }
 
+    /// Messages where one of `fields` holds a run of tokens spelling `text` ([`Clue::Text`]).
+    /// The text's tokens split between letters and digits are its atoms; a message's tokens
+    /// that spell it are runs of consecutive atoms, so each atom must occur inside one indexed
+    /// token that is such a run. An atom inside a run too long to be indexed constrains
+    /// nothing (the token holding it may be one the analyzer dropped).
+    fn spelled_in(&self, text: &str, fields: &[Field]) -> Box<dyn Query> {
+        let atoms: Vec<String> = index_tokens(text)
+            .iter()
+            .flat_map(|t| letter_digit_runs(t))
+            .collect();
+        let mut per_atom: Vec<Vec<String>> = Vec::new();
+        for i in 0..atoms.len() {
+            let mut runs = Vec::new();
+            let mut open = true;
+            'starts: for j in (0..=i).rev() {
+                for k in i..atoms.len() {
+                    let len: usize = atoms[j..=k].iter().map(String::len).sum();
+                    if len > MAX_TOKEN_BYTES {
+                        open = false;
+                        break 'starts;
+                    }
+                    runs.push(atoms[j..=k].concat());
+                }
+            }
+            if open {
+                per_atom.push(runs);
+            }
+        }
+        // Every atom's runs, unless there are so many that the query would be slow: then the
+        // first and last atom's (the runs a spelling starts and ends with).
+        let terms: usize = per_atom.iter().map(Vec::len).sum();
+        if terms > MAX_SPELLING_TERMS && per_atom.len() > 2 {
+            let last = per_atom.pop();
+            per_atom.truncate(1);
+            per_atom.extend(last);
+        }
+        if per_atom.is_empty() {
+            return Box::new(tantivy::query::AllQuery);
+        }
+        let per_field: Clauses = fields
+            .iter()
+            .map(|&field| {
+                let all: Clauses = per_atom
+                    .iter()
+                    .map(|runs| {
+                        let any: Clauses = runs
+                            .iter()
+                            .map(|run| (Occur::Should, term(field, run)))
+                            .collect();
+                        (
+                            Occur::Must,
+                            Box::new(BooleanQuery::new(any)) as Box<dyn Query>,
+                        )
+                    })
+                    .collect();
+                (
+                    Occur::Should,
+                    Box::new(BooleanQuery::new(all)) as Box<dyn Query>,
+                )
+            })
+            .collect();
+        Box::new(BooleanQuery::new(per_field))
+    }
+
+    /// How many messages `scope` holds, and how many of them are not wholly indexed, by kind.
+    fn scope_counts(
+        &self,
+        searcher: &Searcher,
+        scope: &dyn Query,
+    ) -> Result<(usize, Vec<(ContentGap, usize)>), IndexError> {
+        let in_scope = searcher.search(scope, &Count)?;
+        let mut gaps = Vec::new();
+        for gap in GAPS {
+            let gapped = BooleanQuery::new(vec![
+                (Occur::Must, scope.box_clone()),
+                (Occur::Must, gap_term(self.fields.gap, gap)),
+            ]);
+            let n = searcher.search(&gapped, &Count)?;
+            if n > 0 {
+                gaps.push((gap, n));
+            }
+        }
+        Ok((in_scope, gaps))
+    }
+
     /// The scope (folder) and structured filters as query clauses.
     fn filter_clauses(&self, q: &IndexQuery) -> Result<Clauses, IndexError> {
         let f = self.fields;
@@ -437,6 +544,13 @@ impl TantivyIndex {
 fn term(field: Field, value: &str) -> Box<dyn Query> {
     Box::new(TermQuery::new(
         Term::from_field_text(field, value),
+        IndexRecordOption::Basic,
+    ))
+}
+
+fn gap_term(field: Field, gap: ContentGap) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_u64(field, gap_code(Some(gap))),
         IndexRecordOption::Basic,
     ))
 }
@@ -528,24 +642,51 @@ impl TextIndex for TantivyIndex {
                 }
             }
         };
-        let in_scope = searcher.search(scope.as_ref(), &Count)?;
-        let mut gaps = Vec::new();
-        for gap in GAPS {
-            let gapped = BooleanQuery::new(vec![
-                (Occur::Must, scope.box_clone()),
-                (
-                    Occur::Must,
-                    Box::new(TermQuery::new(
-                        Term::from_field_u64(f.gap, gap_code(Some(gap))),
-                        IndexRecordOption::Basic,
-                    )),
-                ),
-            ]);
-            let n = searcher.search(&gapped, &Count)?;
-            if n > 0 {
-                gaps.push((gap, n));
+        let (in_scope, gaps) = self.scope_counts(&searcher, scope.as_ref())?;
+        Ok(IndexHits {
+            hits: self.summaries(&searcher, hits)?,
+            matched,
+            in_scope,
+            gaps,
+        })
+    }
+
+    fn candidates(&self, q: &CandidateQuery) -> Result<IndexHits, IndexError> {
+        let searcher = self.searcher()?;
+        let f = self.fields;
+        let scope = term(f.folder, &q.folder_id);
+        let mut any: Clauses = Vec::new();
+        for clue in &q.clues {
+            match clue {
+                Clue::Text(text) => any.push((
+                    Occur::Should,
+                    self.spelled_in(text, &[f.subject, f.from, f.body, f.att_names, f.att_text]),
+                )),
+                Clue::AttachmentName(text) => {
+                    any.push((Occur::Should, self.spelled_in(text, &[f.att_names])))
+                }
+                Clue::Gap => {
+                    any.extend(GAPS.iter().map(|&g| (Occur::Should, gap_term(f.gap, g))));
+                }
+                Clue::UnreadAttachments => any.push((Occur::Should, bool_term(f.att_unread, true))),
             }
         }
+        let (in_scope, gaps) = self.scope_counts(&searcher, scope.as_ref())?;
+        if any.is_empty() {
+            return Ok(IndexHits {
+                in_scope,
+                gaps,
+                ..IndexHits::default()
+            });
+        }
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, scope),
+            (Occur::Must, Box::new(BooleanQuery::new(any))),
+        ]);
+        let top = TopDocs::with_limit(q.limit.max(1))
+            .order_by_fast_field::<i64>("received", TOrder::Desc);
+        let (matched, top) = searcher.search(&query, &(Count, top))?;
+        let hits = top.into_iter().map(|(_, a)| (0.0, a)).collect();
         Ok(IndexHits {
             hits: self.summaries(&searcher, hits)?,
             matched,
@@ -627,6 +768,7 @@ impl TextIndexWriter for TantivyWriter {
         doc.add_bool(f.is_read, s.is_read);
         doc.add_bool(f.has_att, s.has_attachments);
         doc.add_u64(f.gap, gap_code(s.gap));
+        doc.add_bool(f.att_unread, !m.attachments_whole);
         let stored =
             serde_json::to_vec(&to_stored(s)).map_err(|e| IndexError::Store(e.to_string()))?;
         doc.add_bytes(f.summary, &stored);
@@ -645,5 +787,174 @@ impl TextIndexWriter for TantivyWriter {
     fn commit(&mut self) -> Result<(), IndexError> {
         self.writer.commit()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::capdir::CapDirectory;
+
+    fn index() -> (tempfile::TempDir, TantivyIndex) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority())
+            .expect("dir");
+        let index = TantivyIndex::open(CapDirectory::new(dir), true).expect("index");
+        (tmp, index)
+    }
+
+    fn message(id: &str, subject: &str, body: &str) -> IndexedMessage {
+        IndexedMessage {
+            summary: MessageSummary {
+                id: id.to_owned(),
+                folder_id: "inbox".to_owned(),
+                subject: Some(subject.to_owned()),
+                from: None,
+                received: chrono::DateTime::from_timestamp(1_700_000_000, 0),
+                sent: None,
+                is_read: false,
+                is_flagged: false,
+                has_attachments: false,
+                preview: String::new(),
+                attachments: Vec::new(),
+                attachments_listed: true,
+                gap: None,
+            },
+            internet_message_id: None,
+            thread_ids: Vec::new(),
+            recipients: Vec::new(),
+            body: body.to_owned(),
+            attachment_text: String::new(),
+            attachments_whole: true,
+        }
+    }
+
+    fn put_all(index: &TantivyIndex, messages: &[IndexedMessage]) {
+        let mut w = index.writer().expect("writer");
+        for m in messages {
+            w.put(m).expect("put");
+        }
+        w.commit().expect("commit");
+    }
+
+    fn candidates(index: &TantivyIndex, clues: Vec<Clue>) -> Vec<String> {
+        let hits = index
+            .candidates(&CandidateQuery {
+                folder_id: "inbox".to_owned(),
+                clues,
+                limit: 100,
+            })
+            .expect("candidates");
+        let mut ids: Vec<String> = hits.hits.into_iter().map(|(m, _)| m.id).collect();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn a_signal_is_found_in_each_spelling_between_its_breaks() {
+        let (_tmp, index) = index();
+        put_all(
+            &index,
+            &[
+                message("spaced", "re: prop 1001", ""),
+                message("compact", "", "see PROP1001 attached"),
+                message("underscore", "(prop_1001)", ""),
+                message("mixed", "ACME 2024 Q1 report", ""),
+                message("odd-split", "pro p1001", ""),
+                message("longer", "PROP-10012", ""),
+                message("unrelated", "lunch", "nothing here"),
+            ],
+        );
+        // A superset: `PROP-10012` holds neither `1001` nor `prop1001` as a token, `pro p1001`
+        // breaks inside a run of letters.
+        assert_eq!(
+            candidates(&index, vec![Clue::Text("PROP-1001".to_owned())]),
+            ["compact", "spaced", "underscore"]
+        );
+        assert_eq!(
+            candidates(&index, vec![Clue::Text("acme 2024Q1".to_owned())]),
+            ["mixed"]
+        );
+        // Punctuation only narrows nothing: every message is a candidate.
+        assert_eq!(
+            candidates(&index, vec![Clue::Text("--".to_owned())]).len(),
+            7
+        );
+        // A run longer than an indexed token may hide in a dropped token: nothing narrows.
+        let long = "x".repeat(MAX_TOKEN_BYTES + 1);
+        assert_eq!(candidates(&index, vec![Clue::Text(long)]).len(), 7);
+        assert!(candidates(&index, vec![]).is_empty());
+    }
+
+    #[test]
+    fn messages_not_wholly_indexed_are_candidates() {
+        let (_tmp, index) = index();
+        let mut cut = message("cut", "big", "");
+        cut.summary.gap = Some(ContentGap::TooLarge);
+        let mut unread = message("unread", "scan", "");
+        unread.attachments_whole = false;
+        let mut named = message("named", "", "");
+        named.summary.attachments.push(AttachmentMeta {
+            id: "a1".to_owned(),
+            name: Some("Policy Schedule.pdf".to_owned()),
+            content_type: "application/pdf".to_owned(),
+            size: 10,
+            size_is_estimate: false,
+            is_inline: false,
+        });
+        put_all(&index, &[cut, unread, named, message("whole", "x", "y")]);
+        assert_eq!(candidates(&index, vec![Clue::Gap]), ["cut"]);
+        assert_eq!(
+            candidates(&index, vec![Clue::UnreadAttachments]),
+            ["unread"]
+        );
+        assert_eq!(
+            candidates(
+                &index,
+                vec![Clue::AttachmentName("policy schedule".to_owned())]
+            ),
+            ["named"]
+        );
+        // Attachment names are not searched in the subject, nor the subject for names.
+        assert!(candidates(&index, vec![Clue::AttachmentName("scan".to_owned())]).is_empty());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Whatever separators a message puts between a signal's atoms (or none), the
+        /// candidate search finds it; a message missing one atom is not found.
+        #[test]
+        fn every_spelling_between_breaks_is_a_candidate(
+            atoms in proptest::collection::vec(("[a-z]{1,6}", "[0-9]{1,4}"), 1..4),
+            joins in proptest::collection::vec(proptest::sample::select(vec!["", " ", "-", "_", ". "]), 8),
+            signal_joins in proptest::collection::vec(proptest::sample::select(vec!["", " ", "-"]), 8),
+            noise in "[a-z ]{0,30}",
+        ) {
+            let atoms: Vec<String> = atoms.into_iter().flat_map(|(l, d)| [l, d]).collect();
+            let spell = |joins: &[&str]| {
+                let mut out = String::new();
+                for (i, a) in atoms.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(joins[i % joins.len()]);
+                    }
+                    out.push_str(a);
+                }
+                out
+            };
+            let signal = spell(&signal_joins);
+            let spelled = spell(&joins);
+            let (_tmp, index) = index();
+            put_all(&index, &[
+                message("hit", "", &format!("{noise} {spelled} {noise}")),
+                message("miss", "", &format!("{noise} {}", atoms[1..].join(" "))),
+            ]);
+            let found = candidates(&index, vec![Clue::Text(signal)]);
+            proptest::prop_assert!(found.contains(&"hit".to_owned()), "{spelled}");
+            let first_absent = !noise.split(' ').any(|w| w == atoms[0])
+                && !atoms[1..].contains(&atoms[0]);
+            if first_absent {
+                proptest::prop_assert!(!found.contains(&"miss".to_owned()));
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use super::{Confidence, SearchOutcome, SearchPlan, SearchSource, SearchStatus, Strategy, engine};
 use crate::backends::model::{
     AttachmentMeta, Capabilities, FolderSelector, Gaps, MessageSummary, MessageText, Order, Page,
-    ScanRequest, SearchKind, WellKnown,
+    ScanRequest, SearchKind,
 };
 use crate::backends::{Backend, BackendError};
 use crate::embed::Semantic;
@@ -417,36 +417,8 @@ struct IndexSource<'a> {
 }
 
 impl IndexSource<'_> {
-    /// The folder id a selector names in this index (as the backend resolved it at sync).
     fn folder_id(&self, folder: &FolderSelector) -> Result<String, BackendError> {
-        match folder {
-            FolderSelector::WellKnown(name) => {
-                let label = match name {
-                    WellKnown::Inbox => "inbox",
-                    WellKnown::SentItems => "sentitems",
-                    WellKnown::Drafts => "drafts",
-                    WellKnown::Archive => "archive",
-                    WellKnown::JunkEmail => "junkemail",
-                    WellKnown::DeletedItems => "deleteditems",
-                };
-                self.status
-                    .well_known
-                    .get(label)
-                    .cloned()
-                    .ok_or(BackendError::NotFound)
-            }
-            FolderSelector::Id(id) => {
-                if self.status.folders.contains_key(id) {
-                    return Ok(id.clone());
-                }
-                self.status
-                    .folders
-                    .keys()
-                    .find(|k| k.eq_ignore_ascii_case(id))
-                    .cloned()
-                    .ok_or(BackendError::NotFound)
-            }
-        }
+        self.status.folder_for(folder).ok_or(BackendError::NotFound)
     }
 }
 

@@ -143,6 +143,16 @@ pub(crate) enum SourceArg {
     Hybrid,
 }
 
+impl From<SourceArg> for crate::search::indexed::Mode {
+    fn from(s: SourceArg) -> Self {
+        match s {
+            SourceArg::Live => Self::Live,
+            SourceArg::Index => Self::Index,
+            SourceArg::Hybrid => Self::Hybrid,
+        }
+    }
+}
+
 // Search criteria shared by the search and list tools, all optional. Their meaning is told once,
 // in search_mailbox's description: these fields are repeated in four tools' schemas.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema, Validate)]
@@ -465,6 +475,9 @@ pub(crate) struct InvestigationCriteria {
     pub(crate) max_attachments_per_message: Option<u32>,
     #[garde(range(min = 1, max = 25))]
     pub(crate) max_results: Option<u32>,
+    // live | index | hybrid, as search_mailbox's.
+    #[garde(skip)]
+    pub(crate) source: Option<SourceArg>,
 }
 }
 

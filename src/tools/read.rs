@@ -9,7 +9,7 @@ use futures::StreamExt;
 use super::args::{
     AttachmentContentArgs, ContentMode, Criteria, FolderStatsArgs, GetMessageArgs,
     ListAttachmentsArgs, MailboxArgs, MessageFormat, NoArgs, SearchBatchArgs, SearchMailboxArgs,
-    SearchMailboxesArgs, SortByArg, SortOrderArg, SourceArg,
+    SearchMailboxesArgs, SortByArg, SortOrderArg,
 };
 use super::output::{
     self, AttachmentContentOut, AttachmentOut, BatchBudgetOut, BatchLabelOut, BatchOut,
@@ -172,8 +172,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
         "investigate_documents",
         "Investigate documents",
         "Finds the messages carrying a document: scans the newest messages of inbox, \
-         sentitems and archive and their attachments for the signals. NOT_FOUND only with \
-         complete coverage; else SEARCH_INCOMPLETE, coverage reasons naming the cut (raise \
+         sentitems and archive and their attachments for the signals (source as in \
+         search_mailbox; the index covers whole folders). NOT_FOUND only with complete \
+         coverage; else SEARCH_INCOMPLETE, coverage reasons naming the cut (raise \
          maxMessagesPerFolder/maxPagesPerFolder).",
         input_schema::<super::args::InvestigateArgs>,
         output_schema::<evidence::InvestigateOut>,
@@ -307,11 +308,27 @@ fn with_warnings(mut a: Answer, extra: &[&'static str]) -> Answer {
 
 /// The `source` the caller asked for (none: the default of [`fanout::mode_for`]).
 pub(super) fn requested_mode(criteria: &Criteria) -> Option<Mode> {
-    criteria.source.map(|s| match s {
-        SourceArg::Live => Mode::Live,
-        SourceArg::Index => Mode::Index,
-        SourceArg::Hybrid => Mode::Hybrid,
-    })
+    criteria.source.map(Mode::from)
+}
+
+/// Where one mailbox's call runs: the caller's `source`, else the default; an explicit `index`
+/// or `hybrid` on a mailbox without an index is a clear error naming the operator's command.
+pub(super) fn mode_of<'a>(
+    app: &'a App,
+    alias: &Alias,
+    requested: Option<Mode>,
+) -> Result<(Mode, Option<&'a crate::index::source::IndexReader>), ToolError> {
+    let index = app.indexes.get(alias);
+    if index.is_none() && matches!(requested, Some(Mode::Index | Mode::Hybrid)) {
+        return Err(ToolError::new(
+            ErrorCode::Unsupported,
+            format!(
+                "source: mailbox {alias} has no local index (the operator runs `mailgate index \
+                 sync {alias}`); use source \"live\""
+            ),
+        ));
+    }
+    Ok((fanout::mode_for(requested, index.is_some()), index))
 }
 
 /// One mailbox's search as its `source` says: an explicit `index` or `hybrid` on a mailbox
@@ -322,25 +339,14 @@ pub(super) async fn search_one(
     criteria: &Criteria,
     plan: &SearchPlan,
 ) -> Result<Answer, ToolError> {
-    let index = app.indexes.get(&resolved.alias);
-    let requested = requested_mode(criteria);
-    if index.is_none() && matches!(requested, Some(Mode::Index | Mode::Hybrid)) {
-        return Err(ToolError::new(
-            ErrorCode::Unsupported,
-            format!(
-                "source: mailbox {} has no local index (the operator runs `mailgate index sync \
-                 {}`); use source \"live\"",
-                resolved.alias, resolved.alias
-            ),
-        ));
-    }
+    let (mode, index) = mode_of(app, &resolved.alias, requested_mode(criteria))?;
     let target = Target {
         backend: resolved.backend,
         index,
         max_staleness: app.indexes.max_staleness,
         semantic: app.semantic.as_deref(),
     };
-    Ok(indexed::search(target, plan, fanout::mode_for(requested, index.is_some())).await)
+    Ok(indexed::search(target, plan, mode).await)
 }
 
 async fn single_search(

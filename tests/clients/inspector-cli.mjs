@@ -180,6 +180,7 @@ function calls(csv, zip) {
           maxAttachmentsPerMessage: 5,
           maxAttachmentPagesPerMessage: 2,
           maxResults: 10,
+          source: 'live',
         },
       },
       null,

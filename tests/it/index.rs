@@ -321,6 +321,169 @@ async fn a_stale_or_partial_index_never_proves_absence() {
     client.close().await;
 }
 
+/// A message with one attachment: `name` of `content_type` holding `text`.
+fn with_attachment(n: usize, subject: &str, name: &str, content_type: &str, text: &str) -> String {
+    format!(
+        "From: Ana Lima <ana.lima@example.com>\r\nTo: box@example.com\r\nSubject: {subject}\r\n\
+         Message-ID: <att-{n}@example.com>\r\nDate: Mon, 2 Nov 2026 11:0{n}:00 +0000\r\n\
+         MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n\
+         Content-Type: text/plain\r\n\r\nSee the attachment.\r\n--b\r\nContent-Type: \
+         {content_type}; name=\"{name}\"\r\nContent-Disposition: attachment; \
+         filename=\"{name}\"\r\n\r\n{text}\r\n--b--\r\n"
+    )
+}
+
+async fn investigate(client: &Client, criteria: Value) -> Value {
+    client
+        .ok(
+            "investigate_documents",
+            json!({ "mailbox": "box", "criteria": criteria }),
+        )
+        .await
+}
+
+fn reasons(answer: &Value) -> Vec<String> {
+    answer["coverage"]["folders"][0]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn investigate_documents_proves_absence_over_the_whole_indexed_folder() {
+    let f = fixture();
+    for sub in ["cur", "new", "tmp"] {
+        std::fs::create_dir_all(f.mail.join("box/.Sent").join(sub)).unwrap();
+    }
+    deliver(
+        &f.mail.join("box"),
+        "177000007.M7P1.test:2,",
+        &with_attachment(
+            7,
+            "Schedule",
+            "PROP-7001 schedule.txt",
+            "text/plain",
+            "cover for harbourword",
+        ),
+    );
+    assert!(f.index(&["sync", "box"]).await.0);
+    let client = f.client().await;
+
+    // Live reads only the newest message: absence unproven.
+    let live = investigate(
+        &client,
+        json!({ "keywords": ["zuluword"], "maxMessagesPerFolder": 1, "source": "live" }),
+    )
+    .await;
+    assert_eq!(live["status"], "SEARCH_INCOMPLETE", "{live}");
+    assert!(live.get("source").is_none(), "{live}");
+    // The index rules out all six messages at once and reads none of them.
+    let indexed = investigate(
+        &client,
+        json!({ "keywords": ["zuluword"], "maxMessagesPerFolder": 1, "source": "index" }),
+    )
+    .await;
+    assert_eq!(indexed["status"], "NOT_FOUND", "{indexed}");
+    assert_eq!(indexed["source"], "index");
+    assert!(indexed["indexedThrough"].is_string(), "{indexed}");
+    let folder = &indexed["coverage"]["folders"][0];
+    assert_eq!(folder["messagesScanned"], 6, "{indexed}");
+    assert_eq!(folder["attachmentListsAttempted"], 0, "{indexed}");
+
+    // A proposal id in an attachment name, and a keyword in attachment text the index
+    // extracted: the candidate is read live and classified as a live scan would.
+    let named = investigate(
+        &client,
+        json!({ "proposalIds": ["PROP7001"], "source": "index" }),
+    )
+    .await;
+    assert_eq!(named["status"], "CONFIRMED", "{named}");
+    let content = investigate(
+        &client,
+        json!({ "keywords": ["harbourword"], "maxMessagesPerFolder": 1 }),
+    )
+    .await;
+    assert_eq!(
+        content["source"], "hybrid",
+        "the default where indexed: {content}"
+    );
+    assert_eq!(content["status"], "CANDIDATE_REVIEW", "{content}");
+    assert_eq!(
+        content["matches"][0]["contentMatchAttachmentIds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // A candidate deleted since the sync is no longer in the mailbox: nothing to match.
+    std::fs::remove_file(f.mail.join("box/cur/177000002.M2P1.test:2,")).unwrap();
+    let gone = investigate(
+        &client,
+        json!({ "keywords": ["charlieword"], "source": "index" }),
+    )
+    .await;
+    assert_eq!(gone["status"], "NOT_FOUND", "{gone}");
+
+    // An attachment the index could not read makes its message a candidate, read live, and
+    // its unsupported format keeps absence unproven — as a live scan would.
+    deliver(
+        &f.mail.join("box"),
+        "177000008.M8P1.test:2,",
+        &with_attachment(8, "Scan", "scan.png", "image/png", "iVBORw0KGgo"),
+    );
+    assert!(f.index(&["sync", "box"]).await.0);
+    let unread = investigate(
+        &client,
+        json!({ "keywords": ["zuluword"], "source": "index" }),
+    )
+    .await;
+    assert_eq!(unread["status"], "SEARCH_INCOMPLETE", "{unread}");
+    assert_eq!(
+        reasons(&unread),
+        ["ATTACHMENT_CONTENT_NOT_READ"],
+        "{unread}"
+    );
+    assert_eq!(
+        unread["coverage"]["folders"][0]["attachmentListsAttempted"], 1,
+        "{unread}"
+    );
+    // Names only: attachment text is not needed, so nothing is read and absence is proved.
+    let names = investigate(
+        &client,
+        json!({ "attachmentNames": ["contract.pdf"], "source": "index" }),
+    )
+    .await;
+    assert_eq!(names["status"], "NOT_FOUND", "{names}");
+
+    // A stale index proves nothing; hybrid's live listing proves what it covers.
+    let path = f.status_json("box");
+    let mut status: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    status["folders"]["INBOX"]["through"] = json!("2020-01-01T00:00:00Z");
+    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    let stale = investigate(
+        &client,
+        json!({ "attachmentNames": ["contract.pdf"], "source": "index" }),
+    )
+    .await;
+    assert_eq!(stale["status"], "SEARCH_INCOMPLETE", "{stale}");
+    assert_eq!(reasons(&stale), ["INDEX_STALE"], "{stale}");
+    let hybrid = investigate(&client, json!({ "attachmentNames": ["contract.pdf"] })).await;
+    assert_eq!(hybrid["status"], "NOT_FOUND", "{hybrid}");
+
+    // An alias never synced refuses an explicit index source.
+    let code = client
+        .tool_error(
+            "investigate_documents",
+            json!({ "mailbox": "other", "criteria": { "keywords": ["x"], "source": "index" } }),
+        )
+        .await;
+    assert_eq!(code, "UNSUPPORTED");
+    client.close().await;
+}
+
 fn chrono_now() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -23,7 +23,7 @@ use super::pool::{Conn, OpError, Repeat, Selected, with_conn};
 use super::query::Criteria;
 use super::session::mailbox;
 use super::{
-    ImapStore, TEXT_BATCH, by_folder, current, detail, message_items, section_path, structure,
+    ImapStore, TEXT_BATCH, batch_end, detail, message_items, open_current, section_path, structure,
 };
 use crate::backends::BackendError;
 use crate::backends::changes::{AttachmentWant, FolderDelta, FolderSync, IndexFetch, SyncItem};
@@ -174,45 +174,21 @@ impl Conn {
         };
         let id = self.session.run_command(command).await?;
         let (mut uid_validity, mut uid_next, mut modseq, mut messages) = (None, None, None, None);
-        loop {
-            let response = self
-                .session
-                .read_response()
-                .await?
-                .ok_or(async_imap::error::Error::ConnectionLost)?;
-            match response.parsed() {
-                Response::Done {
-                    tag,
-                    status,
-                    outcome,
-                } if *tag == id => {
-                    match status {
-                        Status::Ok => {}
-                        Status::No => return Err(OpError::Backend(BackendError::NotFound)),
-                        _ => return Err(OpError::Backend(BackendError::Malformed)),
-                    }
-                    if let Some(ResponseCode::HighestModSeq(m)) = outcome.code {
-                        modseq = Some(m);
-                    }
-                    break;
-                }
-                Response::Data {
-                    status: Status::Ok,
-                    outcome,
-                } => match outcome.code {
-                    Some(ResponseCode::UidValidity(v)) => uid_validity = Some(v),
-                    Some(ResponseCode::UidNext(n)) => uid_next = Some(n),
-                    Some(ResponseCode::HighestModSeq(m)) => modseq = Some(m),
-                    _ => {}
-                },
-                Response::Data {
-                    status: Status::Bye,
-                    ..
-                } => return Err(OpError::Imap(async_imap::error::Error::ConnectionLost)),
-                Response::MailboxData(MailboxDatum::Exists(n)) => messages = Some(*n),
+        self.read_to_done(&id, |response| match response {
+            Response::Done { outcome, .. }
+            | Response::Data {
+                status: Status::Ok,
+                outcome,
+            } => match outcome.code {
+                Some(ResponseCode::UidValidity(v)) => uid_validity = Some(v),
+                Some(ResponseCode::UidNext(n)) => uid_next = Some(n),
+                Some(ResponseCode::HighestModSeq(m)) => modseq = Some(m),
                 _ => {}
-            }
-        }
+            },
+            Response::MailboxData(MailboxDatum::Exists(n)) => messages = Some(*n),
+            _ => {}
+        })
+        .await?;
         let state = State {
             uid_validity: uid_validity.ok_or(OpError::Backend(BackendError::Malformed))?,
             uid_next: uid_next.ok_or(OpError::Backend(BackendError::Malformed))?,
@@ -431,35 +407,18 @@ impl ImapStore {
         ids: &[String],
         want: AttachmentWant,
     ) -> Vec<Result<IndexFetch, BackendError>> {
-        let (groups, refused) = by_folder(ids);
-        let mut results: Vec<Option<Result<IndexFetch, BackendError>>> =
-            refused.into_iter().map(|r| r.map(Err)).collect();
-        if let Err(e) = self.admit() {
-            return results
-                .into_iter()
-                .map(|r| r.unwrap_or_else(|| Err(BackendError::from_fault(e.fault()))))
-                .collect();
-        }
+        let (groups, mut results) = match self.batch_start::<IndexFetch>(ids) {
+            Ok(started) => started,
+            Err(refused) => return refused,
+        };
         let deadline = Self::deadline();
         let outcome = with_conn!(self.pool, deadline, Repeat::Safe, |conn| {
             for (folder, items) in &groups {
-                let uid_validity = match conn.open(folder, false).await {
-                    Ok(v) => v,
-                    Err(OpError::Backend(e)) => {
-                        for (i, _) in items {
-                            results[*i] = Some(Err(BackendError::from_fault(e.fault())));
-                        }
-                        continue;
-                    }
-                    Err(e) => return Err(e),
+                let Some((uid_validity, live)) =
+                    open_current(conn, folder, items, &mut results).await?
+                else {
+                    continue;
                 };
-                let mut live = Vec::new();
-                for (i, m) in items {
-                    match current(m, uid_validity) {
-                        Ok(()) => live.push((*i, m.uid)),
-                        Err(e) => results[*i] = Some(Err(e)),
-                    }
-                }
                 for batch in live.chunks(TEXT_BATCH) {
                     if Instant::now() >= deadline {
                         break;
@@ -491,14 +450,7 @@ impl ImapStore {
             }
             Ok(())
         });
-        results
-            .into_iter()
-            .map(|r| match (r, &outcome) {
-                (Some(r), _) => r,
-                (None, Err(e)) => Err(BackendError::from_fault(e.fault())),
-                (None, Ok(())) => Err(BackendError::Timeout),
-            })
-            .collect()
+        batch_end(results, &outcome)
     }
 }
 

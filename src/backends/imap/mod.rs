@@ -411,6 +411,72 @@ fn current(m: &MessageRef, uid_validity: u32) -> Result<(), BackendError> {
 /// Message refs by folder wire name, each with its position in the request.
 type Grouped = BTreeMap<String, Vec<(usize, MessageRef)>>;
 
+/// A batched read's results by request position (`None`: not reached yet).
+type Slots<T> = Vec<Option<Result<T, BackendError>>>;
+
+/// A batched read's answers, one per requested id.
+type Answers<T> = Vec<Result<T, BackendError>>;
+
+impl ImapStore {
+    /// The start of a batched read of `ids`: grouped by folder with refused ids failed, once
+    /// the rate limit admits the call (else every id fails with the throttle).
+    fn batch_start<T>(&self, ids: &[String]) -> Result<(Grouped, Slots<T>), Answers<T>> {
+        let (groups, refused) = by_folder(ids);
+        let results: Slots<T> = refused.into_iter().map(|r| r.map(Err)).collect();
+        match self.admit() {
+            Ok(()) => Ok((groups, results)),
+            Err(e) => Err(results
+                .into_iter()
+                .map(|r| r.unwrap_or_else(|| Err(BackendError::from_fault(e.fault()))))
+                .collect()),
+        }
+    }
+}
+
+/// Opens `folder` read-only: its UIDVALIDITY and the (position, uid) of `items` still of it,
+/// failing the others — and all of them when the folder cannot be opened (`None`).
+async fn open_current<T>(
+    conn: &mut Conn,
+    folder: &str,
+    items: &[(usize, MessageRef)],
+    results: &mut Slots<T>,
+) -> Result<Option<(u32, Vec<(usize, u32)>)>, OpError> {
+    let uid_validity = match conn.open(folder, false).await {
+        Ok(v) => v,
+        Err(OpError::Backend(e)) => {
+            for (i, _) in items {
+                results[*i] = Some(Err(BackendError::from_fault(e.fault())));
+            }
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let mut live = Vec::new();
+    for (i, m) in items {
+        match current(m, uid_validity) {
+            Ok(()) => live.push((*i, m.uid)),
+            Err(e) => results[*i] = Some(Err(e)),
+        }
+    }
+    Ok(Some((uid_validity, live)))
+}
+
+/// A batched read's answers: a position never reached fails with the connection's fault, or
+/// as timed out when the deadline stopped the batches.
+fn batch_end<T>(
+    results: Slots<T>,
+    outcome: &Result<(), BackendError>,
+) -> Vec<Result<T, BackendError>> {
+    results
+        .into_iter()
+        .map(|r| match (r, outcome) {
+            (Some(r), _) => r,
+            (None, Err(e)) => Err(BackendError::from_fault(e.fault())),
+            (None, Ok(())) => Err(BackendError::Timeout),
+        })
+        .collect()
+}
+
 /// The ids of one request grouped by folder, each with its position in the request.
 fn by_folder(ids: &[String]) -> (Grouped, Vec<Option<BackendError>>) {
     let mut groups = Grouped::new();
@@ -710,34 +776,15 @@ impl MailStore for ImapStore {
         deadline: Instant,
     ) -> Vec<Result<MessageText, BackendError>> {
         let ids: Vec<String> = wanted.iter().map(|m| m.id.clone()).collect();
-        let (groups, refused) = by_folder(&ids);
-        let mut results: Vec<Option<Result<MessageText, BackendError>>> =
-            refused.into_iter().map(|r| r.map(Err)).collect();
-        if let Err(e) = self.admit() {
-            return results
-                .into_iter()
-                .map(|r| r.unwrap_or_else(|| Err(BackendError::from_fault(e.fault()))))
-                .collect();
-        }
+        let (groups, mut results) = match self.batch_start::<MessageText>(&ids) {
+            Ok(started) => started,
+            Err(refused) => return refused,
+        };
         let outcome = with_conn!(self.pool, deadline, Repeat::Safe, |conn| {
             for (folder, items) in &groups {
-                let uid_validity = match conn.open(folder, false).await {
-                    Ok(v) => v,
-                    Err(OpError::Backend(e)) => {
-                        for (i, _) in items {
-                            results[*i] = Some(Err(BackendError::from_fault(e.fault())));
-                        }
-                        continue;
-                    }
-                    Err(e) => return Err(e),
+                let Some((_, live)) = open_current(conn, folder, items, &mut results).await? else {
+                    continue;
                 };
-                let mut live = Vec::new();
-                for (i, m) in items {
-                    match current(m, uid_validity) {
-                        Ok(()) => live.push((*i, m.uid)),
-                        Err(e) => results[*i] = Some(Err(e)),
-                    }
-                }
                 for batch in live.chunks(TEXT_BATCH) {
                     if Instant::now() >= deadline {
                         break;
@@ -776,15 +823,7 @@ impl MailStore for ImapStore {
             }
             Ok(())
         });
-        let unread = |e: &BackendError| BackendError::from_fault(e.fault());
-        results
-            .into_iter()
-            .map(|r| match (r, &outcome) {
-                (Some(r), _) => r,
-                (None, Err(e)) => Err(unread(e)),
-                (None, Ok(())) => Err(BackendError::Timeout),
-            })
-            .collect()
+        batch_end(results, &outcome)
     }
 
     async fn resolve_folder(&self, folder: &FolderSelector) -> Result<String, BackendError> {

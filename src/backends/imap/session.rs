@@ -270,34 +270,47 @@ impl Conn {
     /// reports `COPYUID` in an untagged OK, COPY and APPEND in the tagged one).
     async fn finish(&mut self, id: &imap_proto::RequestId) -> Result<Vec<Code>, OpError> {
         let mut codes = Vec::new();
+        self.read_to_done(id, |response| match response {
+            Response::Done { outcome, .. }
+            | Response::Data {
+                status: Status::Ok,
+                outcome,
+            } => codes.extend(outcome.code.as_ref().and_then(Code::of)),
+            // EXPUNGE, EXISTS, FETCH flag updates: the folder view moves on; nothing to keep.
+            _ => {}
+        })
+        .await
+        .map(|()| codes)
+    }
+
+    /// Reads to the tagged completion of `id`, handing `visit` every response on the way and
+    /// the tagged one last when it is OK. A tagged NO or BAD is the server's refusal, an
+    /// untagged BYE a lost connection.
+    pub(super) async fn read_to_done(
+        &mut self,
+        id: &imap_proto::RequestId,
+        mut visit: impl FnMut(&Response<'_>),
+    ) -> Result<(), OpError> {
         loop {
             let response = self
                 .session
                 .read_response()
                 .await?
                 .ok_or(async_imap::error::Error::ConnectionLost)?;
-            match response.parsed() {
-                Response::Done {
-                    tag,
-                    status,
-                    outcome,
-                } if tag == id => {
+            let parsed = response.parsed();
+            match parsed {
+                Response::Done { tag, status, .. } if tag == id => {
                     if *status != Status::Ok {
                         return Err(refusal(status));
                     }
-                    codes.extend(outcome.code.as_ref().and_then(Code::of));
-                    return Ok(codes);
+                    visit(parsed);
+                    return Ok(());
                 }
-                Response::Data {
-                    status: Status::Ok,
-                    outcome,
-                } => codes.extend(outcome.code.as_ref().and_then(Code::of)),
                 Response::Data {
                     status: Status::Bye,
                     ..
                 } => return Err(OpError::Imap(async_imap::error::Error::ConnectionLost)),
-                // EXPUNGE, EXISTS, FETCH flag updates: the folder view moves on; nothing to keep.
-                _ => {}
+                other => visit(other),
             }
         }
     }

@@ -37,11 +37,14 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use super::from_index::IndexView;
 use super::signals::{self, Haystack, NameMatch, Signals};
-use super::{MatchedSignalsOut, NameMatchOut, any_kind, push_once, union};
+use super::{MatchedSignalsOut, NameMatchOut, any_kind, from_index, push_once, union};
 use crate::backends::model::{ContentGap, Filters, MessageSummary, SortBy, SortOrder};
 use crate::backends::{AttachmentMeta, Backend, BackendError};
 use crate::extract::{self, ExtractError, Extracted, SlotError, ZipError};
+use crate::index::TextIndex as _;
+use crate::search::indexed::Mode;
 use crate::search::{SearchPlan, SearchStatus, engine};
 use crate::tools::args::{InvestigateArgs, InvestigationFolder};
 use crate::tools::output::{self, AddressOut, bounded};
@@ -141,13 +144,21 @@ pub(crate) enum FolderReason {
     // An attachment's text could not be (wholly) searched: see `coverage.attachmentContent`.
     // (Variants carry `//` comments: a `///` turns the schema's plain enum into a larger oneOf.)
     AttachmentContentNotRead,
+    // The local index (source index/hybrid) is older than MAILGATE_INDEX_MAX_STALENESS, or its
+    // last sync of the folder did not finish, or it could not be read: what it left out is
+    // unproven (the operator runs `mailgate index sync`).
+    IndexStale,
+    IndexPartial,
+    IndexUnavailable,
 }
 
 impl FolderReason {
     fn is_failure(self) -> bool {
         matches!(
             self,
-            FolderReason::MessageScanFailed | FolderReason::AttachmentScanFailed
+            FolderReason::MessageScanFailed
+                | FolderReason::AttachmentScanFailed
+                | FolderReason::IndexUnavailable
         )
     }
 }
@@ -349,6 +360,25 @@ pub(crate) struct InvestigateOut {
     /// Confirmed matches first, otherwise in discovery order.
     pub(crate) matches: Vec<InvestigationMatchOut>,
     pub(crate) coverage: InvestigationCoverageOut,
+    /// `index` or `hybrid` when the local index chose the messages read (absent: live).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) source: Option<&'static str>,
+    /// Index and hybrid answers: when the scanned folders were last wholly synced (ISO-8601).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) indexed_through: Option<String>,
+}
+
+/// One call's folder scans: where they list messages, the caps, the signals and the reader
+/// of attachment text they share.
+struct FolderScan<'a, 'r> {
+    backend: &'a Backend,
+    mode: Mode,
+    view: Option<IndexView<'a>>,
+    limits: &'a InvestigationLimitsOut,
+    set: &'a Signals,
+    reader: &'a mut ContentReader<'r>,
+    /// Each index-listed folder's `indexedThrough`.
+    through: Vec<chrono::DateTime<chrono::Utc>>,
 }
 
 pub(crate) async fn investigate_documents(
@@ -392,18 +422,40 @@ pub(crate) async fn investigate_documents(
             ..ContentCoverageOut::default()
         },
     };
+    let (mode, index) =
+        crate::tools::read::mode_of(&app, &resolved.alias, c.source.map(Mode::from))?;
+    let view = match (mode, index) {
+        (Mode::Index | Mode::Hybrid, Some(reader)) => Some(IndexView {
+            reader,
+            status: reader.status(),
+            max_staleness: chrono::Duration::from_std(app.indexes.max_staleness)
+                .unwrap_or(chrono::Duration::MAX),
+            now: chrono::Utc::now(),
+        }),
+        _ => None,
+    };
+    let source = view.as_ref().map(|_| match mode {
+        Mode::Index => "index",
+        _ => "hybrid",
+    });
+    let mut scan = FolderScan {
+        backend: resolved.backend,
+        mode,
+        view,
+        limits: &limits,
+        set: &set,
+        reader: &mut reader,
+        through: Vec::new(),
+    };
     for folder in requested {
-        let coverage = scan_folder(
-            resolved.backend,
-            folder,
-            &limits,
-            &set,
-            &mut reader,
-            &mut matches,
-        )
-        .await;
+        let coverage = scan_folder(&mut scan, folder, &mut matches).await;
         scanned.push((folder, coverage));
     }
+    let indexed_through = scan
+        .through
+        .iter()
+        .min()
+        .map(|t| crate::tools::dates::iso_z(*t));
     let folders: Vec<FolderCoverageOut> = InvestigationFolder::ALL
         .iter()
         .map(|f| match scanned.iter().position(|(s, _)| s == f) {
@@ -441,6 +493,8 @@ pub(crate) async fn investigate_documents(
             limits,
             attachment_content: reader.coverage,
         },
+        source,
+        indexed_through,
     };
     Ok(ToolOutput::untrusted(summary(&out, &set), out))
 }
@@ -533,19 +587,24 @@ struct Listing {
     partial: bool,
 }
 
-async fn scan_folder(
+/// The messages a folder's investigation reads, and what their listing proves.
+struct Listed {
+    /// Each with whether it came from the index (its summary may be older than the message,
+    /// which may also be gone).
+    messages: Vec<(MessageSummary, bool)>,
+    pages: u32,
+    scanned: usize,
+    /// Why the listing cannot prove absence in the folder; empty when it can.
+    reasons: Vec<FolderReason>,
+    failed: bool,
+}
+
+/// The newest `maxMessagesPerFolder` messages of the folder, live.
+async fn list_live(
     backend: &Backend,
     folder: InvestigationFolder,
     limits: &InvestigationLimitsOut,
-    set: &Signals,
-    reader: &mut ContentReader<'_>,
-    matches: &mut Vec<InvestigationMatchOut>,
-) -> FolderCoverageOut {
-    let mut cov = FolderCoverageOut {
-        reasons: Vec::new(),
-        status: FolderStatus::Complete,
-        ..not_scanned(folder)
-    };
+) -> Listed {
     let per_folder = limits.max_messages_per_folder.max(1) as usize;
     let plan = SearchPlan {
         query: None,
@@ -561,32 +620,134 @@ async fn scan_folder(
         attachment_names: true,
     };
     let outcome = engine::run(backend, &plan).await;
-    cov.pages_scanned = outcome.pages_scanned;
-    match outcome.status {
-        SearchStatus::SearchFailed | SearchStatus::SearchUntrusted => {
-            push_once(&mut cov.reasons, FolderReason::MessageScanFailed);
-            cov.status = FolderStatus::Failed;
-            return cov;
-        }
-        SearchStatus::SearchIncomplete => {
-            push_once(&mut cov.reasons, FolderReason::MessageScanLimitReached);
-        }
-        SearchStatus::Found | SearchStatus::NotFound => {}
+    let mut reasons = Vec::new();
+    let failed = matches!(
+        outcome.status,
+        SearchStatus::SearchFailed | SearchStatus::SearchUntrusted
+    );
+    if failed {
+        push_once(&mut reasons, FolderReason::MessageScanFailed);
     }
-    if outcome.truncated {
-        push_once(&mut cov.reasons, FolderReason::MessageScanLimitReached);
+    if !failed && (outcome.status == SearchStatus::SearchIncomplete || outcome.truncated) {
+        push_once(&mut reasons, FolderReason::MessageScanLimitReached);
     }
-    cov.messages_scanned = outcome.messages.len();
-    if outcome.messages.iter().any(|m| m.gap.is_some()) {
-        // A message not wholly read (too large, beyond the parser's limits) may hold what the
-        // listing below cannot see.
-        push_once(&mut cov.reasons, FolderReason::MessageTextTruncated);
+    Listed {
+        pages: outcome.pages_scanned,
+        scanned: outcome.messages.len(),
+        messages: if failed {
+            Vec::new()
+        } else {
+            outcome.messages.into_iter().map(|m| (m, false)).collect()
+        },
+        reasons,
+        failed,
     }
+}
 
-    let messages: Vec<&MessageSummary> = outcome
+/// The index's candidates of the folder; with `live` (hybrid), joined with the live listing:
+/// a clean index rules out what it holds whole, so of the live listing only the messages it
+/// does not hold yet (newer than its sync) are read too; an index that cannot prove absence
+/// leaves the proof to the live listing, whose messages are all read.
+fn join_index(
+    view: &IndexView<'_>,
+    folder: InvestigationFolder,
+    limits: &InvestigationLimitsOut,
+    set: &Signals,
+    live: Option<Listed>,
+    through: &mut Vec<chrono::DateTime<chrono::Utc>>,
+) -> Listed {
+    let per_folder = limits.max_messages_per_folder.max(1) as usize;
+    let index = from_index::list(view, folder, set, per_folder);
+    through.extend(index.indexed_through);
+    let clean = index.is_clean();
+    let mut joined = Listed {
+        messages: Vec::new(),
+        pages: 0,
+        scanned: index.in_scope,
+        reasons: index.reasons,
+        failed: index.failed,
+    };
+    let from_index = index.messages.into_iter().map(|m| (m, true));
+    let Some(live) = live else {
+        joined.messages = from_index.collect();
+        return joined;
+    };
+    joined.pages = live.pages;
+    joined.scanned = joined.scanned.max(live.scanned);
+    let mut messages: Vec<(MessageSummary, bool)> = Vec::new();
+    for (m, origin) in live.messages {
+        let held = index
+            .folder_id
+            .as_deref()
+            .is_some_and(|f| matches!(view.reader.index().summary_in(f, &m.id), Ok(Some(_))));
+        if !clean || !held {
+            messages.push((m, origin));
+        }
+    }
+    for (m, origin) in from_index {
+        if !messages.iter().any(|(k, _)| k.id == m.id) {
+            messages.push((m, origin));
+        }
+    }
+    joined.messages = messages;
+    if clean {
+        joined.reasons.clear();
+        joined.failed = false;
+    } else if live.reasons.is_empty() {
+        // The live listing covered the folder.
+        joined.reasons.clear();
+        joined.failed = false;
+    } else {
+        let mut reasons = live.reasons;
+        for r in joined.reasons {
+            push_once(&mut reasons, r);
+        }
+        joined.reasons = reasons;
+        joined.failed = live.failed && joined.failed;
+    }
+    joined
+}
+
+async fn scan_folder(
+    scan: &mut FolderScan<'_, '_>,
+    folder: InvestigationFolder,
+    matches: &mut Vec<InvestigationMatchOut>,
+) -> FolderCoverageOut {
+    let backend = scan.backend;
+    let listed = match (scan.mode, &scan.view) {
+        (Mode::Index, Some(view)) => {
+            join_index(view, folder, scan.limits, scan.set, None, &mut scan.through)
+        }
+        (Mode::Hybrid, Some(view)) => {
+            let live = list_live(backend, folder, scan.limits).await;
+            join_index(
+                view,
+                folder,
+                scan.limits,
+                scan.set,
+                Some(live),
+                &mut scan.through,
+            )
+        }
+        _ => list_live(backend, folder, scan.limits).await,
+    };
+    let mut cov = FolderCoverageOut {
+        reasons: listed.reasons,
+        status: FolderStatus::Complete,
+        pages_scanned: listed.pages,
+        messages_scanned: listed.scanned,
+        ..not_scanned(folder)
+    };
+    if listed.failed {
+        cov.status = FolderStatus::Failed;
+        return cov;
+    }
+    let limits = scan.limits;
+    let set = scan.set;
+    let messages: Vec<&(MessageSummary, bool)> = listed
         .messages
         .iter()
-        .filter(|m| {
+        .filter(|(m, _)| {
             let ok = !m.id.trim().is_empty();
             if !ok {
                 push_once(&mut cov.reasons, FolderReason::MessageIdMissing);
@@ -597,17 +758,42 @@ async fn scan_folder(
     for chunk in messages.chunks(LISTING_CONCURRENCY) {
         // Summaries carry no body: one read of each message gives its body and its whole
         // attachment list (`MessageDetail`'s contract).
-        let details: Vec<_> = chunk.iter().map(|m| backend.get_message(&m.id)).collect();
+        let details: Vec<_> = chunk
+            .iter()
+            .map(|(m, _)| backend.get_message(&m.id))
+            .collect();
         let details = futures::future::join_all(details).await;
-        for (message, detail) in chunk.iter().zip(details) {
-            let (body, listing) = match detail {
-                Ok(detail) => (Some(detail.body_text), Ok(detail.summary.attachments)),
+        for (&(listed, from_index), detail) in chunk.iter().zip(details) {
+            let (message, body, listing) = match detail {
+                // A message the index listed that is gone since its sync is not in the
+                // mailbox: nothing to match (a move is the next sync's, within staleness).
+                Err(BackendError::NotFound) if *from_index => continue,
+                // The index's summary may be older than the message: match what it is now.
+                Ok(detail) if *from_index => {
+                    let attachments = detail.summary.attachments.clone();
+                    (
+                        std::borrow::Cow::Owned(detail.summary),
+                        Some(detail.body_text),
+                        Ok(attachments),
+                    )
+                }
+                Ok(detail) => (
+                    std::borrow::Cow::Borrowed(listed),
+                    Some(detail.body_text),
+                    Ok(detail.summary.attachments),
+                ),
                 Err(error) => {
                     // Only the preview was matched: a signal in the rest is unproven.
                     push_once(&mut cov.reasons, FolderReason::MessageTextTruncated);
-                    (None, Err(error))
+                    (std::borrow::Cow::Borrowed(listed), None, Err(error))
                 }
             };
+            let message: &MessageSummary = &message;
+            if message.gap.is_some() {
+                // A message not wholly read (too large, beyond the parser's limits) may hold
+                // what the listing below cannot see.
+                push_once(&mut cov.reasons, FolderReason::MessageTextTruncated);
+            }
             cov.attachment_lists_attempted += 1;
             let listing = match listing {
                 Ok(items) => {
@@ -629,7 +815,8 @@ async fn scan_folder(
             let mut evidence =
                 metadata_evidence(message, body.as_deref(), &listing, set, &mut cov.reasons);
             if set.reads_content() {
-                let (read, not_read) = reader
+                let (read, not_read) = scan
+                    .reader
                     .read_message(backend, folder, message, &listing, set, &mut evidence)
                     .await;
                 cov.attachment_contents_read += read;

@@ -14,6 +14,7 @@
 //!
 //! Callers: the read family's tool table (`tools/read.rs`).
 
+mod from_index;
 #[cfg(test)]
 mod honesty_tests;
 mod inspect;

@@ -302,6 +302,11 @@ impl Signals {
     pub(crate) fn has_names(&self) -> bool {
         !self.names.is_empty()
     }
+
+    /// The requested attachment names, each once, in request order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(|(n, _)| n.as_str())
+    }
 }
 
 /// Marks in `found` the targets of every pattern of `ac` that occurs in `hay` on token
