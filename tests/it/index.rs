@@ -116,13 +116,15 @@ impl Fixture {
     }
 }
 
-async fn search(client: &Client, criteria: Value) -> Value {
+/// `tool` on the mailbox `box` with `criteria`.
+async fn on_box(client: &Client, tool: &str, criteria: Value) -> Value {
     client
-        .ok(
-            "search_mailbox",
-            json!({ "mailbox": "box", "criteria": criteria }),
-        )
+        .ok(tool, json!({ "mailbox": "box", "criteria": criteria }))
         .await
+}
+
+async fn search(client: &Client, criteria: Value) -> Value {
+    on_box(client, "search_mailbox", criteria).await
 }
 
 fn ids(answer: &Value) -> Vec<String> {
@@ -334,12 +336,7 @@ fn with_attachment(n: usize, subject: &str, name: &str, content_type: &str, text
 }
 
 async fn investigate(client: &Client, criteria: Value) -> Value {
-    client
-        .ok(
-            "investigate_documents",
-            json!({ "mailbox": "box", "criteria": criteria }),
-        )
-        .await
+    on_box(client, "investigate_documents", criteria).await
 }
 
 fn reasons(answer: &Value) -> Vec<String> {
@@ -743,9 +740,10 @@ async fn the_python_and_typescript_sdks_read_source_and_indexed_through() {
         .args(["-c", "import mcp"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if has_python_sdk {
-        let out = tokio::process::Command::new(&python)
-            .arg(clients.join("python_sdk_index_client.py"))
+    // One client script: run in the test's world, it must print "all checks passed".
+    let run = async |program: &Path, script: &str, quiet: bool| {
+        let out = tokio::process::Command::new(program)
+            .arg(clients.join(script))
             .arg(EXE)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
@@ -755,10 +753,15 @@ async fn the_python_and_typescript_sdks_read_source_and_indexed_through() {
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
-            out.status.success() && stdout.contains("all checks passed"),
-            "{stdout}\n{}",
+            out.status.success()
+                && stdout.contains("all checks passed")
+                && (!quiet || out.stderr.is_empty()),
+            "{script}: {stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    };
+    if has_python_sdk {
+        run(&python, "python_sdk_index_client.py", false).await;
     } else {
         skip("the Python SDK is not in .venv; scripts/test.sh installs it");
     }
@@ -766,21 +769,7 @@ async fn the_python_and_typescript_sdks_read_source_and_indexed_through() {
         .join("node_modules/@modelcontextprotocol/sdk")
         .is_dir()
     {
-        let out = tokio::process::Command::new("node")
-            .arg(clients.join("sdk-index-client.mjs"))
-            .arg(EXE)
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .current_dir(world.path())
-            .output()
-            .await
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && stdout.contains("all checks passed") && out.stderr.is_empty(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run(Path::new("node"), "sdk-index-client.mjs", true).await;
     } else {
         skip("tests/clients/node_modules is absent; scripts/test.sh installs it");
     }
@@ -915,7 +904,7 @@ async fn semantic_recall_finds_a_paraphrase_and_survives_the_endpoint_going_down
     client.close().await;
 
     // The next sync with the endpoint up fills the vectors.
-    let up = model.env();
+    let up = crate::embeddings_server::env(&model);
     let second = run_with(&up, &["index", "sync", "box"]).await;
     assert!(second.contains("box: complete: 0 indexed"), "{second}");
     let status: Value =

@@ -173,16 +173,9 @@ pub(crate) fn segment(id: &str) -> Result<&str, BackendError> {
     Ok(id)
 }
 
-/// Graph's well-known folder name.
+/// Graph's well-known folder name (mailgate's canonical names are Graph's).
 pub(crate) fn well_known(name: WellKnown) -> &'static str {
-    match name {
-        WellKnown::Inbox => "inbox",
-        WellKnown::SentItems => "sentitems",
-        WellKnown::Drafts => "drafts",
-        WellKnown::Archive => "archive",
-        WellKnown::JunkEmail => "junkemail",
-        WellKnown::DeletedItems => "deleteditems",
-    }
+    name.label()
 }
 
 /// The path segment naming a folder: its well-known name or its checked id.
