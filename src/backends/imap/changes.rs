@@ -15,7 +15,6 @@
 use std::time::Instant;
 
 use async_imap::types::{Fetch, Flag};
-use futures::TryStreamExt as _;
 use imap_proto::{MailboxDatum, Response, ResponseCode, Status};
 
 use super::ids::MessageRef;
@@ -217,17 +216,8 @@ impl Conn {
             None => format!("{first}:*"),
         };
         let upper = last.unwrap_or(u32::MAX);
-        let fetched: Vec<Fetch> = self
-            .session
-            .uid_fetch(&set, items)
-            .await?
-            .try_collect()
-            .await?;
-        self.intact()?;
-        Ok(fetched
-            .into_iter()
-            .filter(|f| f.uid.is_some_and(|u| (first..=upper).contains(&u)))
-            .collect())
+        self.fetch_set(&set, items, |u| (first..=upper).contains(&u))
+            .await
     }
 }
 
@@ -508,6 +498,7 @@ async fn picked_attachments(
 mod tests {
     use std::collections::BTreeSet;
 
+    use futures::TryStreamExt as _;
     use proptest::prelude::*;
     use tokio::net::TcpStream;
 
@@ -516,8 +507,6 @@ mod tests {
     use super::*;
     use crate::backends::MailStore as _;
     use crate::backends::model::{FolderSelector, WellKnown};
-    use crate::config::imap::ImapLogin;
-    use crate::config::{Security, ServerSpec};
 
     #[test]
     fn cursors_round_trip_and_anything_else_is_refused() {
@@ -629,22 +618,7 @@ mod tests {
     }
 
     fn store(port: u16, user: &str, password: &str) -> ImapStore {
-        let spec = ServerSpec {
-            host: "127.0.0.1".to_owned(),
-            port,
-            security: Security::Plain,
-            username: None,
-            password_env: Some("PW".to_owned()),
-            oauth2_token_env: None,
-            ca_file: None,
-            rate_limit: None,
-        };
-        let login = ImapLogin::Password(
-            crate::config::env::Env::from_pairs([("PW", password)])
-                .secret("PW")
-                .expect("set"),
-        );
-        ImapStore::new(&spec, user.to_owned(), login, None).expect("settings")
+        super::super::tests::plain_store(port, user, password)
     }
 
     /// The test's own session on the mailbox (not mailgate's), to deliver and change mail.

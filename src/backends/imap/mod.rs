@@ -1091,6 +1091,26 @@ mod tests {
     use super::*;
     use crate::config::Security;
 
+    /// A store of `user` on a plain-text loopback server at `port`, logging in with `password`.
+    pub(super) fn plain_store(port: u16, user: &str, password: &str) -> ImapStore {
+        let spec = ServerSpec {
+            host: "127.0.0.1".to_owned(),
+            port,
+            security: Security::Plain,
+            username: None,
+            password_env: Some("PW".to_owned()),
+            oauth2_token_env: None,
+            ca_file: None,
+            rate_limit: None,
+        };
+        let login = ImapLogin::Password(
+            crate::config::env::Env::from_pairs([("PW", password)])
+                .secret("PW")
+                .expect("set"),
+        );
+        ImapStore::new(&spec, user.to_owned(), login, None).expect("settings")
+    }
+
     /// A scripted IMAP server on loopback: answers LOGIN, CAPABILITY and EXAMINE properly, then
     /// answers the first UID FETCH with one complete untagged FETCH line and closes the
     /// connection before the tagged completion.
@@ -1139,23 +1159,7 @@ mod tests {
     #[tokio::test]
     async fn an_answer_cut_between_responses_is_a_failure_not_a_short_answer() {
         let port = server_that_ends_a_fetch_early().await;
-        let spec = ServerSpec {
-            host: "127.0.0.1".to_owned(),
-            port,
-            security: Security::Plain,
-            username: None,
-            password_env: Some("PW".to_owned()),
-            oauth2_token_env: None,
-            ca_file: None,
-            rate_limit: None,
-        };
-        let login = ImapLogin::Password(
-            crate::config::env::Env::from_pairs([("PW", "pw")])
-                .secret("PW")
-                .expect("set"),
-        );
-        let store =
-            ImapStore::new(&spec, "ops@example.org".to_owned(), login, None).expect("settings");
+        let store = plain_store(port, "ops@example.org", "pw");
         let id = MessageRef {
             folder: "INBOX".to_owned(),
             uid_validity: 7,

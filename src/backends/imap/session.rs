@@ -171,17 +171,30 @@ impl Conn {
         if uids.is_empty() {
             return Ok(Vec::new());
         }
-        let set = query::uid_set(uids);
+        self.fetch_set(&query::uid_set(uids), items, |u| {
+            uids.binary_search(&u).is_ok()
+        })
+        .await
+    }
+
+    /// `UID FETCH <set> <items>` read to the end, keeping the answers whose UID `wanted` takes
+    /// (a server may volunteer others).
+    pub(super) async fn fetch_set(
+        &mut self,
+        set: &str,
+        items: &str,
+        wanted: impl Fn(u32) -> bool,
+    ) -> Result<Vec<async_imap::types::Fetch>, OpError> {
         let fetched: Vec<_> = self
             .session
-            .uid_fetch(&set, items)
+            .uid_fetch(set, items)
             .await?
             .try_collect()
             .await?;
         self.intact()?;
         Ok(fetched
             .into_iter()
-            .filter(|f| f.uid.is_some_and(|u| uids.binary_search(&u).is_ok()))
+            .filter(|f| f.uid.is_some_and(&wanted))
             .collect())
     }
 
