@@ -6,7 +6,8 @@
 //! code (inline items and test-only files) do not count: a test may reach up the layers, a build
 //! may not. Invariant: no circle is allowed, in either crate (the backends ↔ search circle, the
 //! last one allowed, went with the backend seam of issue 10). The scanner is lexical, not a Rust
-//! parser; its blind spots (macros that build paths, `#[path]`) are not used in this crate.
+//! parser; its blind spots (macros that build paths, `#[path]`) are not used in this crate
+//! outside test code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -29,8 +29,8 @@ use std::time::Duration;
 
 pub(crate) use error::BackendError;
 pub(crate) use model::{
-    AttachmentMeta, Capabilities, FolderInfo, FolderSelector, FolderStats, ItemResult,
-    MessageDetail, MessageSummary, MessageText, Page, ScanRequest,
+    AttachmentMeta, Capabilities, Categories, Contact, FolderInfo, FolderSelector, FolderStats,
+    ItemResult, MessageDetail, MessageSummary, MessageText, Page, ScanRequest,
 };
 use model::{Flags, WellKnown};
 
@@ -103,6 +103,27 @@ pub(crate) trait MailStore: Sync {
         &self,
         message_id: &str,
     ) -> impl Future<Output = Result<Vec<AttachmentMeta>, BackendError>> + Send;
+
+    /// The mailbox's categories. The default: none (Maildir keeps no labels).
+    fn categories(&self) -> impl Future<Output = Result<Categories, BackendError>> + Send {
+        async {
+            Ok(Categories::Unsupported(
+                "this kind of mailbox keeps no categories",
+            ))
+        }
+    }
+
+    /// The mailbox's own address book: at most `limit` entries matching `query` (a name or
+    /// address fragment; all when `None`). `Ok(None)` when the backend has no address book:
+    /// the caller then derives correspondents from recent headers.
+    fn address_book(
+        &self,
+        query: Option<&str>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Option<Vec<Contact>>, BackendError>> + Send {
+        let _ = (query, limit);
+        async { Ok(None) }
+    }
 
     /// The id of the folder a selector names (a well-known name resolved the backend's way),
     /// as listings' `folder_id` carry it; `NotFound` when the mailbox has no such folder. The
@@ -223,6 +244,18 @@ impl NotBuilt {
 }
 
 impl MailStore for NotBuilt {
+    async fn categories(&self) -> Result<Categories, BackendError> {
+        self.refuse()
+    }
+
+    async fn address_book(
+        &self,
+        _: Option<&str>,
+        _: usize,
+    ) -> Result<Option<Vec<Contact>>, BackendError> {
+        self.refuse()
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             search: model::SearchKind::ListingOnly,
@@ -442,6 +475,18 @@ impl Backend {
             on_backend!(self, b => b.attachment(message_id, attachment_id, max_bytes).await)
         })
         .await
+    }
+
+    pub(crate) async fn categories(&self) -> Result<Categories, BackendError> {
+        bounded(async { on_backend!(self, b => b.categories().await) }).await
+    }
+
+    pub(crate) async fn address_book(
+        &self,
+        query: Option<&str>,
+        limit: usize,
+    ) -> Result<Option<Vec<Contact>>, BackendError> {
+        bounded(async { on_backend!(self, b => b.address_book(query, limit).await) }).await
     }
 
     pub(crate) async fn resolve_folder(

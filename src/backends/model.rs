@@ -92,6 +92,25 @@ pub(crate) struct Flags {
 /// why this item failed.
 pub(crate) type ItemResult<T> = Result<T, BackendError>;
 
+/// A mailbox's categories: the labels its messages can carry, as its backend defines them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Categories {
+    /// The names the backend lists (Graph's master categories, IMAP keywords). Untrusted: a
+    /// mailbox's owner (or a sender, for IMAP keywords some servers let a message create)
+    /// chose them.
+    Listed(Vec<String>),
+    /// The backend keeps none; why, for the answer.
+    Unsupported(&'static str),
+}
+
+/// One correspondent: an address-book entry, or a name and address seen in headers.
+/// Sender-controlled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Contact {
+    pub(crate) name: Option<String>,
+    pub(crate) address: String,
+}
+
 /// One folder of a mailbox, flat; the tree is rebuilt from `parent_id`.
 #[derive(Clone, Debug)]
 pub(crate) struct FolderInfo {

@@ -18,6 +18,7 @@ pub(crate) mod framing;
 mod handoff;
 pub(crate) mod output;
 mod read;
+pub(crate) use read::{list_allowed_mailboxes, list_folders};
 mod schema;
 pub(crate) mod send;
 mod strict;
@@ -145,16 +146,26 @@ where
     // to the model, the client's logs and the CLI's output (issue 8, finding 6). garde's report is
     // value-free by construction: static field paths, our own messages and the schema's bounds.
     // Either message names fields as the schema does (camelCase), so the model can fix the call.
+    let args: A = decode(raw).map_err(CallError::InvalidParams)?;
+    f(app, args).await.map_err(CallError::Tool)
+}
+
+/// Deserialises strictly and validates arguments of type `A`; the error names fields as the
+/// schema does and quotes no value (tool arguments, prompt arguments).
+pub(crate) fn decode<A>(raw: JsonObject) -> Result<A, String>
+where
+    A: DeserializeOwned + Validate<Context = ()> + schemars::JsonSchema + 'static,
+{
     let declared = || declared_names(&input_schema::<A>());
     let args: A = strict::from_value(Value::Object(raw)).map_err(|e| {
         let declared = declared();
-        CallError::InvalidParams(e.describe(|k| declared.contains(k)))
+        e.describe(|k| declared.contains(k))
     })?;
     args.validate().map_err(|report| {
         let declared = declared();
-        CallError::InvalidParams(strict::describe_report(&report, |k| declared.contains(k)))
+        strict::describe_report(&report, |k| declared.contains(k))
     })?;
-    f(app, args).await.map_err(CallError::Tool)
+    Ok(args)
 }
 
 /// Every property name an input schema declares, at any depth (its `$defs` included).

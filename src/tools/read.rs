@@ -185,7 +185,10 @@ pub(super) static TOOLS: &[ToolDef] = &[
     ),
 ];
 
-async fn list_allowed_mailboxes(app: Arc<App>, _args: NoArgs) -> Result<ToolOutput, ToolError> {
+pub(crate) async fn list_allowed_mailboxes(
+    app: Arc<App>,
+    _args: NoArgs,
+) -> Result<ToolOutput, ToolError> {
     let mailboxes: Vec<String> = app
         .config
         .mailboxes
@@ -713,7 +716,10 @@ fn message_out(detail: &MessageDetail, args: &GetMessageArgs, max_body: usize) -
     }
 }
 
-async fn list_folders(app: Arc<App>, args: MailboxArgs) -> Result<ToolOutput, ToolError> {
+pub(crate) async fn list_folders(
+    app: Arc<App>,
+    args: MailboxArgs,
+) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
     let mut folders = resolved.backend.list_folders().await?;
     let truncated = folders.len() > MAX_FOLDERS;

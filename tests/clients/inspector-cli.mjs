@@ -38,8 +38,8 @@ if (!mailgate && !http) {
 const target = http ? [http, '--transport', 'http'] : [mailgate, 'serve'];
 
 /** Runs the Inspector CLI once; resolves to its parsed JSON answer or throws with its output. */
-async function inspect(method, toolName, args = {}) {
-  const argv = [inspector, '--cli', ...target, '--method', method];
+async function inspect(method, toolName, args = {}, extra = []) {
+  const argv = [inspector, '--cli', ...target, '--method', method, ...extra];
   if (toolName) {
     argv.push('--tool-name', toolName);
   }
@@ -297,9 +297,38 @@ async function worker() {
 }
 await Promise.all([worker(), worker()]);
 
+// Resources and prompts (issue 22), as the Inspector lists and reads them.
+const surface = [
+  ['resources/list', [], (r) => r.resources?.some((x) => x.uri === 'mailgate://policy')],
+  ['resources/templates/list', [], (r) => r.resourceTemplates?.length === 4],
+  [
+    'resources/read',
+    ['--uri', 'mailgate://finance/folders'],
+    (r) => JSON.parse(r.contents?.[0]?.text ?? '{}').folders?.length > 0,
+  ],
+  ['prompts/list', [], (r) => r.prompts?.length === 4],
+  [
+    'prompts/get',
+    ['--prompt-name', 'triage_inbox', '--prompt-args', 'mailbox=personal'],
+    (r) => r.messages?.[0]?.content?.text?.includes('list_messages'),
+  ],
+];
+for (const [method, extra, good] of surface) {
+  try {
+    const result = await inspect(method, undefined, {}, extra);
+    if (good(result)) {
+      process.stdout.write(`ok ${method}\n`);
+    } else {
+      fail(`${method}: ${JSON.stringify(result).slice(0, 300)}`);
+    }
+  } catch (error) {
+    fail(`${method}: the Inspector failed: ${error.message.slice(0, 400)}`);
+  }
+}
+
 if (failures.length > 0) {
   process.stdout.write(`inspector cli: ${failures.length} failure(s)\n`);
   process.exitCode = 1;
 } else {
-  process.stdout.write(`inspector cli: ${planned.length} calls passed\n`);
+  process.stdout.write(`inspector cli: ${planned.length + surface.length} calls passed\n`);
 }

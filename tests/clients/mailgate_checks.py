@@ -50,3 +50,49 @@ async def read_calls(session: ClientSession) -> list:
     )
     print("ok invalid arguments are a tool result")
     return mailboxes.structured_content["mailboxes"]
+
+
+async def surface_calls(session: ClientSession, catalog: str) -> None:
+    """Resources, templates, completion and prompts (issue 22): the listings, a read of the
+    allowlist, the policy (whose catalog is `catalog`) and finance's folders, an alias completed
+    from a prefix, and a prompt expanded; an alias off the allowlist is refused by code -32002."""
+    import json
+
+    from mcp import types
+    from mcp.shared.exceptions import MCPError
+
+    resources = (await session.list_resources()).resources
+    uris = {str(r.uri) for r in resources}
+    check({"mailgate://mailboxes", "mailgate://policy", "mailgate://finance/folders"} <= uris, f"resources: {uris}")
+    templates = [t.uri_template for t in (await session.list_resource_templates()).resource_templates]
+    check("mailgate://{alias}/contacts{?query}" in templates, f"templates: {templates}")
+    print(f"ok resources/list: {len(uris)} resources, {len(templates)} templates")
+
+    def body(result) -> dict:
+        return json.loads(result.contents[0].text)
+
+    mailboxes = body(await session.read_resource("mailgate://mailboxes"))
+    check("finance" in mailboxes["mailboxes"], f"mailboxes: {mailboxes}")
+    policy = body(await session.read_resource("mailgate://policy"))
+    check(policy["catalog"] == catalog, f"policy catalog: {policy['catalog']}")
+    folders = body(await session.read_resource("mailgate://finance/folders"))
+    check(len(folders["folders"]) > 0, f"folders: {folders}")
+    try:
+        await session.read_resource("mailgate://nobody/folders")
+        raise AssertionError("an alias off the allowlist was read")
+    except MCPError as error:
+        check(error.error.code == -32002, f"unknown alias: {error.error}")
+    print("ok resources/read: mailboxes, policy, folders; unknown alias -32002")
+
+    completed = await session.complete(
+        types.ResourceTemplateReference(type="ref/resource", uri="mailgate://{alias}/folders"),
+        {"name": "alias", "value": "fin"},
+    )
+    check(completed.completion.values == ["finance"], f"completion: {completed.completion}")
+    print("ok completion/complete: fin -> finance")
+
+    prompts = [p.name for p in (await session.list_prompts()).prompts]
+    check(prompts == ["compose_email", "summarize_emails", "triage_inbox", "find_evidence"], f"prompts: {prompts}")
+    triage = await session.get_prompt("triage_inbox", {"mailbox": "finance"})
+    check("list_messages" in triage.messages[0].content.text, f"triage_inbox: {triage}")
+    print("ok prompts/list and prompts/get")

@@ -14,7 +14,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from mailgate_checks import check, read_calls
+from mailgate_checks import check, read_calls, surface_calls
 
 TWENTY = 20
 
@@ -37,6 +37,7 @@ async def main(mailgate: str) -> None:
             print(f"ok tools/list: {len(names)} tools")
 
             await read_calls(session)
+            await surface_calls(session, os.environ.get("MAILGATE_EXPECT_CATALOG", "read+handoffs+writes+send"))
 
             try:
                 await session.call_tool("delete_email", {})

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 
-from mailgate_checks import check, read_calls
+from mailgate_checks import check, read_calls, surface_calls
 
 TWELVE = 12
 GATED = ["create_draft", "send_email", "move_messages", "create_attachment_handoff"]
@@ -91,6 +91,7 @@ async def main(url: str, token: str) -> None:
                 print(f"ok tools/list: {len(names)} read-only tools")
 
                 aliases = await read_calls(session)
+                await surface_calls(session, "read")
                 check(sorted(aliases) == ["archive", "finance", "personal", "support"], f"aliases: {aliases}")
 
                 for name in GATED:

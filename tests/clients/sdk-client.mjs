@@ -116,6 +116,20 @@ async function scenario(handoffs, writes, send) {
       `${label}: list_allowed_mailboxes answered ${JSON.stringify(mailboxes.structuredContent)}`
     );
 
+    // Resources and prompts are the same on every catalog; the policy view names this one.
+    const { resources } = await client.listResources();
+    check(
+      resources.some((r) => r.uri === 'mailgate://test/folders'),
+      `${label}: resources/list ${JSON.stringify(resources).slice(0, 300)}`
+    );
+    const policy = JSON.parse((await client.readResource({ uri: 'mailgate://policy' })).contents[0].text);
+    check(
+      JSON.stringify([...policy.tools].sort()) === JSON.stringify(names),
+      `${label}: mailgate://policy lists ${policy.tools}`
+    );
+    const { prompts } = await client.listPrompts();
+    check(prompts.length === 4, `${label}: prompts/list ${prompts.map((p) => p.name)}`);
+
     // Invalid arguments reach the model as a tool result naming the field, not an exception.
     const invalid = await client.callTool({
       name: 'search_mailbox',

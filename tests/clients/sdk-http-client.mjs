@@ -141,6 +141,36 @@ async function main() {
     );
     process.stdout.write('ok list_messages, list_folders, list_attachments, get_attachment_content\n');
 
+    // Resources, templates, completion and prompts over HTTP (issue 22).
+    const { resourceTemplates } = await c.listResourceTemplates();
+    check(resourceTemplates.length === 4, `templates: ${JSON.stringify(resourceTemplates)}`);
+    const contacts = JSON.parse(
+      (await c.readResource({ uri: 'mailgate://finance/contacts?query=example' })).contents[0].text
+    );
+    check(
+      contacts.source === 'headers' && contacts.dataTrust === 'UNTRUSTED_EMAIL_DATA_V1',
+      `contacts: ${JSON.stringify(contacts).slice(0, 300)}`
+    );
+    const policy = JSON.parse((await c.readResource({ uri: 'mailgate://policy' })).contents[0].text);
+    check(policy.catalog === 'read' && policy.gates.send === false, `policy over HTTP (read-only whatever the gates): ${JSON.stringify(policy.gates)}`);
+    const completion = await c.complete({
+      ref: { type: 'ref/resource', uri: 'mailgate://{alias}/contacts{?query}' },
+      argument: { name: 'alias', value: 'sup' },
+    });
+    check(
+      JSON.stringify(completion.completion.values) === '["support"]',
+      `completion: ${JSON.stringify(completion)}`
+    );
+    const evidence = await c.getPrompt({
+      name: 'find_evidence',
+      arguments: { question: 'who sent the ledger?', mailboxes: 'finance' },
+    });
+    check(
+      evidence.messages[0].content.text.includes('investigate_documents'),
+      `prompts/get: ${JSON.stringify(evidence).slice(0, 300)}`
+    );
+    process.stdout.write('ok resources/templates/list, resources/read, completion/complete, prompts/get\n');
+
     // Invalid arguments reach the model as a tool result naming the field, not an exception.
     const invalid = await c.callTool({
       name: 'search_mailbox',

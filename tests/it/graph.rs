@@ -1076,3 +1076,43 @@ async fn the_index_syncs_a_graph_mailbox_by_delta_and_resyncs_after_a_410() {
     assert_eq!(search("mikeword").await["status"], "NOT_FOUND");
     assert_eq!(search("novemberword").await["status"], "FOUND");
 }
+
+/// Resources on Graph (issue 22): master categories, contacts (the address book) and people
+/// search for a contacts query, each through its own Graph route.
+#[tokio::test]
+async fn resources_read_categories_contacts_and_people_from_graph() {
+    let fake = FakeGraph::start().await;
+    fake.add_mailbox(FINANCE);
+    fake.set_categories(FINANCE, &["Invoices", "Red category"]);
+    fake.add_contact(FINANCE, "Ana Lima", "ana.lima@example.com");
+    fake.add_contact(FINANCE, "Bruno Costa", "bruno.costa@example.com");
+    fake.add_contact(FINANCE, "Finance Team", FINANCE);
+    let (_world, c) = finance_client(&fake, "").await;
+    let read = |uri: &'static str| crate::surface::read(&c, uri);
+
+    let categories = read("mailgate://finance/categories").await.unwrap();
+    assert_eq!(
+        categories["categories"],
+        json!(["Invoices", "Red category"])
+    );
+    assert_eq!(categories["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
+    let book = read("mailgate://finance/contacts").await.unwrap();
+    assert_eq!(book["source"], "addressBook", "{book}");
+    // The mailbox's own address is never listed.
+    assert_eq!(
+        book["contacts"],
+        json!([
+            { "name": "Ana Lima", "address": "ana.lima@example.com" },
+            { "name": "Bruno Costa", "address": "bruno.costa@example.com" }
+        ])
+    );
+    let people = read("mailgate://finance/contacts?query=bruno")
+        .await
+        .unwrap();
+    assert_eq!(people["contacts"][0]["address"], "bruno.costa@example.com");
+    assert_eq!(people["contacts"].as_array().unwrap().len(), 1);
+    assert_eq!(fake.route_count(Route::Categories), 1);
+    assert_eq!(fake.route_count(Route::Contacts), 1);
+    assert_eq!(fake.route_count(Route::People), 1);
+    c.close().await;
+}

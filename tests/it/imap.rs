@@ -1396,3 +1396,63 @@ async fn the_index_syncs_an_imap_mailbox_with_condstore() {
         "{third}"
     );
 }
+
+/// Resources on IMAP (issue 22): the inbox's keywords as categories (one set by another client
+/// on a message), and contacts derived from the headers of recent mail (IMAP has no address
+/// book), said so in the answer.
+#[tokio::test]
+async fn resources_read_keywords_as_categories_and_contacts_from_headers() {
+    let server = server_or_skip!("resources_read_keywords_as_categories_and_contacts_from_headers");
+    let owner = ImapUser::fresh(server, "resources");
+    let note = |n: usize, from: &str| {
+        format!(
+            "From: {from}\r\nTo: {}\r\nSubject: Note {n}\r\nMessage-ID: <res-{n}@example.org>\r\n\
+             Date: Mon, 2 Nov 2026 10:0{n}:00 +0000\r\n\r\nBody {n}.\r\n",
+            owner.address
+        )
+    };
+    owner
+        .append(
+            "INBOX",
+            note(1, "Ana Lima <ana.lima@example.org>").as_bytes(),
+            &["$Invoices"],
+        )
+        .await;
+    owner
+        .append(
+            "INBOX",
+            note(2, "Bruno Costa <bruno.costa@example.org>").as_bytes(),
+            &[],
+        )
+        .await;
+    owner
+        .append(
+            "INBOX",
+            note(3, "Ana Lima <ana.lima@example.org>").as_bytes(),
+            &[],
+        )
+        .await;
+    let entry = ImapEntry::new(server, "box", &owner);
+    let (_world, c) = serve(server, World::new(), &[entry]).await;
+
+    let categories = crate::surface::read(&c, "mailgate://box/categories")
+        .await
+        .unwrap();
+    let listed = categories["categories"].as_array().unwrap();
+    assert!(listed.contains(&json!("$Invoices")), "{categories}");
+    let contacts = crate::surface::read(&c, "mailgate://box/contacts")
+        .await
+        .unwrap();
+    assert_eq!(contacts["source"], "headers", "{contacts}");
+    assert_eq!(
+        contacts["contacts"][0],
+        json!({ "name": "Ana Lima", "address": "ana.lima@example.org", "seen": 2 }),
+        "{contacts}"
+    );
+    assert_eq!(
+        contacts["contacts"].as_array().unwrap().len(),
+        2,
+        "{contacts}"
+    );
+    c.close().await;
+}

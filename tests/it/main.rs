@@ -35,6 +35,7 @@ mod read_tools;
 mod real_clients;
 mod send;
 mod state_folder;
+mod surface;
 mod telemetry;
 mod token_budget;
 mod writes;

@@ -26,7 +26,9 @@ use tokio::sync::Semaphore;
 use self::auth::{AppCredential, TokenSource};
 use self::client::{Body, GraphClient, Repeat, Request};
 use self::endpoints::Endpoints;
-use self::wire::{Attachment, AttachmentKind, Collection, Folder, Message};
+use self::wire::{
+    Attachment, AttachmentKind, Category, Collection, ContactItem, Folder, Message, Person,
+};
 use super::changes::FolderSync;
 use super::model::{
     Capabilities, ContentGap, Flags, FolderInfo, FolderSelector, FolderStats, ItemResult,
@@ -353,6 +355,72 @@ impl GraphStore {
 }
 
 impl MailStore for GraphStore {
+    async fn categories(&self) -> Result<super::Categories, BackendError> {
+        let url = self.url(&["outlook", "masterCategories"]);
+        let page: Collection<Category> = self.get_json(url, Self::deadline()).await?;
+        Ok(super::Categories::Listed(
+            page.value
+                .into_iter()
+                .filter_map(|c| c.display_name.filter(|n| !n.trim().is_empty()))
+                .collect(),
+        ))
+    }
+
+    /// Contacts when there is no query; with one, Graph's people search (the people the user
+    /// corresponds with, contacts included, matched by Graph).
+    async fn address_book(
+        &self,
+        query: Option<&str>,
+        limit: usize,
+    ) -> Result<Option<Vec<super::Contact>>, BackendError> {
+        let top = limit.clamp(1, 100).to_string();
+        let contact = |name: Option<String>, address: Option<String>| {
+            address
+                .filter(|a| !a.trim().is_empty())
+                .map(|address| super::Contact {
+                    name: name.filter(|n| !n.trim().is_empty()),
+                    address,
+                })
+        };
+        let found: Vec<super::Contact> = match query {
+            Some(q) => {
+                // The query is one quoted phrase: quotes and backslashes cannot leave it.
+                let phrase: String = q.chars().filter(|c| !matches!(c, '"' | '\\')).collect();
+                let url = Self::with_query(
+                    self.url(&["people"]),
+                    &[("$search", &format!("\"{phrase}\"")), ("$top", &top)],
+                );
+                let page: Collection<Person> = self.get_json(url, Self::deadline()).await?;
+                page.value
+                    .into_iter()
+                    .flat_map(|p| {
+                        let name = p.display_name;
+                        p.scored_email_addresses
+                            .into_iter()
+                            .filter_map(move |a| contact(name.clone(), a.address))
+                    })
+                    .collect()
+            }
+            None => {
+                let url = Self::with_query(
+                    self.url(&["contacts"]),
+                    &[("$select", "displayName,emailAddresses"), ("$top", &top)],
+                );
+                let page: Collection<ContactItem> = self.get_json(url, Self::deadline()).await?;
+                page.value
+                    .into_iter()
+                    .flat_map(|c| {
+                        let name = c.display_name;
+                        c.email_addresses
+                            .into_iter()
+                            .filter_map(move |a| contact(a.name.or(name.clone()), a.address))
+                    })
+                    .collect()
+            }
+        };
+        Ok(Some(found.into_iter().take(limit).collect()))
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             search: SearchKind::RemoteRelevance,

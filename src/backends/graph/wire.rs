@@ -77,6 +77,36 @@ pub(crate) struct EmailAddress {
     pub(crate) address: Option<String>,
 }
 
+/// One of `outlook/masterCategories`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Category {
+    pub(crate) display_name: Option<String>,
+}
+
+/// One of `contacts` (an Outlook contact: a name and up to three addresses).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ContactItem {
+    pub(crate) display_name: Option<String>,
+    #[serde(default)]
+    pub(crate) email_addresses: Vec<EmailAddress>,
+}
+
+/// One of `people` (a person relevant to the user, ranked by Graph).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Person {
+    pub(crate) display_name: Option<String>,
+    #[serde(default)]
+    pub(crate) scored_email_addresses: Vec<ScoredAddress>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ScoredAddress {
+    pub(crate) address: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Recipient {

@@ -826,6 +826,13 @@ impl MailStore for ImapStore {
         batch_end(results, &outcome)
     }
 
+    async fn categories(&self) -> Result<super::Categories, BackendError> {
+        self.admit()?;
+        with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
+            Ok(super::Categories::Listed(conn.keywords().await?))
+        })
+    }
+
     async fn resolve_folder(&self, folder: &FolderSelector) -> Result<String, BackendError> {
         if let FolderSelector::Id(id) = folder {
             ids::folder_name(id)?;

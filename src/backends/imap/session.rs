@@ -86,6 +86,37 @@ impl Conn {
         Ok(uid_validity)
     }
 
+    /// The keywords (IMAP's labels: the flags that are not system flags) the inbox shows in
+    /// its FLAGS and PERMANENTFLAGS, sorted, each once.
+    pub(crate) async fn keywords(&mut self) -> Result<Vec<String>, OpError> {
+        self.selected = None;
+        let opened = self.session.examine("INBOX").await.map_err(|e| match e {
+            async_imap::error::Error::No(_) => OpError::Backend(BackendError::NotFound),
+            other => OpError::Imap(other),
+        })?;
+        self.intact()?;
+        let uid_validity = opened
+            .uid_validity
+            .ok_or(OpError::Backend(BackendError::Malformed))?;
+        self.selected = Some(Selected {
+            name: "INBOX".to_owned(),
+            writable: false,
+            uid_validity,
+        });
+        let mut keywords: Vec<String> = opened
+            .flags
+            .iter()
+            .chain(&opened.permanent_flags)
+            .filter_map(|f| match f {
+                async_imap::types::Flag::Custom(k) => Some(k.to_string()),
+                _ => None,
+            })
+            .collect();
+        keywords.sort();
+        keywords.dedup();
+        Ok(keywords)
+    }
+
     /// Every folder (`LIST "" "*"`), at most [`MAX_FOLDERS`].
     pub(crate) async fn list(&mut self) -> Result<Vec<Listed>, OpError> {
         let names: Vec<_> = self

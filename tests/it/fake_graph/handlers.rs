@@ -168,6 +168,39 @@ impl State {
             Route::Draft => self.draft(&address, ctx, rid),
             Route::Send => self.send(&address, ctx, rid),
             Route::Delta => self.delta(&address, &rest[1], ctx, rid),
+            Route::Categories => {
+                let value: Vec<Value> = self.mailboxes[&address]
+                    .categories
+                    .iter()
+                    .map(|c| json!({ "id": c, "displayName": c, "color": "preset0" }))
+                    .collect();
+                Reply::json(200, &json!({ "value": value }))
+            }
+            Route::Contacts | Route::People => {
+                let top: usize = ctx.param("$top").and_then(|t| t.parse().ok()).unwrap_or(10);
+                // People search matches the quoted phrase in the name or address.
+                let phrase = ctx
+                    .param("$search")
+                    .map(|q| q.trim_matches('"').to_lowercase());
+                let value: Vec<Value> = self.mailboxes[&address]
+                    .contacts
+                    .iter()
+                    .filter(|(name, addr)| {
+                        phrase.as_ref().is_none_or(|p| {
+                            name.to_lowercase().contains(p) || addr.to_lowercase().contains(p)
+                        })
+                    })
+                    .take(top)
+                    .map(|(name, addr)| {
+                        if route == Route::People {
+                            json!({ "displayName": name, "scoredEmailAddresses": [{ "address": addr, "relevanceScore": 1.0 }] })
+                        } else {
+                            json!({ "displayName": name, "emailAddresses": [{ "name": name, "address": addr }] })
+                        }
+                    })
+                    .collect();
+                Reply::json(200, &json!({ "value": value }))
+            }
             Route::Token | Route::Batch | Route::Unknown => {
                 graph_error(400, "BadRequest", "Bad route.", rid)
             }
@@ -813,6 +846,8 @@ impl State {
                 root_id,
                 folders,
                 messages: Vec::new(),
+                categories: Vec::new(),
+                contacts: Vec::new(),
             },
         );
     }

@@ -69,6 +69,12 @@ pub(crate) enum Route {
     Send,
     /// `GET mailFolders/{id}/messages/delta`.
     Delta,
+    /// `GET outlook/masterCategories`.
+    Categories,
+    /// `GET contacts`.
+    Contacts,
+    /// `GET people` (people search).
+    People,
     /// `POST /v1.0/$batch` (its steps are recorded as their own routes too).
     Batch,
     Unknown,
@@ -88,6 +94,9 @@ impl Route {
             | Route::Delta => Some("Mail.Read"),
             Route::Move | Route::Copy | Route::Patch | Route::Draft => Some("Mail.ReadWrite"),
             Route::Send => Some("Mail.Send"),
+            Route::Categories => Some("MailboxSettings.Read"),
+            Route::Contacts => Some("Contacts.Read"),
+            Route::People => Some("People.Read.All"),
             Route::Token | Route::Batch | Route::Unknown => None,
         }
     }
@@ -221,6 +230,10 @@ struct Mailbox {
     root_id: String,
     folders: Vec<Folder>,
     messages: Vec<Message>,
+    /// `outlook/masterCategories` display names.
+    categories: Vec<String>,
+    /// `contacts` (and what `people` searches): (display name, address).
+    contacts: Vec<(String, String)>,
 }
 
 impl Mailbox {
@@ -688,6 +701,9 @@ fn classify(method: &str, segs: &[String], query: &[(String, String)]) -> Route 
         ("POST", ["messages", _, "move"]) => Route::Move,
         ("POST", ["messages", _, "copy"]) => Route::Copy,
         ("POST", ["sendMail"]) => Route::Send,
+        ("GET", ["outlook", "masterCategories"]) => Route::Categories,
+        ("GET", ["contacts"]) => Route::Contacts,
+        ("GET", ["people"]) => Route::People,
         _ => Route::Unknown,
     }
 }

@@ -11,6 +11,20 @@ impl FakeGraph {
     pub(crate) fn add_mailbox(&self, address: &str) {
         self.st().add_mailbox(address);
     }
+    /// Sets the mailbox's master categories.
+    pub(crate) fn set_categories(&self, address: &str, names: &[&str]) {
+        let mut st = self.st();
+        st.add_mailbox(address);
+        let mb = st.mailboxes.get_mut(&address.to_lowercase()).unwrap();
+        mb.categories = names.iter().map(|n| (*n).to_owned()).collect();
+    }
+    /// Adds an Outlook contact (also found by people search).
+    pub(crate) fn add_contact(&self, address: &str, name: &str, contact: &str) {
+        let mut st = self.st();
+        st.add_mailbox(address);
+        let mb = st.mailboxes.get_mut(&address.to_lowercase()).unwrap();
+        mb.contacts.push((name.to_owned(), contact.to_owned()));
+    }
     /// Creates (if needed) the folder path, e.g. `Inbox/Projects`; returns its id.
     pub(crate) fn add_folder(&self, address: &str, path: &str) -> String {
         self.st().ensure_folder(address, path)

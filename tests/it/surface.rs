@@ -1,0 +1,238 @@
+//! Resources, prompts and completions (issue 22) through rmcp's client on the demo: what
+//! `initialize` declares, every resource and template, reads of each view, the errors (bad URI,
+//! alias off the allowlist) that name no address, completion of aliases, and each prompt's
+//! expansion and argument validation.
+
+use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+use rmcp::service::ServiceError;
+use serde_json::{Value, json};
+
+use crate::util::{Client, World};
+
+pub(crate) async fn read(client: &Client, uri: &str) -> Result<Value, ServiceError> {
+    let result = client
+        .inner
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await?;
+    assert_eq!(result.contents.len(), 1, "{uri}");
+    let json = serde_json::to_value(&result.contents[0]).unwrap();
+    assert_eq!(json["uri"], uri);
+    assert_eq!(json["mimeType"], "application/json");
+    Ok(serde_json::from_str(json["text"].as_str().unwrap()).unwrap())
+}
+
+/// The JSON-RPC error code and message of a refused request.
+fn refusal(e: ServiceError) -> (i32, String) {
+    match e {
+        ServiceError::McpError(data) => (data.code.0, data.message.into_owned()),
+        other => panic!("not a protocol error: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn resources_list_read_and_refuse_without_naming_an_address() {
+    let world = World::new();
+    let client = world.demo_client().await;
+    let info = client.inner.peer_info().expect("initialized");
+    let caps = serde_json::to_value(&info.capabilities).unwrap();
+    for cap in ["tools", "resources", "prompts", "completions"] {
+        assert!(caps.get(cap).is_some(), "{cap} not declared: {caps}");
+    }
+
+    let listed = client.inner.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
+    for uri in [
+        "mailgate://mailboxes",
+        "mailgate://policy",
+        "mailgate://finance/folders",
+        "mailgate://archive/index",
+    ] {
+        assert!(uris.contains(&uri), "{uri} not in {uris:?}");
+    }
+    let templates = client.inner.list_all_resource_templates().await.unwrap();
+    let templates: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(
+        templates,
+        [
+            "mailgate://{alias}/folders",
+            "mailgate://{alias}/categories",
+            "mailgate://{alias}/contacts{?query}",
+            "mailgate://{alias}/index"
+        ]
+    );
+
+    let mailboxes = read(&client, "mailgate://mailboxes").await.unwrap();
+    assert_eq!(
+        mailboxes["mailboxes"],
+        json!(["personal", "finance", "support", "archive"])
+    );
+    let policy = read(&client, "mailgate://policy").await.unwrap();
+    assert_eq!(policy["catalog"], "read", "{policy}");
+    assert_eq!(policy["tools"].as_array().unwrap().len(), 12);
+    assert_eq!(policy["mailboxes"][3]["access"], "read", "{policy}");
+    let text = policy.to_string();
+    assert!(
+        !text.contains('@') && !text.contains(world.path().to_str().unwrap()),
+        "{text}"
+    );
+
+    let folders = read(&client, "mailgate://finance/folders").await.unwrap();
+    assert!(
+        !folders["folders"].as_array().unwrap().is_empty(),
+        "{folders}"
+    );
+    let categories = read(&client, "mailgate://finance/categories")
+        .await
+        .unwrap();
+    assert_eq!(categories["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
+    assert_eq!(categories["categories"], json!([]));
+    assert!(categories["unsupported"].is_string(), "{categories}");
+    let index = read(&client, "mailgate://finance/index").await.unwrap();
+    assert_eq!(index["indexed"], false, "{index}");
+    assert!(
+        index["note"]
+            .as_str()
+            .unwrap()
+            .contains("index sync finance")
+    );
+
+    // Contacts from headers on Maildir, said so; the mailbox's own address is never listed.
+    let contacts = read(&client, "mailgate://finance/contacts").await.unwrap();
+    assert_eq!(contacts["source"], "headers", "{contacts}");
+    assert_eq!(contacts["dataTrust"], "UNTRUSTED_EMAIL_DATA_V1");
+    assert!(contacts["window"].as_str().unwrap().contains("not listed"));
+    let all = contacts["contacts"].as_array().unwrap();
+    assert!(!all.is_empty(), "{contacts}");
+    assert!(
+        all.iter().all(|c| c["address"] != "finance@example.com"),
+        "{contacts}"
+    );
+    let first = all[0]["address"].as_str().unwrap().to_owned();
+    let narrowed = read(
+        &client,
+        &format!("mailgate://finance/contacts?query={}", &first[..4]),
+    )
+    .await
+    .unwrap();
+    let matched = narrowed["contacts"].as_array().unwrap();
+    assert!(
+        !matched.is_empty() && matched.len() <= all.len(),
+        "{narrowed}"
+    );
+
+    // Refusals: a malformed URI is invalid params; an alias off the allowlist is not found;
+    // neither names an address.
+    for (uri, code) in [
+        ("mailgate://finance/messages", -32602),
+        ("file:///etc/passwd", -32602),
+        ("mailgate://finance/contacts?query=%zz", -32602),
+        ("mailgate://nobody/folders", -32002),
+    ] {
+        let (got, message) = refusal(read(&client, uri).await.unwrap_err());
+        assert_eq!(got, code, "{uri}: {message}");
+        assert!(!message.contains('@'), "{message}");
+    }
+
+    // Completion of a template's alias.
+    let values = client
+        .inner
+        .complete_resource_simple("mailgate://{alias}/folders", "alias", "fi")
+        .await
+        .unwrap();
+    assert_eq!(values, ["finance"]);
+    client.close().await;
+}
+
+async fn prompt(client: &Client, name: &str, args: Value) -> Result<String, ServiceError> {
+    let mut params = GetPromptRequestParams::new(name);
+    params.arguments = args.as_object().cloned();
+    let result = client.inner.get_prompt(params).await?;
+    let json = serde_json::to_value(&result.messages).unwrap();
+    assert_eq!(json[0]["role"], "user");
+    Ok(json[0]["content"]["text"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn prompts_expand_with_this_catalogs_tools_and_validate_their_arguments() {
+    let world = World::new();
+    let client = world.demo_client().await;
+    let prompts = client.inner.list_all_prompts().await.unwrap();
+    let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "compose_email",
+            "summarize_emails",
+            "triage_inbox",
+            "find_evidence"
+        ]
+    );
+
+    let compose = prompt(
+        &client,
+        "compose_email",
+        json!({ "context": "thank Ana for the invoice", "mailbox": "finance" }),
+    )
+    .await
+    .unwrap();
+    assert!(compose.contains("thank Ana for the invoice"));
+    // The read catalog has no create_draft: the prompt does not offer it.
+    assert!(compose.contains("cannot save drafts"), "{compose}");
+    assert!(compose.contains("NOT_FOUND"), "{compose}");
+
+    let summary = prompt(
+        &client,
+        "summarize_emails",
+        json!({ "mailbox": "finance", "query": "invoice" }),
+    )
+    .await
+    .unwrap();
+    assert!(
+        summary.contains(r#""criteria":{"query":"invoice"}"#),
+        "{summary}"
+    );
+    let triage = prompt(&client, "triage_inbox", json!({ "mailbox": "personal" }))
+        .await
+        .unwrap();
+    assert!(triage.contains("list_messages"), "{triage}");
+    let evidence = prompt(
+        &client,
+        "find_evidence",
+        json!({ "question": "did we pay the March invoice?", "mailboxes": "finance, support" }),
+    )
+    .await
+    .unwrap();
+    assert!(evidence.contains("finance, support"), "{evidence}");
+
+    for (name, args, names) in [
+        (
+            "summarize_emails",
+            json!({ "mailbox": "nobody" }),
+            "mailbox",
+        ),
+        ("summarize_emails", json!({}), "mailbox"),
+        ("compose_email", json!({ "context": "" }), "context"),
+        (
+            "find_evidence",
+            json!({ "question": "x", "mailboxes": "finance,nobody" }),
+            "mailboxes",
+        ),
+        (
+            "triage_inbox",
+            json!({ "mailbox": "personal", "extra": "x" }),
+            "unknown",
+        ),
+        ("no_such_prompt", json!({}), "no such prompt"),
+    ] {
+        let (code, message) = refusal(prompt(&client, name, args).await.unwrap_err());
+        assert_eq!(code, -32602, "{name}: {message}");
+        assert!(message.contains(names), "{name}: {message}");
+    }
+    let values = client
+        .inner
+        .complete_prompt_simple("triage_inbox", "mailbox", "a")
+        .await
+        .unwrap();
+    assert_eq!(values, ["archive"]);
+    client.close().await;
+}
