@@ -115,11 +115,14 @@ fn contacts_query(params: &str) -> Result<Option<String>, UriError> {
         return Err(UriError::BadQuery);
     }
     let decoded = percent_decode(&value.replace('+', " ")).ok_or(UriError::BadQuery)?;
+    if decoded.chars().any(char::is_control) {
+        return Err(UriError::BadQuery);
+    }
     let trimmed = decoded.trim();
     if trimmed.is_empty() {
         return Ok(None);
     }
-    if trimmed.chars().count() > MAX_QUERY_CHARS || trimmed.chars().any(char::is_control) {
+    if trimmed.chars().count() > MAX_QUERY_CHARS {
         return Err(UriError::BadQuery);
     }
     Ok(Some(trimmed.to_owned()))
