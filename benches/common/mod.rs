@@ -24,6 +24,10 @@ pub(crate) fn exe() -> &'static str {
     clippy::disallowed_methods,
     reason = "a bench binary reads its own knobs; the library's env rule is for config::env"
 )]
+#[allow(
+    dead_code,
+    reason = "the tokens bench is as quick either way and has no smoke mode"
+)]
 pub(crate) fn smoke() -> bool {
     let args: Vec<String> = std::env::args().skip(1).collect();
     args.iter().any(|a| a == "--smoke")

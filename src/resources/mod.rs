@@ -30,16 +30,7 @@ const JSON: &str = "application/json";
 
 /// The fixed resources and, per allowlisted alias, its views (contacts without a query).
 pub(crate) fn list(app: &App) -> Vec<Resource> {
-    let mut out = vec![
-        Resource::new(uri::MAILBOXES, "mailboxes")
-            .with_description("The allowlisted mailbox aliases and each one's access.")
-            .with_mime_type(JSON),
-        Resource::new(uri::POLICY, "policy")
-            .with_description(
-                "The tool catalog, gates, per-alias access and limits in force (no addresses).",
-            )
-            .with_mime_type(JSON),
-    ];
+    let mut out = fixed();
     for m in &app.config.mailboxes {
         for view in View::ALL {
             out.push(
@@ -52,6 +43,20 @@ pub(crate) fn list(app: &App) -> Vec<Resource> {
         }
     }
     out
+}
+
+/// The resources that exist whatever the allowlist.
+pub(crate) fn fixed() -> Vec<Resource> {
+    vec![
+        Resource::new(uri::MAILBOXES, "mailboxes")
+            .with_description("The allowlisted mailbox aliases and each one's access.")
+            .with_mime_type(JSON),
+        Resource::new(uri::POLICY, "policy")
+            .with_description(
+                "The tool catalog, gates, per-alias access and limits in force (no addresses).",
+            )
+            .with_mime_type(JSON),
+    ]
 }
 
 /// The per-alias templates.

@@ -30,6 +30,26 @@ impl View {
         }
     }
 
+    /// The Microsoft Graph application permission reading the view needs.
+    pub(crate) fn graph_permission(self) -> &'static str {
+        match self {
+            View::Folders => "Mail.Read",
+            View::Categories => "MailboxSettings.Read",
+            View::Contacts => "Contacts.Read (no query), People.Read.All (with a query)",
+            View::Index => "none (the local index)",
+        }
+    }
+
+    /// What reading the view asks of an IMAP server.
+    pub(crate) fn imap_capability(self) -> &'static str {
+        match self {
+            View::Folders => "IMAP4rev1 LIST, STATUS",
+            View::Categories => "IMAP4rev1 EXAMINE INBOX (FLAGS, PERMANENTFLAGS keywords)",
+            View::Contacts => "IMAP4rev1 read (UID FETCH of recent headers)",
+            View::Index => "none (the local index)",
+        }
+    }
+
     /// The RFC 6570 template a client fills in.
     pub(crate) fn template(self) -> String {
         match self {

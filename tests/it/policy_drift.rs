@@ -33,7 +33,10 @@ async fn policy_files_match_the_code() {
         );
         compared += 1;
     }
-    assert_eq!(compared, 9, "eight catalogs and catalog.toml");
+    assert_eq!(
+        compared, 10,
+        "eight catalogs, catalog.toml and surface.json"
+    );
     for name in [
         "read",
         "read+handoffs",

@@ -61,6 +61,19 @@ async fn resources_list_read_and_refuse_without_naming_an_address() {
         ]
     );
 
+    // What a model pays to learn them (benches/tokens.rs prints the figures).
+    let listing = serde_json::to_string(&listed).unwrap().len();
+    let templ = serde_json::to_string(&client.inner.list_all_resource_templates().await.unwrap())
+        .unwrap()
+        .len();
+    let prompts = serde_json::to_string(&client.inner.list_all_prompts().await.unwrap())
+        .unwrap()
+        .len();
+    assert!(
+        listing <= 2_500 && templ <= 1_000 && prompts <= 1_600,
+        "resources {listing} B, templates {templ} B, prompts {prompts} B"
+    );
+
     let mailboxes = read(&client, "mailgate://mailboxes").await.unwrap();
     assert_eq!(
         mailboxes["mailboxes"],
