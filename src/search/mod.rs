@@ -379,6 +379,23 @@ impl SearchPlan {
         }
     }
 
+    /// Widens the plan to reach `skip` results further (a continuation cursor's position):
+    /// `skip + max_results` kept, the scan window grown in proportion. Refused beyond
+    /// [`MAX_CURSOR_DEPTH`] (`false`, the plan unchanged).
+    pub(crate) fn deepen(&mut self, skip: usize) -> bool {
+        if skip == 0 {
+            return true;
+        }
+        let keep = skip.saturating_add(self.max_results);
+        if keep > MAX_CURSOR_DEPTH {
+            return false;
+        }
+        let ratio = self.scan_limit.div_ceil(self.max_results.max(1)).max(1);
+        self.scan_limit = keep.saturating_mul(ratio).min(MAX_CURSOR_DEPTH * 5);
+        self.max_results = keep;
+        true
+    }
+
     fn scan_request(&self) -> ScanRequest {
         ScanRequest {
             folder: FolderSelector::parse(self.folder.as_deref()),
@@ -396,6 +413,10 @@ impl SearchPlan {
         }
     }
 }
+
+/// How many results continuation cursors reach into one search at most: each continuation
+/// re-runs the search wider, so the depth bounds what one call can cost.
+pub(crate) const MAX_CURSOR_DEPTH: usize = 1_000;
 
 /// The evidence-bearing answer for one mailbox.
 #[derive(Clone, Debug)]

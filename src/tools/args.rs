@@ -37,6 +37,22 @@ fn valid_entry(value: &Option<String>, _ctx: &()) -> garde::Result {
 }
 
 /// An optional alias list: 1..=32 valid, unique aliases.
+/// A cursor's text: at most [`cursor::MAX_CURSOR_CHARS`] base64url characters (whether it is
+/// one of this server's is decided when it is redeemed).
+fn cursor_text(value: &Option<String>, _ctx: &()) -> garde::Result {
+    let Some(value) = value else { return Ok(()) };
+    let ok = !value.is_empty()
+        && value.len() <= super::cursor::MAX_CURSOR_CHARS
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(garde::Error::new("not a cursor of this server"))
+    }
+}
+
 fn alias_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
     let Some(values) = values else { return Ok(()) };
     if values.is_empty() || values.len() > 32 {
@@ -223,6 +239,9 @@ pub(crate) struct SearchMailboxArgs {
     #[serde(default)]
     #[garde(dive)]
     pub(crate) criteria: Criteria,
+    // nextCursor of the previous answer (the description says so).
+    #[garde(custom(cursor_text))]
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
@@ -288,6 +307,9 @@ pub(crate) struct GetMessageArgs {
     // First To/Cc address to show: nextRecipientOffset (the description says so).
     #[garde(range(min = 0, max = 1_000_000))]
     pub(crate) recipient_offset: Option<u64>,
+    // nextCursor, instead of both offsets.
+    #[garde(custom(cursor_text))]
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
@@ -312,6 +334,9 @@ pub(crate) struct ListAttachmentsArgs {
     // Attachments per page (default and maximum 100).
     #[garde(range(min = 1, max = 100))]
     pub(crate) limit: Option<u32>,
+    // nextCursor, instead of offset.
+    #[garde(custom(cursor_text))]
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]

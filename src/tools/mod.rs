@@ -14,6 +14,7 @@ pub(crate) mod dates;
 mod evidence;
 #[cfg(test)]
 pub(crate) use evidence::testutil;
+mod cursor;
 pub(crate) mod framing;
 mod handoff;
 pub(crate) mod output;

@@ -246,6 +246,9 @@ pub(crate) struct SearchProjection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) indexed_through: Option<String>,
     pub(crate) messages: Vec<MessageSummaryOut>,
+    /// More messages matched than `maxResults`: pass as `cursor` for the next ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 impl SearchProjection {
@@ -273,6 +276,7 @@ impl SearchProjection {
             warnings: o.warnings.iter().map(|w| (*w).to_owned()).collect(),
             indexed_through: answer.indexed_through.map(crate::tools::dates::iso_z),
             messages,
+            next_cursor: None,
         }
     }
 }
@@ -377,6 +381,9 @@ pub(crate) struct MessageOut {
 pub(crate) struct GetMessageOut {
     pub(crate) mailbox: String,
     pub(crate) message: MessageOut,
+    /// Pass as `cursor` to read on where this answer stopped (body and To/Cc at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -460,6 +467,9 @@ pub(crate) struct ListAttachmentsOut {
     /// Pass as `offset` to read the next page; absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) next_offset: Option<u64>,
+    /// Pass as `cursor` to read the next page (the same as `nextOffset`, authenticated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
     pub(crate) pages_scanned: u32,
     /// More attachments follow this page.
     pub(crate) truncated: bool,

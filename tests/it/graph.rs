@@ -1116,3 +1116,18 @@ async fn resources_read_categories_contacts_and_people_from_graph() {
     assert_eq!(fake.route_count(Route::People), 1);
     c.close().await;
 }
+
+/// Continuation cursors on Graph (issue 22): 500 messages listed 30 at a time by following
+/// nextCursor are every message once, in the order one listing gives the first 100.
+#[tokio::test]
+async fn cursors_page_a_graph_listing_to_the_end() {
+    let (_fake, _world, c) = paging_world().await;
+    let first = crate::surface::ids_at_once(&c, "finance").await;
+    let (paged, answers) = crate::surface::ids_by_cursor(&c, "finance", 30).await;
+    assert_eq!(answers, 17);
+    assert_eq!(paged.len(), 500);
+    assert_eq!(paged[..100], first[..]);
+    let unique: BTreeSet<&String> = paged.iter().collect();
+    assert_eq!(unique.len(), 500);
+    c.close().await;
+}

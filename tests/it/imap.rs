@@ -1456,3 +1456,19 @@ async fn resources_read_keywords_as_categories_and_contacts_from_headers() {
     );
     c.close().await;
 }
+
+/// Continuation cursors on a real IMAP server (issue 22): the demo's finance inbox listed 4 at
+/// a time by following nextCursor is the listing of all of it, in order.
+#[tokio::test]
+async fn cursors_page_an_imap_listing_to_the_end() {
+    let server = server_or_skip!("cursors_page_an_imap_listing_to_the_end");
+    let owner = ImapUser::fresh(server, "cursors");
+    owner.seed_demo("finance").await;
+    let entry = ImapEntry::new(server, "finance", &owner);
+    let (_world, c) = serve(server, World::new(), &[entry]).await;
+    let all = crate::surface::ids_at_once(&c, "finance").await;
+    let (paged, answers) = crate::surface::ids_by_cursor(&c, "finance", 4).await;
+    assert!(answers > 3, "{answers}");
+    assert_eq!(paged, all);
+    c.close().await;
+}

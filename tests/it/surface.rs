@@ -249,3 +249,195 @@ async fn prompts_expand_with_this_catalogs_tools_and_validate_their_arguments() 
     assert_eq!(values, ["archive"]);
     client.close().await;
 }
+
+/// `list_messages` of `mailbox` in pages of `page`, following nextCursor to the end: the ids in
+/// order, and how many answers it took.
+pub(crate) async fn ids_by_cursor(
+    client: &Client,
+    mailbox: &str,
+    page: u32,
+) -> (Vec<String>, usize) {
+    let mut ids = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut answers = 0;
+    loop {
+        let mut args = json!({ "mailbox": mailbox, "criteria": { "maxResults": page } });
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let answer = client.ok("list_messages", args).await;
+        answers += 1;
+        assert!(answers < 200, "cursors never end");
+        ids.extend(
+            answer["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_owned()),
+        );
+        match answer["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return (ids, answers),
+        }
+    }
+}
+
+/// One `list_messages` answer of up to 100 ids: what paging by cursor must reproduce.
+pub(crate) async fn ids_at_once(client: &Client, mailbox: &str) -> Vec<String> {
+    let answer = client
+        .ok(
+            "list_messages",
+            json!({ "mailbox": mailbox, "criteria": { "maxResults": 100 } }),
+        )
+        .await;
+    answer["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn cursors_continue_listings_bodies_and_attachment_pages_and_refuse_tampering() {
+    let world = World::new();
+    let config = crate::util::config_over_demo(
+        &world,
+        &[crate::util::FINANCE, crate::util::PERSONAL],
+        r#", "maxResultsPerMailbox": 100, "maxBodyChars": 200"#,
+    )
+    .await;
+    let client = world.client(&["--config", config.as_str(), "serve"]).await;
+
+    // Listings: page by page to the end, the same messages in the same order as at once.
+    let all = ids_at_once(&client, "finance").await;
+    let (paged, answers) = ids_by_cursor(&client, "finance", 7).await;
+    assert!(answers > 2, "{answers}");
+    assert_eq!(paged, all);
+
+    // A body cut at maxBodyChars: the cursor reads on exactly where nextOffset does.
+    let mut body = String::new();
+    let mut next: Option<String> = None;
+    let mut message_id = String::new();
+    for candidate in &all {
+        let first = client
+            .ok(
+                "get_message",
+                json!({ "mailbox": "finance", "messageId": candidate }),
+            )
+            .await;
+        if first["nextCursor"].is_string() {
+            message_id = candidate.clone();
+            body = first["message"]["body"].as_str().unwrap().to_owned();
+            next = first["nextCursor"].as_str().map(str::to_owned);
+            break;
+        }
+    }
+    let cursor = next.expect("a demo body longer than 200 characters");
+    let by_cursor = client
+        .ok(
+            "get_message",
+            json!({ "mailbox": "finance", "messageId": message_id, "cursor": cursor }),
+        )
+        .await;
+    let by_offset = client
+        .ok(
+            "get_message",
+            json!({ "mailbox": "finance", "messageId": message_id, "offset": 200 }),
+        )
+        .await;
+    assert_eq!(by_cursor["message"]["body"], by_offset["message"]["body"]);
+    assert_eq!(by_cursor["message"]["bodyOffset"], 200);
+    assert_eq!(body.chars().count(), 200);
+
+    // Attachment pages: the cursor of a one-attachment page reads the second.
+    let mut paged_attachments = false;
+    for id in &all {
+        let first = client
+            .ok(
+                "list_attachments",
+                json!({ "mailbox": "finance", "messageId": id, "limit": 1 }),
+            )
+            .await;
+        let Some(next) = first["nextCursor"].as_str() else {
+            continue;
+        };
+        let second = client
+            .ok(
+                "list_attachments",
+                json!({ "mailbox": "finance", "messageId": id, "limit": 1, "cursor": next }),
+            )
+            .await;
+        assert_eq!(second["offset"], 1, "{second}");
+        assert_ne!(
+            second["attachments"][0]["id"],
+            first["attachments"][0]["id"]
+        );
+        paged_attachments = true;
+        break;
+    }
+    assert!(paged_attachments, "a demo message with two attachments");
+
+    // Tampering: altered, another tool's, another message's, another alias's, beside an
+    // offset — each INVALID_ARGUMENT.
+    let mut altered = cursor.clone();
+    let last = altered.pop().unwrap();
+    altered.push(if last == 'A' { 'B' } else { 'A' });
+    let (_, listing_cursor) = {
+        let a = client
+            .ok(
+                "list_messages",
+                json!({ "mailbox": "finance", "criteria": { "maxResults": 3 } }),
+            )
+            .await;
+        (a.clone(), a["nextCursor"].as_str().unwrap().to_owned())
+    };
+    for args in [
+        json!({ "mailbox": "finance", "messageId": message_id, "cursor": altered }),
+        json!({ "mailbox": "finance", "messageId": message_id, "cursor": listing_cursor }),
+        json!({ "mailbox": "finance", "messageId": all[0], "cursor": cursor }),
+        json!({ "mailbox": "personal", "messageId": message_id, "cursor": cursor }),
+        json!({ "mailbox": "finance", "messageId": message_id, "cursor": cursor, "offset": 0 }),
+        json!({ "mailbox": "finance", "messageId": message_id, "cursor": "not a cursor!" }),
+    ] {
+        assert_eq!(
+            client.tool_error("get_message", args.clone()).await,
+            "INVALID_ARGUMENT",
+            "{args}"
+        );
+    }
+    // The same criteria in another order and a listing cursor on search_mailbox.
+    let reordered = client
+        .ok(
+            "list_messages",
+            serde_json::from_str::<Value>(&format!(
+                r#"{{"cursor":"{listing_cursor}","criteria":{{"maxResults":3}},"mailbox":"finance"}}"#
+            ))
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(reordered["messages"][0]["id"], all[3]);
+    assert_eq!(
+        client
+            .tool_error(
+                "search_mailbox",
+                json!({ "mailbox": "finance", "criteria": { "maxResults": 3 }, "cursor": listing_cursor }),
+            )
+            .await,
+        "INVALID_ARGUMENT"
+    );
+    client.close().await;
+
+    // Another server process: the cursor has expired, and says so.
+    let again = world.client(&["--config", config.as_str(), "serve"]).await;
+    let result = again
+        .call(
+            "list_messages",
+            json!({ "mailbox": "finance", "criteria": { "maxResults": 3 }, "cursor": listing_cursor }),
+        )
+        .await
+        .unwrap();
+    let text = crate::util::text_of(&result);
+    assert!(text.contains("expired"), "{text}");
+    again.close().await;
+}
