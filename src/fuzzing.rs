@@ -1156,3 +1156,32 @@ pub fn embeddings(data: &[u8]) {
         "oracle: the count is checked"
     );
 }
+
+// ----------------------------------------------------------------------------------------------
+// mcp_surface
+// ----------------------------------------------------------------------------------------------
+
+/// Untrusted client text → a `resources/read` URI (`resources::uri::ResourceUri::parse`) and a
+/// continuation cursor (`tools::cursor::redeem`).
+///
+/// Oracles, beyond "no panic": an accepted URI names a valid alias and its canonical form parses
+/// back to the same view; arbitrary text never redeems as a cursor unless it is exactly one
+/// issued for the request, and an issued one round-trips to its position, for its tool only.
+pub fn mcp_surface(data: &[u8]) {
+    use crate::resources::uri::ResourceUri;
+    let text = String::from_utf8_lossy(data);
+    if let Ok(parsed) = ResourceUri::parse(&text) {
+        if let ResourceUri::Alias { alias, .. } = &parsed {
+            assert!(
+                crate::alias::Alias::parse(alias.as_str()).is_ok(),
+                "oracle: a valid alias"
+            );
+        }
+        assert_eq!(
+            ResourceUri::parse(&parsed.to_uri()).as_ref(),
+            Ok(&parsed),
+            "oracle: canonical round trip"
+        );
+    }
+    crate::tools::cursor::fuzz(data);
+}

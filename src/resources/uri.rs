@@ -125,6 +125,31 @@ impl ResourceUri {
     }
 }
 
+impl ResourceUri {
+    /// The URI naming this view, its query percent-encoded (what a client would send).
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn to_uri(&self) -> String {
+        match self {
+            ResourceUri::Mailboxes => MAILBOXES.to_owned(),
+            ResourceUri::Policy => POLICY.to_owned(),
+            ResourceUri::Alias { alias, view, query } => {
+                let mut uri = format!("mailgate://{alias}/{}", view.path());
+                if let Some(q) = query {
+                    uri.push_str("?query=");
+                    for b in q.bytes() {
+                        if b.is_ascii_alphanumeric() {
+                            uri.push(char::from(b));
+                        } else {
+                            uri.push_str(&format!("%{b:02X}"));
+                        }
+                    }
+                }
+                uri
+            }
+        }
+    }
+}
+
 /// `query=…` (percent-encoded, `+` as a space), the only parameter; empty means none.
 fn contacts_query(params: &str) -> Result<Option<String>, UriError> {
     if params.is_empty() {
@@ -234,8 +259,11 @@ mod tests {
         /// a valid alias.
         #[test]
         fn parsing_never_panics(uri in "mailgate://[a-z%0-9./?=&+@-]{0,40}") {
-            if let Ok(ResourceUri::Alias { alias, .. }) = ResourceUri::parse(&uri) {
-                proptest::prop_assert!(Alias::parse(alias.as_str()).is_ok());
+            if let Ok(parsed) = ResourceUri::parse(&uri) {
+                if let ResourceUri::Alias { alias, .. } = &parsed {
+                    proptest::prop_assert!(Alias::parse(alias.as_str()).is_ok());
+                }
+                proptest::prop_assert_eq!(ResourceUri::parse(&parsed.to_uri()), Ok(parsed));
             }
         }
     }

@@ -135,6 +135,34 @@ fn tag(key: &Key, binding: &Binding<'_>, body: &[u8]) -> Vec<u8> {
     mac(key, binding, body).finalize().into_bytes().to_vec()
 }
 
+/// Fuzzing oracle (`fuzzing::mcp_surface`): arbitrary text never redeems unless it is exactly a
+/// cursor issued for the request; an issued cursor redeems to its position and nowhere else.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz(data: &[u8]) {
+    let request = serde_json::json!({ "messageId": String::from_utf8_lossy(data) });
+    let b = Binding {
+        tool: "get_message",
+        alias: "finance",
+        request: &request,
+    };
+    let text = String::from_utf8_lossy(data);
+    let position = Position {
+        first: data.len() as u64,
+        second: u64::from(data.first().copied().unwrap_or(0)),
+    };
+    let issued = issue(&b, position);
+    if let Ok(found) = redeem(&b, &text) {
+        assert_eq!(text, issued.as_str(), "oracle: only an issued cursor redeems");
+        assert_eq!(found, position);
+    }
+    assert_eq!(redeem(&b, &issued).ok(), Some(position), "oracle: round trip");
+    let other = Binding {
+        tool: "list_attachments",
+        ..b
+    };
+    assert!(redeem(&other, &issued).is_err(), "oracle: bound to the tool");
+}
+
 /// JSON text with every object's keys sorted, whatever order the client sent them in.
 fn canonical(value: &Value) -> String {
     match value {

@@ -14,7 +14,7 @@ pub(crate) mod dates;
 mod evidence;
 #[cfg(test)]
 pub(crate) use evidence::testutil;
-mod cursor;
+pub(crate) mod cursor;
 pub(crate) mod framing;
 mod handoff;
 pub(crate) mod output;
