@@ -104,6 +104,11 @@ pub(crate) trait MailStore: Sync {
         message_id: &str,
     ) -> impl Future<Output = Result<Vec<AttachmentMeta>, BackendError>> + Send;
 
+    /// Whether messages carry categories a search can filter on (`Filters::categories`).
+    fn keeps_categories(&self) -> bool {
+        false
+    }
+
     /// The mailbox's categories. The default: none (Maildir keeps no labels).
     fn categories(&self) -> impl Future<Output = Result<Categories, BackendError>> + Send {
         async {
@@ -475,6 +480,10 @@ impl Backend {
             on_backend!(self, b => b.attachment(message_id, attachment_id, max_bytes).await)
         })
         .await
+    }
+
+    pub(crate) fn keeps_categories(&self) -> bool {
+        on_backend!(self, b => b.keeps_categories())
     }
 
     pub(crate) async fn categories(&self) -> Result<Categories, BackendError> {

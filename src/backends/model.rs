@@ -157,6 +157,9 @@ pub(crate) struct MessageSummary {
     pub(crate) attachments_listed: bool,
     /// What of this message the backend did not read; `Some` makes a non-match unproven.
     pub(crate) gap: Option<ContentGap>,
+    /// The categories the message carries (Graph categories, IMAP keywords); empty on a
+    /// backend that keeps none.
+    pub(crate) categories: Vec<String>,
 }
 
 /// The words of a search query as a server-side search is given them: maximal runs of letters
@@ -291,6 +294,9 @@ pub(crate) struct Filters {
     pub(crate) date_to: Option<DateTime<Utc>>,
     pub(crate) has_attachments: Option<bool>,
     pub(crate) is_read: Option<bool>,
+    /// Any of these categories (case-insensitive); empty: no category filter. Only a backend
+    /// that keeps categories ([`super::MailStore::keeps_categories`]) can be asked.
+    pub(crate) categories: Vec<String>,
 }
 
 impl Filters {
@@ -342,6 +348,15 @@ impl Filters {
         }
         if let Some(want) = self.has_attachments
             && c.has_attachments != want
+        {
+            return false;
+        }
+        if !self.categories.is_empty()
+            && !c.categories.iter().any(|have| {
+                self.categories
+                    .iter()
+                    .any(|want| want.to_lowercase() == have.to_lowercase())
+            })
         {
             return false;
         }

@@ -276,6 +276,8 @@ fn from_stored(s: StoredSummary) -> MessageSummary {
             .collect(),
         attachments_listed: true,
         gap: GAPS.iter().copied().find(|g| gap_code(Some(*g)) == s.gap),
+        // The index keeps no categories: a search filtering on them never runs on it.
+        categories: Vec::new(),
     }
 }
 

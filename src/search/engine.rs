@@ -424,6 +424,7 @@ pub(crate) mod tests {
             attachments: Vec::new(),
             attachments_listed: true,
             gap: None,
+            categories: Vec::new(),
         }
     }
 

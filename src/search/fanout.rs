@@ -67,7 +67,9 @@ pub(crate) async fn search_all(
                         max_staleness: indexes.max_staleness,
                         semantic,
                     };
-                    indexed::search(target, plan, mode_for(requested, index.is_some())).await
+                    // Categories are the backend's: a default search of them runs live.
+                    let indexed = index.is_some() && plan.filters.categories.is_empty();
+                    indexed::search(target, plan, mode_for(requested, indexed)).await
                 }
                 None => Answer::from(SearchOutcome::failed(super::warning::MAILBOX_FAILED)),
             };

@@ -104,6 +104,15 @@ pub(crate) struct Target<'a> {
 
 /// Searches one mailbox as `mode` says.
 pub(crate) async fn search(target: Target<'_>, plan: &SearchPlan, mode: Mode) -> Answer {
+    // The index keeps no categories, and a backend without them cannot filter on them: either
+    // would answer as if no message had one. In band, so a fan-out keeps the others' evidence.
+    if !plan.filters.categories.is_empty()
+        && (mode != Mode::Live || !target.backend.keeps_categories())
+    {
+        return Answer::from(SearchOutcome::failed(
+            super::warning::CATEGORIES_UNSUPPORTED,
+        ));
+    }
     match (mode, target.index) {
         (Mode::Live, _) => Answer::from(engine::run(target.backend, plan).await),
         (Mode::Index | Mode::Hybrid, None) => {

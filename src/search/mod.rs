@@ -91,6 +91,8 @@ pub(crate) enum Confidence {
 /// Stable warning codes. The names follow the reference plugin so that a client written for it
 /// reads mailgate's answers unchanged; `graph_*` names the backend's own search on every backend.
 pub(crate) mod warning {
+    /// A categories filter on a mailbox (or a source) that keeps no categories.
+    pub(crate) const CATEGORIES_UNSUPPORTED: &str = "categories_unsupported";
     pub(crate) const CANARY_FAILED: &str = "canary_failed";
     pub(crate) const CANARY_MATCHED: &str = "graph_search_canary_matched";
     pub(crate) const BACKEND_EMPTY: &str = "graph_search_empty";

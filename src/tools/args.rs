@@ -37,6 +37,23 @@ fn valid_entry(value: &Option<String>, _ctx: &()) -> garde::Result {
 }
 
 /// An optional alias list: 1..=32 valid, unique aliases.
+/// A categories filter: 1 to 10 names, each 1 to 255 characters without control characters.
+fn category_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
+    let Some(values) = values else { return Ok(()) };
+    if values.is_empty() || values.len() > 10 {
+        return Err(garde::Error::new("between 1 and 10 categories"));
+    }
+    for v in values {
+        let n = v.chars().count();
+        if n == 0 || n > 255 || v.chars().any(char::is_control) {
+            return Err(garde::Error::new(
+                "each category is 1 to 255 characters, without control characters",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A cursor's text: at most [`cursor::MAX_CURSOR_CHARS`] base64url characters (whether it is
 /// one of this server's is decided when it is redeemed).
 fn cursor_text(value: &Option<String>, _ctx: &()) -> garde::Result {
@@ -175,12 +192,17 @@ impl From<SourceArg> for crate::search::indexed::Mode {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct Criteria {
     // Free-text query (relevance search); omitted, the answer is an exact filter listing.
+    // Criteria strings publish only their maximum length: garde refuses an empty one and names
+    // the field, and the bytes of `minLength` (four fields, four tools) pay for `categories`.
+    #[schemars(length(max = 500))]
     #[garde(length(chars, min = 1, max = 500))]
     pub(crate) query: Option<String>,
     // Substring of the sender's address or name.
+    #[schemars(length(max = 320))]
     #[garde(length(chars, min = 1, max = 320))]
     pub(crate) sender: Option<String>,
     // Substring of the subject.
+    #[schemars(length(max = 500))]
     #[garde(length(chars, min = 1, max = 500))]
     pub(crate) subject: Option<String>,
     // Received on or after (ISO-8601 date or date-time; a date alone means its start, UTC).
@@ -200,6 +222,7 @@ pub(crate) struct Criteria {
     #[garde(skip)]
     pub(crate) is_read: Option<bool>,
     // Folder id or well-known name (inbox, sentitems, drafts, archive, junkemail); default inbox.
+    #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) folder: Option<String>,
     #[garde(range(min = 1, max = 100))]
@@ -220,6 +243,10 @@ pub(crate) struct Criteria {
     // live) is told once, in search_mailbox's description.
     #[garde(skip)]
     pub(crate) source: Option<SourceArg>,
+    // Any of these categories (Graph categories, IMAP keywords): 1 to 10 names of 1 to 255
+    // characters, checked by garde (no bounds in the schema, sent eight times per catalog).
+    #[garde(custom(category_list))]
+    pub(crate) categories: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]

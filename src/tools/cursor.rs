@@ -152,15 +152,26 @@ pub(crate) fn fuzz(data: &[u8]) {
     };
     let issued = issue(&b, position);
     if let Ok(found) = redeem(&b, &text) {
-        assert_eq!(text, issued.as_str(), "oracle: only an issued cursor redeems");
+        assert_eq!(
+            text,
+            issued.as_str(),
+            "oracle: only an issued cursor redeems"
+        );
         assert_eq!(found, position);
     }
-    assert_eq!(redeem(&b, &issued).ok(), Some(position), "oracle: round trip");
+    assert_eq!(
+        redeem(&b, &issued).ok(),
+        Some(position),
+        "oracle: round trip"
+    );
     let other = Binding {
         tool: "list_attachments",
         ..b
     };
-    assert!(redeem(&other, &issued).is_err(), "oracle: bound to the tool");
+    assert!(
+        redeem(&other, &issued).is_err(),
+        "oracle: bound to the tool"
+    );
 }
 
 /// JSON text with every object's keys sorted, whatever order the client sent them in.

@@ -6,6 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use futures::StreamExt;
 
+use super::args::SourceArg;
 use super::args::{
     AttachmentContentArgs, ContentMode, Criteria, FolderStatsArgs, GetMessageArgs,
     ListAttachmentsArgs, MailboxArgs, MessageFormat, NoArgs, SearchBatchArgs, SearchMailboxArgs,
@@ -73,8 +74,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
         "Search one mailbox",
         "criteria: query (all words must occur; omit to only filter), \
          sender/subject (substrings), dateFrom/dateTo (ISO-8601; a bare date is its whole UTC \
-         day), folder (default inbox), source (local index, live mail or both; default both \
-         where indexed, else live). NOT_FOUND: a complete scan found nothing. \
+         day), folder (default inbox), categories (any of; Graph, IMAP), source (local index, \
+         live mail or both; default both where indexed, else live). NOT_FOUND: a complete scan found nothing. \
          SEARCH_INCOMPLETE: a limit stopped the scan (the text names it); absence unproven. \
          SEARCH_FAILED/SEARCH_UNTRUSTED prove nothing. nextCursor, passed as cursor, continues \
          a cut answer.",
@@ -272,6 +273,7 @@ pub(super) fn plan(
             date_to,
             has_attachments: criteria.has_attachments,
             is_read: criteria.is_read,
+            categories: criteria.categories.clone().unwrap_or_default(),
         },
         max_results,
         scan_limit,
@@ -344,6 +346,26 @@ pub(super) async fn search_one(
     plan: &SearchPlan,
 ) -> Result<Answer, ToolError> {
     let (mode, index) = mode_of(app, &resolved.alias, requested_mode(criteria))?;
+    // Categories live on the backend only: the index keeps none, and a backend without them
+    // cannot be asked (never a silent ignore).
+    let mode = if plan.filters.categories.is_empty() {
+        mode
+    } else if !resolved.backend.keeps_categories() {
+        return Err(ToolError::new(
+            ErrorCode::Unsupported,
+            format!(
+                "criteria.categories: mailbox {} keeps no categories (a Maildir mailbox has none)",
+                resolved.alias
+            ),
+        ));
+    } else if criteria.source.is_some_and(|s| s != SourceArg::Live) {
+        return Err(ToolError::new(
+            ErrorCode::Unsupported,
+            "criteria.categories: the local index keeps no categories; use source \"live\"",
+        ));
+    } else {
+        Mode::Live
+    };
     let target = Target {
         backend: resolved.backend,
         index,
@@ -1251,6 +1273,7 @@ mod tests {
                     .collect(),
                 attachments_listed: true,
                 gap: None,
+                categories: Vec::new(),
             },
             recipients_cut: false,
             to: (0..recipients).map(mailbox).collect(),

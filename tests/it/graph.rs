@@ -1131,3 +1131,52 @@ async fn cursors_page_a_graph_listing_to_the_end() {
     assert_eq!(unique.len(), 500);
     c.close().await;
 }
+
+/// The categories filter on Graph (issue 22): any of the names, case-insensitively.
+#[tokio::test]
+async fn list_messages_filters_by_categories_on_graph() {
+    let fake = FakeGraph::start().await;
+    fake.add_mailbox(FINANCE);
+    fake.add_message(
+        FINANCE,
+        "inbox",
+        Message::new("Lease invoice").categories(&["Invoices"]),
+    );
+    fake.add_message(
+        FINANCE,
+        "inbox",
+        Message::new("Team lunch").categories(&["Social"]),
+    );
+    fake.add_message(FINANCE, "inbox", Message::new("No label"));
+    let (_world, c) = finance_client(&fake, "").await;
+    let subjects = |answer: &Value| -> Vec<String> {
+        answer["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["subject"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let one = c
+        .ok(
+            "list_messages",
+            json!({ "mailbox": "finance", "criteria": { "categories": ["invoices"] } }),
+        )
+        .await;
+    assert_eq!(subjects(&one), ["Lease invoice"], "{one}");
+    let two = c
+        .ok(
+            "list_messages",
+            json!({ "mailbox": "finance", "criteria": { "categories": ["Invoices", "Social"] } }),
+        )
+        .await;
+    assert_eq!(subjects(&two).len(), 2, "{two}");
+    let none = c
+        .ok(
+            "list_messages",
+            json!({ "mailbox": "finance", "criteria": { "categories": ["Travel"] } }),
+        )
+        .await;
+    assert_eq!(none["status"], "NOT_FOUND", "{none}");
+    c.close().await;
+}

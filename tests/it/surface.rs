@@ -441,3 +441,53 @@ async fn cursors_continue_listings_bodies_and_attachment_pages_and_refuse_tamper
     assert!(text.contains("expired"), "{text}");
     again.close().await;
 }
+
+/// The categories filter on a backend that keeps none: the single-mailbox tools refuse it
+/// naming the field, a fan-out reports it per mailbox; never a silent ignore.
+#[tokio::test]
+async fn a_categories_filter_on_maildir_is_refused_not_ignored() {
+    let world = World::new();
+    let client = world.demo_client().await;
+    let code = client
+        .tool_error(
+            "list_messages",
+            json!({ "mailbox": "finance", "criteria": { "categories": ["Invoices"] } }),
+        )
+        .await;
+    assert_eq!(code, "UNSUPPORTED");
+    let result = client
+        .call(
+            "search_mailbox",
+            json!({ "mailbox": "finance", "criteria": { "query": "x", "categories": ["Invoices"] } }),
+        )
+        .await
+        .unwrap();
+    assert!(
+        crate::util::text_of(&result).contains("criteria.categories"),
+        "{result:?}"
+    );
+    let fanned = client
+        .ok(
+            "search_mailboxes",
+            json!({ "mailboxes": ["finance", "personal"], "criteria": { "categories": ["Invoices"] } }),
+        )
+        .await;
+    for r in fanned["results"].as_array().unwrap() {
+        assert_eq!(r["status"], "SEARCH_FAILED", "{r}");
+        assert!(
+            r["warnings"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("categories_unsupported")),
+            "{r}"
+        );
+    }
+    let empty = client
+        .tool_error(
+            "list_messages",
+            json!({ "mailbox": "finance", "criteria": { "categories": [] } }),
+        )
+        .await;
+    assert_eq!(empty, "INVALID_ARGUMENT");
+    client.close().await;
+}

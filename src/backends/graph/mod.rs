@@ -355,6 +355,10 @@ impl GraphStore {
 }
 
 impl MailStore for GraphStore {
+    fn keeps_categories(&self) -> bool {
+        true
+    }
+
     async fn categories(&self) -> Result<super::Categories, BackendError> {
         let url = self.url(&["outlook", "masterCategories"]);
         let page: Collection<Category> = self.get_json(url, Self::deadline()).await?;

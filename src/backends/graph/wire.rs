@@ -18,11 +18,11 @@ use crate::mime::{self, Mailbox};
 
 /// The `$select` of a listing or search: the summary fields, never the body.
 pub(crate) const SUMMARY_FIELDS: &str = "id,parentFolderId,subject,from,receivedDateTime,\
-sentDateTime,isRead,flag,hasAttachments,bodyPreview";
+sentDateTime,isRead,flag,hasAttachments,bodyPreview,categories";
 
 /// The `$select` of one message read (summary plus recipients, body and thread headers).
 pub(crate) const DETAIL_FIELDS: &str = "id,parentFolderId,subject,from,receivedDateTime,\
-sentDateTime,isRead,flag,hasAttachments,bodyPreview,toRecipients,ccRecipients,body,\
+sentDateTime,isRead,flag,hasAttachments,bodyPreview,categories,toRecipients,ccRecipients,body,\
 internetMessageId,internetMessageHeaders";
 
 /// The `$select` of attachment metadata (never `contentBytes`).
@@ -158,6 +158,8 @@ pub(crate) struct Message {
     pub(crate) has_attachments: bool,
     pub(crate) body_preview: Option<String>,
     #[serde(default)]
+    pub(crate) categories: Vec<String>,
+    #[serde(default)]
     pub(crate) to_recipients: Vec<Recipient>,
     #[serde(default)]
     pub(crate) cc_recipients: Vec<Recipient>,
@@ -249,6 +251,7 @@ impl Message {
             // Nothing to list when Graph says there are no attachments.
             attachments_listed: !self.has_attachments,
             gap: None,
+            categories: std::mem::take(&mut self.categories),
         }
     }
 

@@ -369,6 +369,13 @@ fn summary(
         attachments,
         attachments_listed: !structure_cut,
         gap,
+        categories: f
+            .flags()
+            .filter_map(|flag| match flag {
+                Flag::Custom(k) => Some(k.to_string()),
+                _ => None,
+            })
+            .collect(),
     })
 }
 
@@ -824,6 +831,10 @@ impl MailStore for ImapStore {
             Ok(())
         });
         batch_end(results, &outcome)
+    }
+
+    fn keeps_categories(&self) -> bool {
+        true
     }
 
     async fn categories(&self) -> Result<super::Categories, BackendError> {

@@ -349,6 +349,7 @@ fn to_summary(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> Messa
         attachments,
         attachments_listed: true,
         gap,
+        categories: Vec::new(),
     }
 }
 
@@ -377,6 +378,7 @@ fn unread_summary(folder: &str, file: &MessageFile, err: &BackendError) -> Messa
         attachments: Vec::new(),
         attachments_listed: true,
         gap: Some(unread_gap(err)),
+        categories: Vec::new(),
     }
 }
 

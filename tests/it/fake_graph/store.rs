@@ -162,6 +162,7 @@ pub(crate) struct Message {
     pub(crate) attachments: Vec<Attachment>,
     /// Bumped on every change: feeds `changeKey` and `@odata.etag`.
     pub(crate) change: u32,
+    pub(crate) categories: Vec<String>,
 }
 
 /// Fixed epoch of seeded messages without a date (2026-01-05T09:00:00Z).
@@ -213,7 +214,14 @@ impl Message {
             headers: Vec::new(),
             attachments: Vec::new(),
             change: 1,
+            categories: Vec::new(),
         }
+    }
+
+    /// The message's categories (Outlook labels).
+    pub(crate) fn categories(mut self, names: &[&str]) -> Self {
+        self.categories = names.iter().map(|n| (*n).to_owned()).collect();
+        self
     }
 
     pub(crate) fn from(mut self, name: &str, address: &str) -> Self {
@@ -442,7 +450,7 @@ impl Message {
             "changeKey".into(),
             json!(format!("CQAAABYAAA{}", self.change)),
         );
-        m.insert("categories".into(), json!([]));
+        m.insert("categories".into(), json!(self.categories));
         m.insert("receivedDateTime".into(), json!(iso(self.received)));
         m.insert("sentDateTime".into(), json!(iso(self.sent)));
         m.insert("hasAttachments".into(), json!(self.has_attachments()));
