@@ -384,9 +384,7 @@ async fn single_search(
     // Say why a mailbox of an unbuilt kind cannot search, instead of an uninformative
     // SEARCH_FAILED.
     resolved.backend.ensure_built()?;
-    // The criteria as parsed (their Debug text is fixed by the type: same criteria, same text,
-    // whatever order or spelling of defaults the client sent).
-    let request = serde_json::Value::from(format!("{:?}", args.criteria));
+    let request = criteria_binding(&args.criteria);
     let binding = cursor::Binding {
         tool: if allow_query {
             "search_mailbox"
@@ -559,13 +557,40 @@ async fn fan_out(
     .await;
     let with_names = criteria.include_attachment_names == Some(true);
     let status = SearchStatus::worst(outcomes.iter().map(|(_, a)| a.outcome.status));
+    // A mailbox cut at maxResults goes on through search_mailbox with the same criteria: its
+    // cursor is bound to that tool, the alias and these criteria.
+    let request = criteria_binding(criteria);
     let projections = outcomes
         .into_iter()
         .map(|(alias, o)| {
-            SearchProjection::new(alias.as_str(), &with_warnings(o, &extra), with_names)
+            let more = o.outcome.truncated && o.outcome.messages.len() >= plan.max_results;
+            let mut p =
+                SearchProjection::new(alias.as_str(), &with_warnings(o, &extra), with_names);
+            p.next_cursor = more.then(|| {
+                let binding = cursor::Binding {
+                    tool: "search_mailbox",
+                    alias: alias.as_str(),
+                    request: &request,
+                };
+                cursor::issue(
+                    &binding,
+                    cursor::Position {
+                        first: plan.max_results as u64,
+                        second: 0,
+                    },
+                )
+            });
+            p
         })
         .collect();
     Ok((status, projections))
+}
+
+/// What a search cursor is bound to besides the tool and alias: the criteria as parsed (their
+/// Debug text is fixed by the type: the same criteria give the same text, whatever order or
+/// spelling of defaults the client sent).
+fn criteria_binding(criteria: &Criteria) -> serde_json::Value {
+    serde_json::Value::from(format!("{criteria:?}"))
 }
 
 async fn search_mailboxes(
@@ -575,15 +600,26 @@ async fn search_mailboxes(
     let aliases = resolve_many(&app, args.mailboxes.as_deref())?;
     let (status, results) = fan_out(&app, &aliases, &args.criteria, None).await?;
     let summary = format!(
-        "{} mailbox(es) searched: {}.{}",
+        "{} mailbox(es) searched: {}.{}{}",
         results.len(),
         status.as_str(),
-        graph_names_note(results.iter().flat_map(|r| &r.warnings))
+        graph_names_note(results.iter().flat_map(|r| &r.warnings)),
+        continuation_note(&results)
     );
     Ok(ToolOutput::untrusted(
         summary,
         MultiSearchOut { status, results },
     ))
+}
+
+/// Said once when a mailbox of a fan-out was cut at maxResults.
+fn continuation_note(results: &[SearchProjection]) -> &'static str {
+    if results.iter().any(|r| r.next_cursor.is_some()) {
+        " A mailbox's nextCursor continues it: search_mailbox with that mailbox, the same \
+         criteria and cursor."
+    } else {
+        ""
+    }
 }
 
 /// What one label adds to the batch totals.

@@ -491,3 +491,54 @@ async fn a_categories_filter_on_maildir_is_refused_not_ignored() {
     assert_eq!(empty, "INVALID_ARGUMENT");
     client.close().await;
 }
+
+/// A mailbox of search_mailboxes cut at maxResults carries a cursor that search_mailbox, with
+/// that mailbox and the same criteria, continues exactly (and that no other mailbox accepts).
+#[tokio::test]
+async fn a_fan_out_mailbox_continues_through_search_mailbox() {
+    let world = World::new();
+    let client = world.demo_client().await;
+    let criteria = json!({ "query": "invoice", "maxResults": 2 });
+    let fanned = client
+        .ok(
+            "search_mailboxes",
+            json!({ "mailboxes": ["finance", "personal"], "criteria": criteria }),
+        )
+        .await;
+    let finance = &fanned["results"][0];
+    assert_eq!(finance["mailbox"], "finance");
+    let cursor = finance["nextCursor"]
+        .as_str()
+        .expect("finance has more than 2 invoices");
+    let next = client
+        .ok(
+            "search_mailbox",
+            json!({ "mailbox": "finance", "criteria": criteria, "cursor": cursor }),
+        )
+        .await;
+    let wide = client
+        .ok(
+            "search_mailbox",
+            json!({ "mailbox": "finance", "criteria": { "query": "invoice", "maxResults": 4 } }),
+        )
+        .await;
+    let ids = |v: &Value| -> Vec<Value> {
+        v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].clone())
+            .collect()
+    };
+    assert_eq!(ids(&next), ids(&wide)[2..].to_vec(), "{next}");
+    assert_eq!(
+        client
+            .tool_error(
+                "search_mailbox",
+                json!({ "mailbox": "personal", "criteria": criteria, "cursor": cursor }),
+            )
+            .await,
+        "INVALID_ARGUMENT"
+    );
+    client.close().await;
+}
