@@ -127,14 +127,7 @@ async fn search(client: &Client, criteria: Value) -> Value {
     on_box(client, "search_mailbox", criteria).await
 }
 
-fn ids(answer: &Value) -> Vec<String> {
-    answer["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_owned())
-        .collect()
-}
+use crate::util::message_ids as ids;
 
 #[tokio::test]
 async fn sync_then_search_through_the_index_live_and_hybrid() {

@@ -268,13 +268,7 @@ pub(crate) async fn ids_by_cursor(
         let answer = client.ok("list_messages", args).await;
         answers += 1;
         assert!(answers < 200, "cursors never end");
-        ids.extend(
-            answer["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| m["id"].as_str().unwrap().to_owned()),
-        );
+        ids.extend(crate::util::message_ids(&answer));
         match answer["nextCursor"].as_str() {
             Some(next) => cursor = Some(next.to_owned()),
             None => return (ids, answers),
@@ -290,12 +284,7 @@ pub(crate) async fn ids_at_once(client: &Client, mailbox: &str) -> Vec<String> {
             json!({ "mailbox": mailbox, "criteria": { "maxResults": 100 } }),
         )
         .await;
-    answer["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_str().unwrap().to_owned())
-        .collect()
+    crate::util::message_ids(&answer)
 }
 
 #[tokio::test]
@@ -307,6 +296,20 @@ async fn cursors_continue_listings_bodies_and_attachment_pages_and_refuse_tamper
         r#", "maxResultsPerMailbox": 100, "maxBodyChars": 200"#,
     )
     .await;
+    // The demo has no message with two attachments: one for the attachment pages.
+    std::fs::write(
+        world
+            .state()
+            .join("demo/mail/finance/cur/1799999999.M1P1.cursor:2,S"),
+        "From: Ana Lima <ana.lima@example.com>\r\nTo: finance@example.com\r\nSubject: Two \
+         files\r\nDate: Mon, 2 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: \
+         text/plain\r\n\r\nTwo files.\r\n--b\r\nContent-Type: text/plain; name=a.txt\r\n\
+         Content-Disposition: attachment; filename=a.txt\r\n\r\nA\r\n--b\r\nContent-Type: \
+         text/plain; name=b.txt\r\nContent-Disposition: attachment; filename=b.txt\r\n\r\n\
+         B\r\n--b--\r\n",
+    )
+    .unwrap();
     let client = world.client(&["--config", config.as_str(), "serve"]).await;
 
     // Listings: page by page to the end, the same messages in the same order as at once.

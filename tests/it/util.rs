@@ -388,6 +388,16 @@ impl Client {
 }
 
 /// The text of all text blocks of a result.
+/// The `id` of each message of a search or listing answer, in order.
+pub(crate) fn message_ids(answer: &Value) -> Vec<String> {
+    answer["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 pub(crate) fn text_of(result: &CallToolResult) -> String {
     result
         .content

@@ -64,6 +64,18 @@ impl Conn {
         }
         // Checked as ours would quote it; async-imap quotes the raw name itself.
         mailbox(wire)?;
+        self.reopen(wire, writable)
+            .await
+            .map(|(uid_validity, _)| uid_validity)
+    }
+
+    /// SELECTs (or EXAMINEs) `wire` whatever is open: its UIDVALIDITY and what the server said
+    /// of it (flags, counts).
+    async fn reopen(
+        &mut self,
+        wire: &str,
+        writable: bool,
+    ) -> Result<(u32, async_imap::types::Mailbox), OpError> {
         self.selected = None;
         let opened = if writable {
             self.session.select(wire).await
@@ -83,26 +95,13 @@ impl Conn {
             writable,
             uid_validity,
         });
-        Ok(uid_validity)
+        Ok((uid_validity, opened))
     }
 
     /// The keywords (IMAP's labels: the flags that are not system flags) the inbox shows in
     /// its FLAGS and PERMANENTFLAGS, sorted, each once.
     pub(crate) async fn keywords(&mut self) -> Result<Vec<String>, OpError> {
-        self.selected = None;
-        let opened = self.session.examine("INBOX").await.map_err(|e| match e {
-            async_imap::error::Error::No(_) => OpError::Backend(BackendError::NotFound),
-            other => OpError::Imap(other),
-        })?;
-        self.intact()?;
-        let uid_validity = opened
-            .uid_validity
-            .ok_or(OpError::Backend(BackendError::Malformed))?;
-        self.selected = Some(Selected {
-            name: "INBOX".to_owned(),
-            writable: false,
-            uid_validity,
-        });
+        let (_, opened) = self.reopen("INBOX", false).await?;
         let mut keywords: Vec<String> = opened
             .flags
             .iter()
