@@ -143,6 +143,14 @@ pub(crate) trait TextIndex: Send + Sync {
     /// A folder's message's summary, when indexed.
     fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError>;
 
+    /// The summaries of several messages of a folder, in order, from one view of the index
+    /// (`None` for one not indexed).
+    fn summaries_in(
+        &self,
+        folder_id: &str,
+        ids: &[&str],
+    ) -> Result<Vec<Option<MessageSummary>>, IndexError>;
+
     /// The Internet Message-ID of a folder's message, when indexed and it has one.
     fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError>;
 }

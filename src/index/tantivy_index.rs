@@ -703,6 +703,28 @@ impl TextIndex for TantivyIndex {
             .transpose()
     }
 
+    fn summaries_in(
+        &self,
+        folder_id: &str,
+        ids: &[&str],
+    ) -> Result<Vec<Option<MessageSummary>>, IndexError> {
+        let searcher = self.searcher()?;
+        ids.iter()
+            .map(|id| {
+                let key = term(self.fields.key, &doc_key(folder_id, id));
+                let top =
+                    searcher.search(key.as_ref(), &TopDocs::with_limit(1).order_by_score())?;
+                match top.into_iter().next() {
+                    Some((_, addr)) => {
+                        let doc: TantivyDocument = searcher.doc(addr)?;
+                        self.summary_of(&doc).map(Some)
+                    }
+                    None => Ok(None),
+                }
+            })
+            .collect()
+    }
+
     fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError> {
         self.first(self.fields.key, &doc_key(folder_id, id))?
             .map(|doc| self.summary_of(&doc))

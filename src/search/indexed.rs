@@ -247,17 +247,34 @@ async fn semantic_ranking(
         lexical_keys.push(key.clone());
         by_key.insert(key, (m, true));
     }
+    let close: Vec<String> = nearest
+        .into_iter()
+        .filter(|(_, score)| *score >= MIN_SIMILARITY)
+        .map(|(key, _)| key)
+        .collect();
+    // The vector-only hits' summaries, from one view of the index.
+    let missing: Vec<&str> = close
+        .iter()
+        .filter(|k| !by_key.contains_key(*k))
+        .filter_map(|k| k.strip_prefix(&prefix))
+        .collect();
+    let found = index
+        .summaries_in(folder, &missing)
+        .map_err(|_| warning::INDEX_FAILED)?;
+    let mut found: HashMap<&str, MessageSummary> = missing
+        .iter()
+        .copied()
+        .zip(found)
+        .filter_map(|(id, m)| Some((id, m?)))
+        .collect();
     let mut vector_keys = Vec::new();
-    for (key, score) in nearest {
-        if score < MIN_SIMILARITY {
-            continue;
-        }
-        if !by_key.contains_key(&key) {
+    for key in &close {
+        if !by_key.contains_key(key) {
             let Some(id) = key.strip_prefix(&prefix) else {
                 continue;
             };
             // A vector whose message left the index (a sync between the two commits).
-            let Ok(Some(m)) = index.summary_in(folder, id) else {
+            let Some(m) = found.remove(id) else {
                 continue;
             };
             if !plan.filters.matches(&m) {
@@ -265,7 +282,7 @@ async fn semantic_ranking(
             }
             by_key.insert(key.clone(), (m, false));
         }
-        vector_keys.push(key);
+        vector_keys.push(key.clone());
     }
     let fused = crate::embed::fusion::rrf(
         &[lexical_keys.as_slice(), vector_keys.as_slice()],
