@@ -107,9 +107,29 @@ const SIGNALS = {
 };
 
 /** The calls: [tool, arguments, expected in-band error code or null]. */
-function calls(csv, zip) {
+function calls(csv, zip, cursors) {
+  // A cursor redeems only in the process that issued it: over HTTP one server answers every
+  // call, over stdio the Inspector starts a new one per call, where it has expired.
+  const continued = http ? null : 'INVALID_ARGUMENT';
   return [
     ['list_allowed_mailboxes', {}, null],
+    [
+      'search_mailbox',
+      { mailbox: 'finance', criteria: { query: 'invoice', maxResults: 1 }, cursor: cursors.search },
+      continued,
+    ],
+    [
+      'list_messages',
+      { mailbox: 'finance', criteria: { maxResults: 2 }, cursor: cursors.listing },
+      continued,
+    ],
+    // The demo is Maildir, which keeps no categories: refused, naming the field, never ignored.
+    ['search_mailbox', { mailbox: 'finance', criteria: { categories: ['Invoices'] } }, 'UNSUPPORTED'],
+    ['list_messages', { mailbox: 'finance', criteria: { categories: ['Invoices'] } }, 'UNSUPPORTED'],
+    ['search_mailboxes', { mailboxes: ['finance'], criteria: { categories: ['Invoices'] } }, null],
+    // No demo body or attachment list is long enough to be cut: a forged cursor is refused.
+    ['get_message', { mailbox: 'finance', messageId: csv, cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
+    ['list_attachments', { mailbox: 'finance', messageId: csv, cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
     ['search_mailbox', { mailbox: 'finance', criteria: CRITERIA }, null],
     ['search_mailboxes', { mailboxes: ['finance', 'personal'], criteria: CRITERIA }, null],
     [
@@ -224,7 +244,16 @@ if (listed?.id !== DEMO_CSV) {
 }
 const [csv, zip] = [DEMO_CSV, DEMO_ZIP];
 
-const planned = calls(csv, zip);
+const firstPage = async (tool, criteria) =>
+  (await inspect('tools/call', tool, { mailbox: 'finance', criteria })).structuredContent?.nextCursor;
+const cursors = {
+  search: await firstPage('search_mailbox', { query: 'invoice', maxResults: 1 }),
+  listing: await firstPage('list_messages', { maxResults: 2 }),
+};
+if (!cursors.search || !cursors.listing) {
+  fail(`no nextCursor on a cut first page: ${JSON.stringify(cursors)}`);
+}
+const planned = calls(csv, zip, cursors);
 // Every argument of every read tool: each declared property (and each criteria property) is used
 // by some call; a call passes only what the tool declares (so a renamed field fails here, not as
 // an unknown field).
