@@ -54,7 +54,7 @@ fn category_list(values: &Option<Vec<String>>, _ctx: &()) -> garde::Result {
     Ok(())
 }
 
-/// A cursor's text: at most [`cursor::MAX_CURSOR_CHARS`] base64url characters (whether it is
+/// A cursor's text: at most [`super::cursor::MAX_CURSOR_CHARS`] base64url characters (whether it is
 /// one of this server's is decided when it is redeemed).
 fn cursor_text(value: &Option<String>, _ctx: &()) -> garde::Result {
     let Some(value) = value else { return Ok(()) };
