@@ -222,6 +222,8 @@ async fn check_maildir(store: &MaildirStore) {
         date_to: listed.received,
         has_attachments: Some(listed.has_attachments),
         is_read: Some(true),
+        // A Maildir message carries none.
+        categories: Vec::new(),
     };
     let found = store
         .scan(&request(own), None)
