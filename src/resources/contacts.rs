@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::backends::Contact;
-use crate::backends::model::{Filters, SortBy, SortOrder};
 use crate::search::{SearchPlan, SearchStatus, engine};
 use crate::tools::output::{ADDRESS_CHARS, bounded};
 use crate::tools::{Resolved, ToolError};
@@ -130,17 +129,9 @@ async fn from_headers(
         }
         entry.1 += 1;
     };
-    let listing = |folder: &str, n: usize| SearchPlan {
-        query: None,
-        folder: Some(folder.to_owned()),
-        filters: Filters::default(),
-        max_results: n,
-        scan_limit: n,
-        max_pages: 10,
-        sort_by: SortBy::ReceivedDateTime,
-        sort_order: SortOrder::Desc,
-        deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
-        attachment_names: false,
+    let listing = |folder: &str, n: usize| {
+        let deadline = crate::tools::call_deadline(crate::search::SEARCH_DEADLINE);
+        SearchPlan::newest(folder, n, 10, deadline, false)
     };
     let inbox = engine::run(backend, &listing("inbox", INBOX_WINDOW)).await;
     if matches!(

@@ -364,6 +364,29 @@ pub(crate) struct SearchPlan {
 }
 
 impl SearchPlan {
+    /// A listing of the newest `n` messages of `folder`, unfiltered, within `max_pages` pages
+    /// and `deadline` (the document investigation's and the contacts window's listing).
+    pub(crate) fn newest(
+        folder: &str,
+        n: usize,
+        max_pages: u32,
+        deadline: Instant,
+        attachment_names: bool,
+    ) -> Self {
+        SearchPlan {
+            query: None,
+            folder: Some(folder.to_owned()),
+            filters: Filters::default(),
+            max_results: n,
+            scan_limit: n,
+            max_pages,
+            sort_by: SortBy::ReceivedDateTime,
+            sort_order: SortOrder::Desc,
+            deadline,
+            attachment_names,
+        }
+    }
+
     /// The reference's limit derivation (reference §5): deterministic listings may return up to
     /// 100 with a scan of 5×; relevance searches are capped at 50 with a scan of 3× (≤100).
     pub(crate) fn derive_limits(

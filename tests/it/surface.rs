@@ -525,14 +525,7 @@ async fn a_fan_out_mailbox_continues_through_search_mailbox() {
             json!({ "mailbox": "finance", "criteria": { "query": "invoice", "maxResults": 4 } }),
         )
         .await;
-    let ids = |v: &Value| -> Vec<Value> {
-        v["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["id"].clone())
-            .collect()
-    };
+    let ids = crate::util::message_ids;
     assert_eq!(ids(&next), ids(&wide)[2..].to_vec(), "{next}");
     assert_eq!(
         client

@@ -40,7 +40,7 @@ use serde::Serialize;
 use super::from_index::IndexView;
 use super::signals::{self, Haystack, NameMatch, Signals};
 use super::{MatchedSignalsOut, NameMatchOut, any_kind, from_index, push_once, union};
-use crate::backends::model::{ContentGap, Filters, MessageSummary, SortBy, SortOrder};
+use crate::backends::model::{ContentGap, MessageSummary};
 use crate::backends::{AttachmentMeta, Backend, BackendError};
 use crate::extract::{self, ExtractError, Extracted, SlotError, ZipError};
 use crate::index::TextIndex as _;
@@ -606,19 +606,14 @@ async fn list_live(
     limits: &InvestigationLimitsOut,
 ) -> Listed {
     let per_folder = limits.max_messages_per_folder.max(1) as usize;
-    let plan = SearchPlan {
-        query: None,
-        folder: Some(folder.as_str().to_owned()),
-        filters: Filters::default(),
-        max_results: per_folder,
-        scan_limit: per_folder,
-        max_pages: limits.max_pages_per_folder,
-        sort_by: SortBy::ReceivedDateTime,
-        sort_order: SortOrder::Desc,
-        deadline: crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
+    let plan = SearchPlan::newest(
+        folder.as_str(),
+        per_folder,
+        limits.max_pages_per_folder,
+        crate::tools::call_deadline(crate::search::SEARCH_DEADLINE),
         // The investigation reads the documents each message carries.
-        attachment_names: true,
-    };
+        true,
+    );
     let outcome = engine::run(backend, &plan).await;
     let mut reasons = Vec::new();
     let failed = matches!(
