@@ -343,6 +343,38 @@ mod tests {
         assert_eq!(text(&bytes), "H1\nH2\nH10\nBODY\nF1");
     }
 
+    /// A continuation window of a document is the whole text's slice there: paragraph breaks
+    /// and the cap's whitespace rule included.
+    #[test]
+    fn windows_of_a_document_join_to_its_text() {
+        use crate::extract::job::{Job, run};
+        let body = (0..300)
+            .map(|i| p(&format!("para-{i} ")))
+            .collect::<String>();
+        let bytes = docx(&body, &[]);
+        let job = Job::Text {
+            name: Some("a.docx".into()),
+            content_type: String::new(),
+        };
+        let window = Caps {
+            max_chars: 97,
+            ..caps()
+        };
+        let mut joined = String::new();
+        loop {
+            let at = Job::Window {
+                from_char: joined.chars().count() as u64,
+                job: Box::new(job.clone()),
+            };
+            let part = run(&at, &bytes, &window).unwrap().into_text().unwrap();
+            joined.push_str(&part.text);
+            if !part.truncated {
+                break;
+            }
+        }
+        assert_eq!(joined, text(&bytes));
+    }
+
     #[test]
     fn output_stops_at_max_chars() {
         let body = (0..1000)

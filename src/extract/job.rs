@@ -46,6 +46,10 @@ pub(crate) enum Job {
         password: Option<Password>,
         raw_cap: Option<u64>,
     },
+    /// The text `job` gives, from its `from_char`th Unicode scalar value on, at most
+    /// `caps.max_chars` of it: where a continuation cursor goes on. The inner job runs with the
+    /// cap widened by `from_char`, so `truncated` still says whether text follows the window.
+    Window { from_char: u64, job: Box<Job> },
 }
 
 /// What a job produced.
@@ -80,6 +84,14 @@ pub(crate) fn run(job: &Job, bytes: &[u8], caps: &Caps) -> Result<Answer, Extrac
             // `read_entry` already refused an archive in the archive (`Nested`).
             extract_text(Some(entry), "", &inner, caps).map(Answer::Text)
         }
+        Job::Window { from_char, job } => {
+            let from = usize::try_from(*from_char).unwrap_or(usize::MAX);
+            let widened = Caps {
+                max_chars: caps.max_chars.saturating_add(from),
+                ..*caps
+            };
+            run(job, bytes, &widened).map(|answer| answer.without_first(from))
+        }
     }
 }
 
@@ -95,6 +107,20 @@ impl Job {
 }
 
 impl Answer {
+    /// A text answer without its first `from` characters (other answers are unchanged).
+    fn without_first(self, from: usize) -> Self {
+        match self {
+            Answer::Text(mut text) => {
+                text.text = match text.text.char_indices().nth(from) {
+                    Some((at, _)) => text.text.split_off(at),
+                    None => String::new(),
+                };
+                Answer::Text(text)
+            }
+            other => other,
+        }
+    }
+
     /// The text, when the job produced text.
     pub(crate) fn into_text(self) -> Option<Extracted> {
         match self {
@@ -272,6 +298,65 @@ mod tests {
             read_payload(&mut input, back.len, 3).expect("payload"),
             b"abc"
         );
+    }
+
+    /// Reads `job`'s text window by window, `max` characters each, as cursors do.
+    fn by_windows(job: &Job, bytes: &[u8], max: usize) -> (String, usize) {
+        let caps = Caps {
+            max_chars: max,
+            ..Caps::default()
+        };
+        let (mut text, mut windows) = (String::new(), 0);
+        loop {
+            let window = Job::Window {
+                from_char: text.chars().count() as u64,
+                job: Box::new(job.clone()),
+            };
+            let part = run(&window, bytes, &caps).unwrap().into_text().unwrap();
+            windows += 1;
+            assert!(part.text.chars().count() <= max);
+            text.push_str(&part.text);
+            if !part.truncated {
+                return (text, windows);
+            }
+            assert!(windows < 10_000, "windows never end");
+        }
+    }
+
+    proptest::proptest! {
+        /// Windows laid end to end are the whole text, each cut where the cap says, whatever
+        /// the text (multi-byte characters, markup) and the window size.
+        #[test]
+        fn windows_end_to_end_are_the_whole_text(
+            text in "[a-zé€😀 <>/\n]{0,300}",
+            html in proptest::bool::ANY,
+            max in 1usize..64,
+        ) {
+            let job = Job::Text {
+                name: None,
+                content_type: if html { "text/html" } else { "text/plain" }.into(),
+            };
+            let whole = run(&job, text.as_bytes(), &Caps::default()).unwrap().into_text().unwrap();
+            let (joined, windows) = by_windows(&job, text.as_bytes(), max);
+            proptest::prop_assert_eq!(&joined, &whole.text);
+            proptest::prop_assert!(windows <= whole.text.chars().count() / max + 1);
+        }
+    }
+
+    #[test]
+    fn a_window_past_the_end_is_empty_and_whole() {
+        let job = Job::Window {
+            from_char: 99,
+            job: Box::new(Job::Text {
+                name: None,
+                content_type: "text/plain".into(),
+            }),
+        };
+        let e = run(&job, "short".as_bytes(), &Caps::default())
+            .unwrap()
+            .into_text()
+            .unwrap();
+        assert_eq!((e.text.as_str(), e.truncated), ("", false));
     }
 
     #[test]

@@ -323,6 +323,9 @@ pub(crate) enum MessageFormat {
 pub(crate) struct GetMessageArgs {
     #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
+    // Ids publish only their maximum length, like criteria strings (garde refuses an empty one
+    // and names the field): the bytes of `minLength` pay for get_attachment_content's cursor.
+    #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
     // Body character to start at: nextOffset (the tool's description says so).
@@ -344,6 +347,7 @@ pub(crate) struct GetMessageArgs {
 pub(crate) struct FolderStatsArgs {
     #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
+    #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) folder_id: String,
 }
@@ -353,6 +357,7 @@ pub(crate) struct FolderStatsArgs {
 pub(crate) struct ListAttachmentsArgs {
     #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
+    #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
     // Pass nextOffset (the description says so).
@@ -379,8 +384,10 @@ pub(crate) enum ContentMode {
 pub(crate) struct AttachmentContentArgs {
     #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
+    #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
+    #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) attachment_id: String,
     // raw: the bytes as base64, up to maxRawAttachmentBytes (default text; the description says
@@ -393,6 +400,9 @@ pub(crate) struct AttachmentContentArgs {
     // For an encrypted zip; never logged or stored.
     #[garde(length(chars, min = 1, max = 256))]
     pub(crate) password: Option<String>,
+    // nextCursor: the next window of text, or the next page of an archive listing.
+    #[garde(custom(cursor_text))]
+    pub(crate) cursor: Option<String>,
 }
 
 /// Signals to look for. The reference's names are kept for compatibility; they are generic lists:

@@ -30,6 +30,9 @@ pub(crate) const MESSAGE_ATTACHMENTS: usize = 50;
 pub(crate) const MESSAGE_RECIPIENTS: usize = 50;
 /// The largest (and default) `list_attachments` page.
 pub(crate) const ATTACHMENT_PAGE: usize = 100;
+/// Entries of an archive listing per answer: `maxZipEntries`' default, so a listing is one
+/// answer unless the operator raised that limit.
+pub(crate) const ZIP_LISTING_PAGE: usize = 200;
 /// Lower bound of [`answer_limit`]: structured JSON bytes of one answer.
 pub(crate) const MIN_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// Room for the fields around the largest configured payload in [`answer_limit`].
@@ -522,6 +525,10 @@ pub(crate) struct AttachmentContentOut {
     /// listed and not readable, so a listing with any is incomplete.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) hidden_entries: Option<u64>,
+    /// The text went on past `maxExtractedChars`, or the listing past a page: pass as `cursor`
+    /// for the next window or page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 #[cfg(test)]

@@ -127,9 +127,15 @@ function calls(csv, zip, cursors) {
     ['search_mailbox', { mailbox: 'finance', criteria: { categories: ['Invoices'] } }, 'UNSUPPORTED'],
     ['list_messages', { mailbox: 'finance', criteria: { categories: ['Invoices'] } }, 'UNSUPPORTED'],
     ['search_mailboxes', { mailboxes: ['finance'], criteria: { categories: ['Invoices'] } }, null],
-    // No demo body or attachment list is long enough to be cut: a forged cursor is refused.
+    // No demo body, attachment list or attachment text is long enough to be cut: a forged
+    // cursor is refused.
     ['get_message', { mailbox: 'finance', messageId: csv, cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
     ['list_attachments', { mailbox: 'finance', messageId: csv, cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
+    [
+      'get_attachment_content',
+      { mailbox: 'finance', messageId: csv, attachmentId: 'att-0', cursor: 'AAAA' },
+      'INVALID_ARGUMENT',
+    ],
     ['search_mailbox', { mailbox: 'finance', criteria: CRITERIA }, null],
     ['search_mailboxes', { mailboxes: ['finance', 'personal'], criteria: CRITERIA }, null],
     [

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::util::{Client, EXE, FINANCE, PERSONAL, World, config_over_demo};
 
 /// The first attachment of the first message with `subject` that has attachments.
-async fn attachment_of(c: &Client, mailbox: &str, subject: &str) -> (String, String) {
+pub(crate) async fn attachment_of(c: &Client, mailbox: &str, subject: &str) -> (String, String) {
     let mid = c
         .first_id(mailbox, json!({"subject": subject, "hasAttachments": true}))
         .await;
@@ -414,4 +414,143 @@ fn the_worker_holds_only_its_pipes_and_its_limits() {
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(70));
+}
+
+/// Over 3,000 characters of text for windows of 1,000: multi-byte characters and line breaks,
+/// as windows count characters, not bytes.
+pub(crate) fn long_notes() -> String {
+    (0..260).map(|i| format!("line {i} é€😀\n")).collect()
+}
+
+/// `get_attachment_content` read to the end by following nextCursor: the text, and how many
+/// answers it took. `args` names the attachment (and an entry, if any).
+pub(crate) async fn text_by_cursor(c: &Client, args: &Value) -> (String, usize) {
+    let (mut text, mut answers) = (String::new(), 0);
+    let mut args = args.clone();
+    loop {
+        let answer = c.ok("get_attachment_content", args.clone()).await;
+        answers += 1;
+        assert!(answers < 100, "cursors never end");
+        text.push_str(answer["text"].as_str().unwrap());
+        match answer["nextCursor"].as_str() {
+            Some(next) => {
+                assert_eq!(answer["truncated"], true, "{answer}");
+                args["cursor"] = json!(next);
+            }
+            None => {
+                assert_eq!(answer["truncated"], false, "{answer}");
+                return (text, answers);
+            }
+        }
+    }
+}
+
+/// Issue 22: attachment text cut at maxExtractedChars and an archive listing past a page go on
+/// by cursor exactly where the answer stopped, and a cursor fits only its own request.
+#[tokio::test]
+async fn attachment_text_and_archive_listings_continue_by_cursor() {
+    let world = World::new();
+    let config = config_over_demo(
+        &world,
+        &[PERSONAL, FINANCE],
+        r#", "maxExtractedChars": 1000, "maxZipEntries": 1000"#,
+    )
+    .await;
+    let personal = world.state().join("demo/mail/personal");
+    let long = long_notes();
+    let names: Vec<String> = (0..450).map(|i| format!("dir/file-{i:03}.txt")).collect();
+    let mut files: Vec<(&str, &[u8])> = names
+        .iter()
+        .map(|n| (n.as_str(), b"x".as_slice()))
+        .collect();
+    files.push(("long.txt", long.as_bytes()));
+    deliver(
+        &personal,
+        1,
+        &with_attachment("Long notes", "notes.txt", "text/plain", long.as_bytes()),
+    );
+    deliver(
+        &personal,
+        2,
+        &with_attachment(
+            "Many files",
+            "files.zip",
+            "application/zip",
+            &zip_of(&files),
+        ),
+    );
+    let c = world.client(&["--config", config.as_str(), "serve"]).await;
+
+    // Text: windows of 1,000 characters, joined, are the attachment.
+    let (mid, aid) = attachment_of(&c, "personal", "Long notes").await;
+    let notes = json!({"mailbox": "personal", "messageId": mid, "attachmentId": aid});
+    let (text, answers) = text_by_cursor(&c, &notes).await;
+    assert_eq!(text, long);
+    assert_eq!(answers, long.chars().count().div_ceil(1000));
+
+    // An archive entry's text goes on the same way.
+    let (zid, zaid) = attachment_of(&c, "personal", "Many files").await;
+    let entry =
+        json!({"mailbox": "personal", "messageId": zid, "attachmentId": zaid, "entry": "long.txt"});
+    assert_eq!(text_by_cursor(&c, &entry).await.0, long);
+
+    // The listing: pages of 200 entries, every entry once, in order.
+    let listing = json!({"mailbox": "personal", "messageId": zid, "attachmentId": zaid});
+    let mut listed = Vec::new();
+    let mut args = listing.clone();
+    let mut pages = 0;
+    let listing_cursor = loop {
+        let page = c.ok("get_attachment_content", args.clone()).await;
+        pages += 1;
+        let entries = page["zipEntries"].as_array().unwrap();
+        listed.extend(
+            entries
+                .iter()
+                .map(|e| e["name"].as_str().unwrap().to_owned()),
+        );
+        match page["nextCursor"].as_str() {
+            Some(next) => {
+                assert_eq!((entries.len(), &page["truncated"]), (200, &json!(true)));
+                args["cursor"] = json!(next);
+            }
+            None => {
+                assert!(page.get("truncated").is_none(), "{page}");
+                break args["cursor"].as_str().unwrap().to_owned();
+            }
+        }
+    };
+    assert_eq!(pages, 3);
+    let mut expected = names.clone();
+    expected.push("long.txt".into());
+    assert_eq!(listed, expected);
+
+    // A cursor fits only its own request: another attachment, an entry for a listing's
+    // cursor, raw mode, another mailbox, an altered one — each INVALID_ARGUMENT.
+    let mut altered = listing_cursor.clone();
+    let last = altered.pop().unwrap();
+    altered.push(if last == 'A' { 'B' } else { 'A' });
+    let with = |base: &Value, extra: Value| {
+        let mut v = base.clone();
+        v.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        v
+    };
+    for args in [
+        with(&notes, json!({"cursor": listing_cursor})),
+        with(&entry, json!({"cursor": listing_cursor})),
+        with(&listing, json!({"cursor": listing_cursor, "mode": "raw"})),
+        with(&listing, json!({"cursor": altered})),
+        with(
+            &listing,
+            json!({"mailbox": "finance", "cursor": listing_cursor}),
+        ),
+    ] {
+        assert_eq!(
+            c.tool_error("get_attachment_content", args.clone()).await,
+            "INVALID_ARGUMENT",
+            "{args}"
+        );
+    }
+    c.close().await;
 }

@@ -1132,6 +1132,25 @@ async fn cursors_page_a_graph_listing_to_the_end() {
     c.close().await;
 }
 
+/// Attachment text past maxExtractedChars goes on by cursor on Graph (issue 22).
+#[tokio::test]
+async fn attachment_text_continues_by_cursor_on_graph() {
+    let fake = FakeGraph::start().await;
+    fake.add_mailbox(FINANCE);
+    let long = crate::extraction::long_notes();
+    fake.add_message(
+        FINANCE,
+        "inbox",
+        Message::new("Long notes").file_attachment("notes.txt", "text/plain", long.as_bytes()),
+    );
+    let (_world, c) = finance_client(&fake, r#", "maxExtractedChars": 1000"#).await;
+    let (mid, aid) = crate::extraction::attachment_of(&c, "finance", "Long notes").await;
+    let args = json!({"mailbox": "finance", "messageId": mid, "attachmentId": aid});
+    let (text, answers) = crate::extraction::text_by_cursor(&c, &args).await;
+    assert_eq!((text.as_str(), answers), (long.as_str(), 4));
+    c.close().await;
+}
+
 /// The categories filter on Graph (issue 22): any of the names, case-insensitively.
 #[tokio::test]
 async fn list_messages_filters_by_categories_on_graph() {

@@ -1472,3 +1472,33 @@ async fn cursors_page_an_imap_listing_to_the_end() {
     assert_eq!(paged, all);
     c.close().await;
 }
+
+/// Attachment text past maxExtractedChars goes on by cursor on a real IMAP server (issue 22).
+#[tokio::test]
+async fn attachment_text_continues_by_cursor_on_imap() {
+    let server = server_or_skip!("attachment_text_continues_by_cursor_on_imap");
+    let owner = ImapUser::fresh(server, "attcursor");
+    let long = crate::extraction::long_notes();
+    let mail = crate::extraction::with_attachment(
+        "Long notes",
+        "notes.txt",
+        "text/plain",
+        long.as_bytes(),
+    );
+    owner.append("INBOX", &mail, &[]).await;
+    let entry = ImapEntry::new(server, "box", &owner);
+    let (world, config) = imap_config(server, World::new(), &[entry], &[]);
+    let mut json: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    json["maxExtractedChars"] = json!(1000);
+    crate::util::write_mode(
+        std::path::Path::new(&config),
+        json.to_string().as_bytes(),
+        0o600,
+    );
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let (mid, aid) = crate::extraction::attachment_of(&c, "box", "Long notes").await;
+    let args = json!({"mailbox": "box", "messageId": mid, "attachmentId": aid});
+    let (text, answers) = crate::extraction::text_by_cursor(&c, &args).await;
+    assert_eq!((text.as_str(), answers), (long.as_str(), 4));
+    c.close().await;
+}
