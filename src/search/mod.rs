@@ -102,6 +102,9 @@ pub(crate) mod warning {
     pub(crate) const FILTER_FAILED: &str = "graph_filter_failed";
     pub(crate) const MAILBOX_FAILED: &str = "mailbox_search_failed";
     pub(crate) const BUDGET_EXHAUSTED: &str = "budget_exhausted";
+    /// A batch label named more mailboxes than `maxMailboxesPerSearch`: the first ones were
+    /// searched, and the label's `nextCursor` searches the rest.
+    pub(crate) const MAILBOX_LIMIT: &str = "mailbox_limit";
     pub(crate) const MEMORY_NOT_CONFIGURED: &str = "search_memory_not_configured";
     /// A search memory is configured, but term expansion is not built in this version.
     pub(crate) const EXPANSION_UNAVAILABLE: &str = "search_memory_expansion_unavailable";

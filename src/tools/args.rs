@@ -284,6 +284,9 @@ pub(crate) struct SearchMailboxesArgs {
     #[serde(default)]
     #[garde(dive)]
     pub(crate) criteria: Criteria,
+    // nextCursor: the mailboxes past maxMailboxesPerSearch (the description says so).
+    #[garde(custom(cursor_text))]
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
@@ -308,6 +311,9 @@ pub(crate) struct BatchQuery {
 pub(crate) struct SearchBatchArgs {
     #[garde(length(min = 1, max = 25), dive, custom(unique_labels))]
     pub(crate) queries: Vec<BatchQuery>,
+    // nextCursor: the labels past a batch budget (the description says so).
+    #[garde(custom(cursor_text))]
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema, PartialEq, Eq)]
@@ -323,8 +329,9 @@ pub(crate) enum MessageFormat {
 pub(crate) struct GetMessageArgs {
     #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
-    // Ids publish only their maximum length, like criteria strings (garde refuses an empty one
-    // and names the field): the bytes of `minLength` pay for get_attachment_content's cursor.
+    // Ids (and the evidence tools' signal strings) publish only their maximum length, like
+    // criteria strings (garde refuses an empty one and names the field): the bytes of
+    // `minLength` pay for the cursors of get_attachment_content and the fan-out searches.
     #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
@@ -452,19 +459,24 @@ macro_rules! with_signals {
         pub(crate) struct $name {
             $($fields)*
     #[serde(default)]
+    #[schemars(inner(length(max = 200)))]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)), custom(at_least_one_signal([&$this.clients, &$this.insurers, &$this.attachment_names, &$this.keywords])))]
     pub(crate) proposal_ids: Vec<String>,
     #[serde(default)]
+    #[schemars(inner(length(max = 200)))]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) clients: Vec<String>,
     #[serde(default)]
+    #[schemars(inner(length(max = 200)))]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) insurers: Vec<String>,
     /// Case-insensitive: full name or name without extension (confirms), or its words (candidate).
     #[serde(default)]
+    #[schemars(inner(length(max = 200)))]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) attachment_names: Vec<String>,
     #[serde(default)]
+    #[schemars(inner(length(max = 200)))]
     #[garde(length(max = 25), inner(length(chars, min = 1, max = 200)))]
     pub(crate) keywords: Vec<String>,
         }
@@ -489,8 +501,10 @@ with_signals! { self;
 pub(crate) struct EvidenceArgs {
     #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
+    #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) message_id: String,
+    #[schemars(length(max = 512))]
     #[garde(length(chars, min = 1, max = 512))]
     pub(crate) attachment_id: String,
 }

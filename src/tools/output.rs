@@ -309,6 +309,10 @@ pub(crate) struct MultiSearchOut {
     /// The worst per-mailbox status (FAILED > UNTRUSTED > INCOMPLETE > FOUND > NOT_FOUND).
     pub(crate) status: SearchStatus,
     pub(crate) results: Vec<SearchProjection>,
+    /// More mailboxes than `maxMailboxesPerSearch` were asked for (status is at best
+    /// SEARCH_INCOMPLETE): pass as `cursor` with the same arguments to search the next ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -318,6 +322,10 @@ pub(crate) struct BatchLabelOut {
     pub(crate) status: SearchStatus,
     pub(crate) warnings: Vec<String>,
     pub(crate) results: Vec<SearchProjection>,
+    /// The label names more mailboxes than `maxMailboxesPerSearch` (`mailbox_limit`): pass as
+    /// `cursor` to search_mailboxes with its mailboxes and criteria to search the next ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -327,6 +335,9 @@ pub(crate) struct BatchOut {
     pub(crate) results: Vec<BatchLabelOut>,
     /// Totals counted against the batch budgets.
     pub(crate) budget: BatchBudgetOut,
+    /// A budget ran out: pass as `cursor` with the same queries to run the labels it left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, JsonSchema)]

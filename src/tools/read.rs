@@ -86,9 +86,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
     read_tool(
         "search_mailboxes",
         "Search several mailboxes",
-        "search_mailbox over several aliases (default all, at most maxMailboxesPerSearch), \
-         each with its own evidence; status is the worst, so NOT_FOUND means proven absent \
-         everywhere.",
+        "search_mailbox over several aliases (default all; nextCursor goes on past \
+         maxMailboxesPerSearch), each with its own evidence; status is the worst, so NOT_FOUND \
+         means proven absent everywhere.",
         input_schema::<SearchMailboxesArgs>,
         output_schema::<MultiSearchOut>,
         handler!(SearchMailboxesArgs, search_mailboxes),
@@ -97,7 +97,8 @@ pub(super) static TOOLS: &[ToolDef] = &[
         "search_mailboxes_batch",
         "Batch search",
         "Up to maxQueriesPerBatch labelled search_mailboxes queries. A label past a batch \
-         budget (the maxBatch* limits) is SEARCH_INCOMPLETE/budget_exhausted: split the batch.",
+         budget (the maxBatch* limits) is SEARCH_INCOMPLETE/budget_exhausted: nextCursor runs \
+         the rest.",
         input_schema::<SearchBatchArgs>,
         output_schema::<BatchOut>,
         handler!(SearchBatchArgs, search_mailboxes_batch),
@@ -507,9 +508,9 @@ async fn list_messages(app: Arc<App>, args: SearchMailboxArgs) -> Result<ToolOut
     single_search(app, args, false).await
 }
 
-/// Resolves an optional alias list (default: all) against the allowlist and the fan-out cap.
+/// Resolves an optional alias list (default: all) against the allowlist.
 fn resolve_many(app: &App, mailboxes: Option<&[String]>) -> Result<Vec<Alias>, ToolError> {
-    let aliases: Vec<Alias> = match mailboxes {
+    Ok(match mailboxes {
         Some(list) => list
             .iter()
             .map(|m| app.resolve(m).map(|r| r.alias))
@@ -520,18 +521,43 @@ fn resolve_many(app: &App, mailboxes: Option<&[String]>) -> Result<Vec<Alias>, T
             .iter()
             .map(|m| m.alias.clone())
             .collect(),
-    };
-    if aliases.len() > app.config.limits.max_mailboxes_per_search {
-        return Err(ToolError::new(
-            ErrorCode::LimitExceeded,
-            format!(
-                "{} mailboxes requested; at most {} per search (maxMailboxesPerSearch)",
-                aliases.len(),
-                app.config.limits.max_mailboxes_per_search
-            ),
-        ));
-    }
-    Ok(aliases)
+    })
+}
+
+/// The mailboxes one fan-out answer searches: at most `maxMailboxesPerSearch` of `aliases`
+/// from `from` on, and where the next answer starts when some are left.
+fn mailbox_window(app: &App, aliases: &[Alias], from: u64) -> (Vec<Alias>, Option<u64>) {
+    let cap = app.config.limits.max_mailboxes_per_search.max(1);
+    let start = usize::try_from(from)
+        .unwrap_or(usize::MAX)
+        .min(aliases.len());
+    let end = start.saturating_add(cap).min(aliases.len());
+    let next = (end < aliases.len()).then_some(end as u64);
+    (aliases[start..end].to_vec(), next)
+}
+
+/// What a `search_mailboxes` cursor over mailboxes is bound to: the mailboxes as asked (absent
+/// means all of the allowlist, which a process never changes) and the criteria.
+fn fan_out_binding(mailboxes: Option<&[String]>, criteria: &Criteria) -> serde_json::Value {
+    serde_json::json!({ "mailboxes": mailboxes, "criteria": criteria_binding(criteria) })
+}
+
+/// The alias a fan-out cursor names: none, its mailboxes are in the request.
+const FAN_OUT: &str = "*";
+
+/// A cursor that `search_mailboxes` with `request` redeems at mailbox `next`.
+fn fan_out_cursor(request: &serde_json::Value, next: u64) -> String {
+    cursor::issue(
+        &cursor::Binding {
+            tool: "search_mailboxes",
+            alias: FAN_OUT,
+            request,
+        },
+        cursor::Position {
+            first: next,
+            second: 0,
+        },
+    )
 }
 
 async fn fan_out(
@@ -598,17 +624,47 @@ async fn search_mailboxes(
     args: SearchMailboxesArgs,
 ) -> Result<ToolOutput, ToolError> {
     let aliases = resolve_many(&app, args.mailboxes.as_deref())?;
-    let (status, results) = fan_out(&app, &aliases, &args.criteria, None).await?;
+    let request = fan_out_binding(args.mailboxes.as_deref(), &args.criteria);
+    let from = match &args.cursor {
+        Some(c) => {
+            let binding = cursor::Binding {
+                tool: "search_mailboxes",
+                alias: FAN_OUT,
+                request: &request,
+            };
+            cursor::redeem(&binding, c)?.first
+        }
+        None => 0,
+    };
+    let (window, next) = mailbox_window(&app, &aliases, from);
+    let (status, results) = fan_out(&app, &window, &args.criteria, None).await?;
+    // Mailboxes not searched yet prove nothing absent from them.
+    let status = match next {
+        Some(_) => SearchStatus::worst([status, SearchStatus::SearchIncomplete]),
+        None => status,
+    };
     let summary = format!(
-        "{} mailbox(es) searched: {}.{}{}",
+        "{} mailbox(es) searched: {}.{}{}{}",
         results.len(),
         status.as_str(),
         graph_names_note(results.iter().flat_map(|r| &r.warnings)),
-        continuation_note(&results)
+        continuation_note(&results),
+        match next {
+            Some(n) => format!(
+                " {} more mailbox(es) past maxMailboxesPerSearch: pass nextCursor as cursor \
+                 with the same arguments to search them.",
+                aliases.len() as u64 - n
+            ),
+            None => String::new(),
+        }
     );
     Ok(ToolOutput::untrusted(
         summary,
-        MultiSearchOut { status, results },
+        MultiSearchOut {
+            status,
+            results,
+            next_cursor: next.map(|n| fan_out_cursor(&request, n)),
+        },
     ))
 }
 
@@ -649,10 +705,29 @@ async fn search_mailboxes_batch(
             ),
         ));
     }
-    // Resolve every label's mailboxes before searching anything.
-    let mut labelled = Vec::with_capacity(args.queries.len());
-    for q in &args.queries {
-        labelled.push((q, resolve_many(&app, q.mailboxes.as_deref())?));
+    // A continuation runs the labels a budget left, from the first of them.
+    let batch_request = serde_json::Value::from(format!("{:?}", args.queries));
+    let first = match &args.cursor {
+        Some(c) => {
+            let binding = cursor::Binding {
+                tool: "search_mailboxes_batch",
+                alias: FAN_OUT,
+                request: &batch_request,
+            };
+            let at = cursor::redeem(&binding, c)?.first;
+            usize::try_from(at)
+                .unwrap_or(usize::MAX)
+                .min(args.queries.len())
+        }
+        None => 0,
+    };
+    // Resolve every label's mailboxes before searching anything; a label over
+    // maxMailboxesPerSearch searches the first ones and says where the rest go on.
+    let mut labelled = Vec::with_capacity(args.queries.len() - first);
+    for q in &args.queries[first..] {
+        let aliases = resolve_many(&app, q.mailboxes.as_deref())?;
+        let (window, more) = mailbox_window(&app, &aliases, 0);
+        labelled.push((q, window, more));
     }
     // Labels run concurrently, but all of them share one bound on concurrent mailbox searches.
     // The stream owns its inputs (no borrowed closures) so the future stays `Send`.
@@ -661,7 +736,7 @@ async fn search_mailboxes_batch(
     ));
     let jobs: Vec<(Criteria, Vec<Alias>)> = labelled
         .iter()
-        .map(|(q, aliases)| (q.criteria.clone(), aliases.clone()))
+        .map(|(q, aliases, _)| (q.criteria.clone(), aliases.clone()))
         .collect();
     let mut stream = futures::stream::iter(jobs)
         .map(|(criteria, aliases)| {
@@ -672,7 +747,10 @@ async fn search_mailboxes_batch(
         .buffered(limits.max_concurrent_mailboxes.max(1));
     let mut budget = BatchBudgetOut::default();
     let mut results = Vec::with_capacity(labelled.len());
-    for (q, _) in &labelled {
+    // Where a continuation starts: the first label past the budget.
+    let mut resume: Option<usize> = None;
+    let mut alone: Option<String> = None;
+    for (i, (q, _, more)) in labelled.iter().enumerate() {
         let label = q.label.clone();
         if budget.exhausted {
             results.push(exhausted_label(label));
@@ -689,6 +767,10 @@ async fn search_mailboxes_batch(
             || (budget.bytes + b) as u64 > limits.max_batch_result_bytes;
         if over {
             budget.exhausted = true;
+            // A label over a budget on its own would stop every continuation at itself: the
+            // cursor goes on after it (search_mailboxes runs it alone).
+            resume = Some(first + i + usize::from(i == 0));
+            alone = (i == 0).then(|| q.label.clone());
             results.push(exhausted_label(label));
             continue;
         }
@@ -696,25 +778,51 @@ async fn search_mailboxes_batch(
         budget.attachments += a;
         budget.context_chars += c;
         budget.bytes += b;
-        results.push(BatchLabelOut {
+        let mut out = BatchLabelOut {
             label,
             status,
             warnings: Vec::new(),
             results: projections,
-        });
+            next_cursor: None,
+        };
+        if let Some(n) = more {
+            out.status = SearchStatus::worst([status, SearchStatus::SearchIncomplete]);
+            out.warnings.push(warning::MAILBOX_LIMIT.to_owned());
+            let request = fan_out_binding(q.mailboxes.as_deref(), &q.criteria);
+            out.next_cursor = Some(fan_out_cursor(&request, *n));
+        }
+        results.push(out);
     }
     drop(stream);
+    let resume = resume.filter(|&at| at < args.queries.len());
     let status = SearchStatus::worst(results.iter().map(|r| r.status));
     let summary = format!(
-        "{} label(s): {}{}.",
+        "{} label(s){}: {}{}{}.",
         results.len(),
+        if first > 0 {
+            format!(" from label {}", first + 1)
+        } else {
+            String::new()
+        },
         status.as_str(),
         if budget.exhausted {
             " (a result budget was exhausted)"
         } else {
             ""
+        },
+        if resume.is_some() {
+            "; pass nextCursor as cursor with the same queries to run the labels it left"
+        } else {
+            ""
         }
     );
+    let summary = match alone {
+        Some(label) => format!(
+            "{summary} Label {label} is over a batch budget on its own: run it with \
+             search_mailboxes."
+        ),
+        None => summary,
+    };
     let summary = summary
         + graph_names_note(
             results
@@ -722,12 +830,26 @@ async fn search_mailboxes_batch(
                 .flat_map(|l| &l.results)
                 .flat_map(|r| &r.warnings),
         );
+    let next_cursor = resume.map(|at| {
+        cursor::issue(
+            &cursor::Binding {
+                tool: "search_mailboxes_batch",
+                alias: FAN_OUT,
+                request: &batch_request,
+            },
+            cursor::Position {
+                first: at as u64,
+                second: 0,
+            },
+        )
+    });
     Ok(ToolOutput::untrusted(
         summary,
         BatchOut {
             status,
             results,
             budget,
+            next_cursor,
         },
     ))
 }
@@ -738,6 +860,7 @@ fn exhausted_label(label: String) -> BatchLabelOut {
         status: SearchStatus::SearchIncomplete,
         warnings: vec![warning::BUDGET_EXHAUSTED.to_owned()],
         results: Vec::new(),
+        next_cursor: None,
     }
 }
 

@@ -136,6 +136,9 @@ function calls(csv, zip, cursors) {
       { mailbox: 'finance', messageId: csv, attachmentId: 'att-0', cursor: 'AAAA' },
       'INVALID_ARGUMENT',
     ],
+    // The demo's four mailboxes fit one fan-out and its batches fit their budgets.
+    ['search_mailboxes', { criteria: { maxResults: 1 }, cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
+    ['search_mailboxes_batch', { queries: [{ label: 'a' }], cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
     ['search_mailbox', { mailbox: 'finance', criteria: CRITERIA }, null],
     ['search_mailboxes', { mailboxes: ['finance', 'personal'], criteria: CRITERIA }, null],
     [

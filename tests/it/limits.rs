@@ -32,6 +32,163 @@ async fn a_batch_over_budget_keeps_finished_labels_and_marks_the_rest() {
     c.close().await;
 }
 
+/// Issue 22: the batch's nextCursor runs the labels a budget left, with fresh budgets; a label
+/// over a budget on its own is passed over (it never fits a batch), and the answer says so.
+#[tokio::test]
+async fn a_batch_cursor_runs_the_labels_a_budget_left() {
+    let world = World::new();
+    let config = shared_maildir_config(&world, r#", "maxBatchResultMessages": 4"#);
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let queries = json!([
+        {"label": "one", "mailboxes": ["finance"], "criteria": {"maxResults": 3}},
+        {"label": "two", "mailboxes": ["finance"], "criteria": {"maxResults": 3}},
+        {"label": "three", "mailboxes": ["personal"], "criteria": {"maxResults": 1}}
+    ]);
+    let first = c
+        .ok("search_mailboxes_batch", json!({"queries": queries}))
+        .await;
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("a cursor past the budget");
+    let rest = c
+        .ok(
+            "search_mailboxes_batch",
+            json!({"queries": queries, "cursor": cursor}),
+        )
+        .await;
+    let labels: Vec<(&str, &str)> = rest["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["label"].as_str().unwrap(), l["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(labels, [("two", "FOUND"), ("three", "FOUND")], "{rest}");
+    assert_eq!(rest["budget"]["messages"], 4);
+    assert!(rest.get("nextCursor").is_none(), "{rest}");
+    // The cursor belongs to these queries: other queries refuse it.
+    let other = json!([{"label": "one", "mailboxes": ["finance"], "criteria": {"maxResults": 2}}]);
+    assert_eq!(
+        c.tool_error(
+            "search_mailboxes_batch",
+            json!({"queries": other, "cursor": cursor})
+        )
+        .await,
+        "INVALID_ARGUMENT"
+    );
+
+    // A first label over the budget alone: the cursor goes on after it.
+    let queries = json!([
+        {"label": "big", "mailboxes": ["finance"], "criteria": {"maxResults": 5}},
+        {"label": "small", "mailboxes": ["personal"], "criteria": {"maxResults": 1}}
+    ]);
+    let answer = c
+        .call("search_mailboxes_batch", json!({"queries": queries}))
+        .await
+        .unwrap();
+    assert!(text_of(&answer).contains("Label big is over a batch budget on its own"));
+    let first = answer.structured_content.unwrap();
+    assert_eq!(first["results"][0]["warnings"][0], "budget_exhausted");
+    let rest = c
+        .ok(
+            "search_mailboxes_batch",
+            json!({"queries": queries, "cursor": first["nextCursor"]}),
+        )
+        .await;
+    assert_eq!(rest["results"][0]["label"], "small", "{rest}");
+    assert_eq!(rest["results"].as_array().unwrap().len(), 1);
+    c.close().await;
+}
+
+/// Issue 22: more mailboxes than maxMailboxesPerSearch are searched answer by answer — the
+/// first ones, then nextCursor for the rest — and until the last, absence is not proven. A batch
+/// label over the cap searches the first ones and continues through search_mailboxes.
+#[tokio::test]
+async fn a_fan_out_past_max_mailboxes_goes_on_by_cursor() {
+    let world = World::new();
+    let config = shared_maildir_config(&world, r#", "maxMailboxesPerSearch": 1"#);
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let criteria = json!({"subject": "zeppelinquark"});
+    let first = c
+        .ok("search_mailboxes", json!({"criteria": criteria}))
+        .await;
+    assert_eq!(first["results"].as_array().unwrap().len(), 1, "{first}");
+    assert_eq!(first["results"][0]["status"], "NOT_FOUND");
+    assert_eq!(
+        first["status"], "SEARCH_INCOMPLETE",
+        "unsearched mailboxes prove nothing"
+    );
+    let cursor = first["nextCursor"].as_str().unwrap().to_owned();
+    // Followed to the end: every allowlisted mailbox once, in allowlist order.
+    let listed = c.ok("list_allowed_mailboxes", json!({})).await;
+    let all: Vec<&str> = listed["mailboxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    let mut searched = vec![first["results"][0]["mailbox"].as_str().unwrap().to_owned()];
+    let mut next = cursor.clone();
+    loop {
+        let answer = c
+            .ok(
+                "search_mailboxes",
+                json!({"criteria": criteria, "cursor": next}),
+            )
+            .await;
+        searched.push(answer["results"][0]["mailbox"].as_str().unwrap().to_owned());
+        match answer["nextCursor"].as_str() {
+            // Until the last answer, unsearched mailboxes leave absence unproven; the last
+            // answer's status is its mailbox's (one allowlisted mailbox is unreachable).
+            Some(n) => {
+                assert!(
+                    ["SEARCH_INCOMPLETE", "SEARCH_FAILED"]
+                        .contains(&answer["status"].as_str().unwrap()),
+                    "{answer}"
+                );
+                next = n.to_owned();
+            }
+            None => {
+                assert_eq!(answer["status"], answer["results"][0]["status"], "{answer}");
+                break;
+            }
+        }
+    }
+    assert_eq!(searched, all);
+    // Bound to the mailboxes and criteria as asked.
+    for args in [
+        json!({"criteria": {"subject": "other"}, "cursor": cursor}),
+        json!({"mailboxes": ["finance", "personal"], "criteria": criteria, "cursor": cursor}),
+    ] {
+        assert_eq!(
+            c.tool_error("search_mailboxes", args.clone()).await,
+            "INVALID_ARGUMENT",
+            "{args}"
+        );
+    }
+
+    let batch = c
+        .ok(
+            "search_mailboxes_batch",
+            json!({"queries": [{"label": "both", "mailboxes": ["finance", "personal"],
+                                "criteria": criteria}]}),
+        )
+        .await;
+    let label = &batch["results"][0];
+    assert_eq!(label["warnings"][0], "mailbox_limit", "{batch}");
+    assert_eq!(label["status"], "SEARCH_INCOMPLETE");
+    assert_eq!(label["results"][0]["mailbox"], "finance");
+    let rest = c
+        .ok(
+            "search_mailboxes",
+            json!({"mailboxes": ["finance", "personal"], "criteria": criteria,
+                   "cursor": label["nextCursor"]}),
+        )
+        .await;
+    assert_eq!(rest["results"][0]["mailbox"], "personal", "{rest}");
+    assert_eq!(rest["status"], "NOT_FOUND");
+    c.close().await;
+}
+
 #[tokio::test]
 async fn too_many_queries_is_a_limit_error() {
     let world = World::new();
