@@ -194,10 +194,11 @@ fn summarize_emails(app: &App, raw: JsonObject) -> Result<String, String> {
     };
     Ok(format!(
         "Summarize the matching messages of mailbox {alias}. Call {tool} with {call}; read the \
-         messages that matter with get_message (follow nextOffset for long bodies). Give a short \
-         overall summary, then one line per message (date, sender, subject, the point), and \
-         list decisions and open questions. Say how many messages matched and whether the list \
-         was cut by maxResults. {EVIDENCE_RULES}"
+         messages that matter with get_message (pass nextCursor as cursor to read on in long \
+         bodies). Give a short overall summary, then one line per message (date, sender, \
+         subject, the point), and list decisions and open questions. Say how many messages \
+         matched; an answer cut by maxResults carries nextCursor, which continues it. \
+         {EVIDENCE_RULES}"
     ))
 }
 
@@ -262,7 +263,9 @@ fn find_evidence(app: &App, raw: JsonObject) -> Result<String, String> {
          you rely on with get_message, and cite it (mailbox, date, sender, subject). End with \
          one of: FOUND (with the citations), NOT FOUND (only when every search you relied on \
          answered NOT_FOUND), or UNKNOWN (some search was incomplete or failed: name the \
-         limit). {EVIDENCE_RULES}",
+         limit). An answer with nextCursor was cut by a limit: pass it back as cursor to go \
+         on, and a search_mailboxes answer with one has not searched every mailbox yet. \
+         {EVIDENCE_RULES}",
         args.question.trim()
     ))
 }

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use self::uri::{ResourceUri, View};
 use crate::backends::Categories;
-use crate::tools::args::{MailboxArgs, NoArgs};
+use crate::tools::args::{ListFoldersArgs, NoArgs};
 use crate::tools::{App, ErrorCode, ToolError, framing};
 
 const JSON: &str = "application/json";
@@ -98,8 +98,10 @@ pub(crate) async fn read(app: Arc<App>, raw_uri: &str) -> Result<ReadResourceRes
             let resolved = app.resolve(alias.as_str()).map_err(tool_error)?;
             match view {
                 View::Folders => {
-                    let args = MailboxArgs {
+                    // The first 1,000 folders; a longer tree's nextCursor goes on in list_folders.
+                    let args = ListFoldersArgs {
                         mailbox: resolved.alias.to_string(),
+                        cursor: None,
                     };
                     let out = crate::tools::list_folders(Arc::clone(&app), args)
                         .await

@@ -251,11 +251,14 @@ pub(crate) struct Criteria {
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub(crate) struct MailboxArgs {
+pub(crate) struct ListFoldersArgs {
     // A mailbox alias from list_allowed_mailboxes (every tool's `mailbox`; the pattern says it).
     // The pattern needs a first character, so a `min` length would only repeat it in each schema.
     #[garde(length(chars, max = 64), pattern(r"^[a-z0-9][a-z0-9_-]*$"))]
     pub(crate) mailbox: String,
+    // nextCursor: the folders past the first 1,000.
+    #[garde(custom(cursor_text))]
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]
@@ -564,6 +567,9 @@ pub(crate) struct InvestigateArgs {
     pub(crate) mailbox: String,
     #[garde(dive)]
     pub(crate) criteria: InvestigationCriteria,
+    // nextCursor: the matches past maxResults.
+    #[garde(custom(cursor_text))]
+    pub(crate) cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema, Validate)]

@@ -438,6 +438,9 @@ pub(crate) struct ListFoldersOut {
     /// Flat list; rebuild the tree from `parentFolderId`.
     pub(crate) folders: Vec<FolderOut>,
     pub(crate) truncated: bool,
+    /// More than 1,000 folders: pass as `cursor` for the next ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]

@@ -9,8 +9,8 @@ use futures::StreamExt;
 use super::args::SourceArg;
 use super::args::{
     AttachmentContentArgs, ContentMode, Criteria, FolderStatsArgs, GetMessageArgs,
-    ListAttachmentsArgs, MailboxArgs, MessageFormat, NoArgs, SearchBatchArgs, SearchMailboxArgs,
-    SearchMailboxesArgs, SortByArg, SortOrderArg,
+    ListAttachmentsArgs, ListFoldersArgs, MessageFormat, NoArgs, SearchBatchArgs,
+    SearchMailboxArgs, SearchMailboxesArgs, SortByArg, SortOrderArg,
 };
 use super::cursor;
 use super::output::{
@@ -127,9 +127,9 @@ pub(super) static TOOLS: &[ToolDef] = &[
         "List folders",
         "Folders with total and unread counts, flat (parentFolderId gives the tree); ids work \
          as criteria.folder and folderId.",
-        input_schema::<MailboxArgs>,
+        input_schema::<ListFoldersArgs>,
         output_schema::<ListFoldersOut>,
-        handler!(MailboxArgs, list_folders),
+        handler!(ListFoldersArgs, list_folders),
     ),
     read_tool(
         "get_folder_stats",
@@ -971,23 +971,42 @@ fn message_out(detail: &MessageDetail, args: &GetMessageArgs, max_body: usize) -
 
 pub(crate) async fn list_folders(
     app: Arc<App>,
-    args: MailboxArgs,
+    args: ListFoldersArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
-    let mut folders = resolved.backend.list_folders().await?;
-    let truncated = folders.len() > MAX_FOLDERS;
-    folders.truncate(MAX_FOLDERS);
+    let binding = cursor::Binding {
+        tool: "list_folders",
+        alias: resolved.alias.as_str(),
+        request: &serde_json::Value::Null,
+    };
+    let from = match &args.cursor {
+        Some(c) => cursor::redeem(&binding, c)?.first,
+        None => 0,
+    };
+    let folders = resolved.backend.list_folders().await?;
+    let start = usize::try_from(from).unwrap_or(usize::MAX);
+    let page = output::page(&folders, start, MAX_FOLDERS);
+    let truncated = page.next.is_some();
     let out = ListFoldersOut {
         mailbox: resolved.alias.to_string(),
-        folders: FolderOut::list(&folders),
+        folders: FolderOut::list(page.items),
         truncated,
+        next_cursor: page.next.map(|n| {
+            cursor::issue(
+                &binding,
+                cursor::Position {
+                    first: n as u64,
+                    second: 0,
+                },
+            )
+        }),
     };
     let summary = format!(
         "Mailbox {}: {} folder(s){}.",
         resolved.alias,
         out.folders.len(),
         if truncated {
-            " (the tree is incomplete)"
+            " (more follow: pass nextCursor as cursor)"
         } else {
             ""
         }

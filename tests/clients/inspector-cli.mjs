@@ -127,13 +127,19 @@ function calls(csv, zip, cursors) {
     ['search_mailbox', { mailbox: 'finance', criteria: { categories: ['Invoices'] } }, 'UNSUPPORTED'],
     ['list_messages', { mailbox: 'finance', criteria: { categories: ['Invoices'] } }, 'UNSUPPORTED'],
     ['search_mailboxes', { mailboxes: ['finance'], criteria: { categories: ['Invoices'] } }, null],
-    // No demo body, attachment list or attachment text is long enough to be cut: a forged
-    // cursor is refused.
+    // No demo body, attachment list, attachment text or folder tree is long enough to be cut:
+    // a forged cursor is refused.
     ['get_message', { mailbox: 'finance', messageId: csv, cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
     ['list_attachments', { mailbox: 'finance', messageId: csv, cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
     [
       'get_attachment_content',
       { mailbox: 'finance', messageId: csv, attachmentId: 'att-0', cursor: 'AAAA' },
+      'INVALID_ARGUMENT',
+    ],
+    ['list_folders', { mailbox: 'finance', cursor: 'AAAA' }, 'INVALID_ARGUMENT'],
+    [
+      'investigate_documents',
+      { mailbox: 'finance', criteria: { keywords: ['ledger'] }, cursor: 'AAAA' },
       'INVALID_ARGUMENT',
     ],
     // The demo's four mailboxes fit one fan-out and its batches fit their budgets.

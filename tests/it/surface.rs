@@ -538,3 +538,125 @@ async fn a_fan_out_mailbox_continues_through_search_mailbox() {
     );
     client.close().await;
 }
+
+/// A folder tree past list_folders' 1,000 goes on by cursor: every folder once, in order; the
+/// cursor is the mailbox's own.
+#[tokio::test]
+async fn a_folder_tree_past_a_thousand_goes_on_by_cursor() {
+    let world = World::new();
+    let config =
+        crate::util::config_over_demo(&world, &[crate::util::FINANCE, crate::util::PERSONAL], "")
+            .await;
+    let root = world.state().join("demo/mail/finance");
+    for n in 0..1_050 {
+        for sub in ["cur", "new", "tmp"] {
+            std::fs::create_dir_all(root.join(format!(".f{n:04}/{sub}"))).unwrap();
+        }
+    }
+    let client = world.client(&["--config", config.as_str(), "serve"]).await;
+    let first = client
+        .ok("list_folders", json!({ "mailbox": "finance" }))
+        .await;
+    let ids = |answer: &Value| -> Vec<String> {
+        answer["folders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        (ids(&first).len(), &first["truncated"]),
+        (1000, &json!(true))
+    );
+    let cursor = first["nextCursor"].as_str().unwrap();
+    let rest = client
+        .ok(
+            "list_folders",
+            json!({ "mailbox": "finance", "cursor": cursor }),
+        )
+        .await;
+    assert_eq!(rest["truncated"], false, "{rest}");
+    assert!(rest.get("nextCursor").is_none());
+    let mut all = ids(&first);
+    all.extend(ids(&rest));
+    let made = (0..1_050)
+        .filter(|n| all.contains(&format!("f{n:04}")))
+        .count();
+    assert_eq!(made, 1_050);
+    let unique: std::collections::BTreeSet<&String> = all.iter().collect();
+    assert_eq!(unique.len(), all.len());
+    assert_eq!(
+        client
+            .tool_error(
+                "list_folders",
+                json!({ "mailbox": "personal", "cursor": cursor })
+            )
+            .await,
+        "INVALID_ARGUMENT"
+    );
+    client.close().await;
+}
+
+/// investigate_documents past maxResults goes on by cursor: the pages joined are the matches of
+/// one wide call, in its order, and every page carries the whole investigation's status.
+#[tokio::test]
+async fn investigation_matches_go_on_by_cursor() {
+    let world = World::new();
+    let client = world.shared_demo_client().await;
+    let criteria = json!({"keywords": ["invoice"], "folders": ["inbox"]});
+    let ids = |answer: &Value| -> Vec<String> {
+        answer["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["message"]["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut wide = criteria.clone();
+    wide["maxResults"] = json!(25);
+    let whole = client
+        .ok(
+            "investigate_documents",
+            json!({"mailbox": "finance", "criteria": wide}),
+        )
+        .await;
+    let expected = ids(&whole);
+    assert!(expected.len() > 2, "{whole}");
+    assert_eq!(whole["matchesTruncated"], false, "{whole}");
+    let mut narrow = criteria.clone();
+    narrow["maxResults"] = json!(2);
+    let mut args = json!({"mailbox": "finance", "criteria": narrow});
+    let mut paged = Vec::new();
+    loop {
+        let page = client.ok("investigate_documents", args.clone()).await;
+        assert_eq!(page["status"], whole["status"], "{page}");
+        assert_eq!(page["totalMatches"], whole["totalMatches"]);
+        paged.extend(ids(&page));
+        match page["nextCursor"].as_str() {
+            Some(next) => {
+                assert_eq!(page["matchesTruncated"], true);
+                args["cursor"] = json!(next);
+            }
+            None => break,
+        }
+    }
+    assert_eq!(paged, expected);
+    // Other criteria refuse the cursor.
+    let first = client
+        .ok(
+            "investigate_documents",
+            json!({"mailbox": "finance", "criteria": narrow}),
+        )
+        .await;
+    assert_eq!(
+        client
+            .tool_error(
+                "investigate_documents",
+                json!({"mailbox": "finance", "criteria": criteria, "cursor": first["nextCursor"]}),
+            )
+            .await,
+        "INVALID_ARGUMENT"
+    );
+    client.close().await;
+}

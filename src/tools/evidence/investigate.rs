@@ -48,7 +48,7 @@ use crate::search::indexed::Mode;
 use crate::search::{SearchPlan, SearchStatus, engine};
 use crate::tools::args::{InvestigateArgs, InvestigationFolder};
 use crate::tools::output::{self, AddressOut, bounded};
-use crate::tools::{App, ErrorCode, ToolError, ToolOutput};
+use crate::tools::{App, ErrorCode, ToolError, ToolOutput, cursor};
 
 /// Longest metadata field (Unicode scalar values) that is matched.
 const MAX_FIELD_CHARS: usize = 65_536;
@@ -366,6 +366,9 @@ pub(crate) struct InvestigateOut {
     /// Index and hybrid answers: when the scanned folders were last wholly synced (ISO-8601).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) indexed_through: Option<String>,
+    /// More matches than `maxResults`: pass as `cursor` for the next ones.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
 }
 
 /// One call's folder scans: where they list messages, the caps, the signals and the reader
@@ -387,6 +390,17 @@ pub(crate) async fn investigate_documents(
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
     let c = &args.criteria;
+    // A continuation runs the investigation again and shows the matches after those shown.
+    let request = serde_json::Value::from(format!("{c:?}"));
+    let binding = cursor::Binding {
+        tool: "investigate_documents",
+        alias: resolved.alias.as_str(),
+        request: &request,
+    };
+    let from = match &args.cursor {
+        Some(given) => cursor::redeem(&binding, given)?.first,
+        None => 0,
+    };
     let requested = c.signals();
     let set = Signals::new(&requested);
     // garde already demands one signal; a signal of punctuation only can never match, so a
@@ -468,11 +482,26 @@ pub(crate) async fn investigate_documents(
     // Stable: confirmed first, otherwise discovery order.
     matches.sort_by_key(|m: &InvestigationMatchOut| m.classification != Classification::Confirmed);
     let total_matches = matches.len();
-    matches.truncate(limits.max_results as usize);
-    let status = if matches
+    // The status is the whole investigation's, whichever page of matches is shown.
+    let any_confirmed = matches
         .iter()
-        .any(|m| m.classification == Classification::Confirmed)
-    {
+        .any(|m| m.classification == Classification::Confirmed);
+    let start = usize::try_from(from)
+        .unwrap_or(usize::MAX)
+        .min(total_matches);
+    let mut matches = matches.split_off(start);
+    matches.truncate(limits.max_results as usize);
+    let shown_to = start + matches.len();
+    let next_cursor = (shown_to < total_matches).then(|| {
+        cursor::issue(
+            &binding,
+            cursor::Position {
+                first: shown_to as u64,
+                second: 0,
+            },
+        )
+    });
+    let status = if any_confirmed {
         InvestigationStatus::Confirmed
     } else if !complete {
         InvestigationStatus::SearchIncomplete
@@ -485,7 +514,7 @@ pub(crate) async fn investigate_documents(
         mailbox: resolved.alias.to_string(),
         status,
         total_matches,
-        matches_truncated: total_matches > matches.len(),
+        matches_truncated: next_cursor.is_some(),
         matches,
         coverage: InvestigationCoverageOut {
             complete,
@@ -495,6 +524,7 @@ pub(crate) async fn investigate_documents(
         },
         source,
         indexed_through,
+        next_cursor,
     };
     Ok(ToolOutput::untrusted(summary(&out, &set), out))
 }
@@ -558,6 +588,9 @@ fn summary(out: &InvestigateOut, set: &Signals) -> String {
             "; attachmentNames match case-insensitively the full name or the name without \
              extension (may confirm), or their words in order (candidate only)",
         );
+    }
+    if out.next_cursor.is_some() {
+        line.push_str("; more matches follow: pass nextCursor as cursor");
     }
     line.push('.');
     line
