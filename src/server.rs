@@ -1,7 +1,7 @@
 //! The MCP server: answers `initialize`, `tools/list` and `tools/call` from the catalog fixed at
 //! startup, and the read-only resources ([`crate::resources`]), prompts ([`crate::prompts`])
-//! and completions every catalog offers. Transport-agnostic; `transport::serve` connects it to stdio, `transport::http` serves
-//! one per HTTP request.
+//! and completions every catalog offers. Transport-agnostic; `transport::serve` connects it to
+//! stdio, `transport::http` serves one per HTTP request.
 //!
 //! Invariant: `tools/list` is exactly the catalog, and `tools/call` can reach only a tool in it
 //! (through [`App::call`], the same path `mailgate call` uses). A name outside the catalog is the

@@ -54,15 +54,15 @@ pub(crate) async fn read(
     query: Option<&str>,
 ) -> Result<ContactsOut, ToolError> {
     let own = resolved.entry.address.as_str().to_lowercase();
+    let query_lower = query.map(str::to_lowercase);
     let wanted = |c: &Contact| {
         let address = c.address.to_lowercase();
         address != own
-            && query.is_none_or(|q| {
-                let q = q.to_lowercase();
-                address.contains(&q)
+            && query_lower.as_deref().is_none_or(|q| {
+                address.contains(q)
                     || c.name
                         .as_ref()
-                        .is_some_and(|n| n.to_lowercase().contains(&q))
+                        .is_some_and(|n| n.to_lowercase().contains(q))
             })
     };
     let book = resolved

@@ -194,7 +194,7 @@ impl CategoriesOut {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct IndexOut {
     mailbox: String,
@@ -227,18 +227,8 @@ struct IndexOut {
 fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
     let missing = |note: String| IndexOut {
         mailbox: alias.to_string(),
-        indexed: false,
         note: Some(note),
-        backend: None,
-        messages: None,
-        folders: None,
-        last_sync: None,
-        indexed_through: None,
-        staleness_seconds: None,
-        proves_absence: None,
-        semantic: None,
-        paused: None,
-        syncing: None,
+        ..IndexOut::default()
     };
     let Some(reader) = app.indexes.get(alias) else {
         return missing(format!(
@@ -256,7 +246,6 @@ fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
     IndexOut {
         mailbox: alias.to_string(),
         indexed: true,
-        note: None,
         backend: Some(status.backend.clone()),
         messages: Some(status.messages()),
         folders: Some(status.folders.len()),
@@ -267,6 +256,7 @@ fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
         semantic: Some(status.semantic),
         paused: Some(status.paused),
         syncing: Some(status.syncing),
+        ..IndexOut::default()
     }
 }
 

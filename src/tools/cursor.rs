@@ -58,6 +58,18 @@ pub(crate) struct Binding<'a> {
     pub(crate) request: &'a Value,
 }
 
+impl Binding<'_> {
+    /// Where a continuation with one counter starts: `cursor`'s first counter, 0 without one.
+    pub(crate) fn start(&self, cursor: Option<&str>) -> Result<u64, ToolError> {
+        cursor.map_or(Ok(0), |c| redeem(self, c).map(|at| at.first))
+    }
+
+    /// A cursor for a continuation with one counter, at `first`.
+    pub(crate) fn at(&self, first: u64) -> String {
+        issue(self, Position { first, second: 0 })
+    }
+}
+
 /// A cursor for `position` of the request `binding` describes.
 pub(crate) fn issue(binding: &Binding<'_>, position: Position) -> String {
     let key = &*KEY;

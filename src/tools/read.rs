@@ -395,10 +395,7 @@ async fn single_search(
         alias: resolved.alias.as_str(),
         request: &request,
     };
-    let skip = match &args.cursor {
-        Some(c) => cursor::redeem(&binding, c)?.first,
-        None => 0,
-    };
+    let skip = binding.start(args.cursor.as_deref())?;
     let mut plan = plan(&args.criteria, &app.config.limits, allow_query)?;
     let page = plan.max_results;
     let skip = usize::try_from(skip).unwrap_or(usize::MAX);
@@ -423,15 +420,8 @@ async fn single_search(
     let outcome = &answer.outcome;
     let with_names = args.criteria.include_attachment_names == Some(true);
     let mut projection = SearchProjection::new(resolved.alias.as_str(), &answer, with_names);
-    projection.next_cursor = (more && next + page <= crate::search::MAX_CURSOR_DEPTH).then(|| {
-        cursor::issue(
-            &binding,
-            cursor::Position {
-                first: next as u64,
-                second: 0,
-            },
-        )
-    });
+    projection.next_cursor =
+        (more && next + page <= crate::search::MAX_CURSOR_DEPTH).then(|| binding.at(next as u64));
     let summary = format!(
         "Mailbox {}: {}, {} result(s).{}",
         resolved.alias,
@@ -538,26 +528,21 @@ fn mailbox_window(app: &App, aliases: &[Alias], from: u64) -> (Vec<Alias>, Optio
 
 /// What a `search_mailboxes` cursor over mailboxes is bound to: the mailboxes as asked (absent
 /// means all of the allowlist, which a process never changes) and the criteria.
-fn fan_out_binding(mailboxes: Option<&[String]>, criteria: &Criteria) -> serde_json::Value {
+fn fan_out_request(mailboxes: Option<&[String]>, criteria: &Criteria) -> serde_json::Value {
     serde_json::json!({ "mailboxes": mailboxes, "criteria": criteria_binding(criteria) })
 }
 
 /// The alias a fan-out cursor names: none, its mailboxes are in the request.
 const FAN_OUT: &str = "*";
 
-/// A cursor that `search_mailboxes` with `request` redeems at mailbox `next`.
-fn fan_out_cursor(request: &serde_json::Value, next: u64) -> String {
-    cursor::issue(
-        &cursor::Binding {
-            tool: "search_mailboxes",
-            alias: FAN_OUT,
-            request,
-        },
-        cursor::Position {
-            first: next,
-            second: 0,
-        },
-    )
+/// What `search_mailboxes` with `request` (see [`fan_out_request`]) binds its cursors to; the
+/// position is the next mailbox.
+fn fan_out_binding(request: &serde_json::Value) -> cursor::Binding<'_> {
+    cursor::Binding {
+        tool: "search_mailboxes",
+        alias: FAN_OUT,
+        request,
+    }
 }
 
 async fn fan_out(
@@ -598,13 +583,7 @@ async fn fan_out(
                     alias: alias.as_str(),
                     request: &request,
                 };
-                cursor::issue(
-                    &binding,
-                    cursor::Position {
-                        first: plan.max_results as u64,
-                        second: 0,
-                    },
-                )
+                binding.at(plan.max_results as u64)
             });
             p
         })
@@ -624,18 +603,9 @@ async fn search_mailboxes(
     args: SearchMailboxesArgs,
 ) -> Result<ToolOutput, ToolError> {
     let aliases = resolve_many(&app, args.mailboxes.as_deref())?;
-    let request = fan_out_binding(args.mailboxes.as_deref(), &args.criteria);
-    let from = match &args.cursor {
-        Some(c) => {
-            let binding = cursor::Binding {
-                tool: "search_mailboxes",
-                alias: FAN_OUT,
-                request: &request,
-            };
-            cursor::redeem(&binding, c)?.first
-        }
-        None => 0,
-    };
+    let request = fan_out_request(args.mailboxes.as_deref(), &args.criteria);
+    let binding = fan_out_binding(&request);
+    let from = binding.start(args.cursor.as_deref())?;
     let (window, next) = mailbox_window(&app, &aliases, from);
     let (status, results) = fan_out(&app, &window, &args.criteria, None).await?;
     // Mailboxes not searched yet prove nothing absent from them.
@@ -663,7 +633,7 @@ async fn search_mailboxes(
         MultiSearchOut {
             status,
             results,
-            next_cursor: next.map(|n| fan_out_cursor(&request, n)),
+            next_cursor: next.map(|n| binding.at(n)),
         },
     ))
 }
@@ -707,20 +677,14 @@ async fn search_mailboxes_batch(
     }
     // A continuation runs the labels a budget left, from the first of them.
     let batch_request = serde_json::Value::from(format!("{:?}", args.queries));
-    let first = match &args.cursor {
-        Some(c) => {
-            let binding = cursor::Binding {
-                tool: "search_mailboxes_batch",
-                alias: FAN_OUT,
-                request: &batch_request,
-            };
-            let at = cursor::redeem(&binding, c)?.first;
-            usize::try_from(at)
-                .unwrap_or(usize::MAX)
-                .min(args.queries.len())
-        }
-        None => 0,
+    let batch_binding = cursor::Binding {
+        tool: "search_mailboxes_batch",
+        alias: FAN_OUT,
+        request: &batch_request,
     };
+    let first = usize::try_from(batch_binding.start(args.cursor.as_deref())?)
+        .unwrap_or(usize::MAX)
+        .min(args.queries.len());
     // Resolve every label's mailboxes before searching anything; a label over
     // maxMailboxesPerSearch searches the first ones and says where the rest go on.
     let mut labelled = Vec::with_capacity(args.queries.len() - first);
@@ -788,8 +752,8 @@ async fn search_mailboxes_batch(
         if let Some(n) = more {
             out.status = SearchStatus::worst([status, SearchStatus::SearchIncomplete]);
             out.warnings.push(warning::MAILBOX_LIMIT.to_owned());
-            let request = fan_out_binding(q.mailboxes.as_deref(), &q.criteria);
-            out.next_cursor = Some(fan_out_cursor(&request, *n));
+            let request = fan_out_request(q.mailboxes.as_deref(), &q.criteria);
+            out.next_cursor = Some(fan_out_binding(&request).at(*n));
         }
         results.push(out);
     }
@@ -830,19 +794,7 @@ async fn search_mailboxes_batch(
                 .flat_map(|l| &l.results)
                 .flat_map(|r| &r.warnings),
         );
-    let next_cursor = resume.map(|at| {
-        cursor::issue(
-            &cursor::Binding {
-                tool: "search_mailboxes_batch",
-                alias: FAN_OUT,
-                request: &batch_request,
-            },
-            cursor::Position {
-                first: at as u64,
-                second: 0,
-            },
-        )
-    });
+    let next_cursor = resume.map(|at| batch_binding.at(at as u64));
     Ok(ToolOutput::untrusted(
         summary,
         BatchOut {
@@ -979,10 +931,7 @@ pub(crate) async fn list_folders(
         alias: resolved.alias.as_str(),
         request: &serde_json::Value::Null,
     };
-    let from = match &args.cursor {
-        Some(c) => cursor::redeem(&binding, c)?.first,
-        None => 0,
-    };
+    let from = binding.start(args.cursor.as_deref())?;
     let folders = resolved.backend.list_folders().await?;
     let start = usize::try_from(from).unwrap_or(usize::MAX);
     let page = output::page(&folders, start, MAX_FOLDERS);
@@ -991,15 +940,7 @@ pub(crate) async fn list_folders(
         mailbox: resolved.alias.to_string(),
         folders: FolderOut::list(page.items),
         truncated,
-        next_cursor: page.next.map(|n| {
-            cursor::issue(
-                &binding,
-                cursor::Position {
-                    first: n as u64,
-                    second: 0,
-                },
-            )
-        }),
+        next_cursor: page.next.map(|n| binding.at(n as u64)),
     };
     let summary = format!(
         "Mailbox {}: {} folder(s){}.",
@@ -1074,12 +1015,10 @@ async fn list_attachments(
         alias: resolved.alias.as_str(),
         request: &request,
     };
-    let start = match &args.cursor {
-        Some(c) => {
-            no_offsets_with_cursor(args.offset.is_some())?;
-            cursor::redeem(&binding, c)?.first
-        }
-        None => args.offset.unwrap_or(0),
+    no_offsets_with_cursor(args.cursor.is_some() && args.offset.is_some())?;
+    let start = match args.offset {
+        Some(offset) => offset,
+        None => binding.start(args.cursor.as_deref())?,
     };
     let metas = resolved.backend.list_attachments(&args.message_id).await?;
     let offset = usize::try_from(start).unwrap_or(usize::MAX);
@@ -1108,15 +1047,7 @@ async fn list_attachments(
             offset: page.offset as u64,
             total_count: page.total,
             next_offset: page.next.map(|n| n as u64),
-            next_cursor: page.next.map(|n| {
-                cursor::issue(
-                    &binding,
-                    cursor::Position {
-                        first: n as u64,
-                        second: 0,
-                    },
-                )
-            }),
+            next_cursor: page.next.map(|n| binding.at(n as u64)),
             pages_scanned: 1,
             truncated: page.next.is_some(),
         },
@@ -1279,10 +1210,7 @@ async fn get_attachment_content(
         request: &request,
     };
     // Where this answer starts: a character of the text, or an entry of the listing.
-    let from = match &args.cursor {
-        Some(c) => cursor::redeem(&binding, c)?.first,
-        None => 0,
-    };
+    let from = binding.start(args.cursor.as_deref())?;
     let (meta, bytes) = fetch_attachment(
         &app,
         resolved.backend,
@@ -1346,15 +1274,6 @@ async fn get_attachment_content(
         },
         job => job,
     };
-    let next = |at: u64| {
-        cursor::issue(
-            &binding,
-            cursor::Position {
-                first: at,
-                second: 0,
-            },
-        )
-    };
     let answer = extract_bounded(&app, job, bytes).await.map_err(|e| {
         // Only a raw entry read has the raw cap in force: its overflow is RAW_TOO_LARGE.
         if raw && is_entry && e.code == ErrorCode::ZipTooLarge {
@@ -1367,7 +1286,7 @@ async fn get_attachment_content(
         extract::Answer::Text(extracted) => {
             // A window that gave nothing cannot be gone on from (no cursor that repeats itself).
             let shown = extracted.text.chars().count() as u64;
-            out.next_cursor = (extracted.truncated && shown > 0).then(|| next(from + shown));
+            out.next_cursor = (extracted.truncated && shown > 0).then(|| binding.at(from + shown));
             out.text = Some(extracted.text);
             out.truncated = Some(extracted.truncated);
             out.extractor = Some(extracted.extractor);
@@ -1394,7 +1313,7 @@ async fn get_attachment_content(
             );
             // A listing says `truncated` only when it is cut, as the reference's never is.
             out.truncated = page.next.map(|_| true);
-            out.next_cursor = page.next.map(|n| next(n as u64));
+            out.next_cursor = page.next.map(|n| binding.at(n as u64));
         }
     }
     Ok(content_output(&args.attachment_id, &args.message_id, out))

@@ -371,10 +371,7 @@ fn summary(
         gap,
         categories: f
             .flags()
-            .filter_map(|flag| match flag {
-                Flag::Custom(k) => Some(k.to_string()),
-                _ => None,
-            })
+            .filter_map(|flag| session::keyword(&flag))
             .collect(),
     })
 }

@@ -43,6 +43,14 @@ fn lost() -> OpError {
     OpError::Imap(async_imap::error::Error::ConnectionLost)
 }
 
+/// A flag that is a keyword (IMAP's label: not a system flag), by name.
+pub(super) fn keyword(flag: &async_imap::types::Flag<'_>) -> Option<String> {
+    match flag {
+        async_imap::types::Flag::Custom(k) => Some(k.to_string()),
+        _ => None,
+    }
+}
+
 impl Conn {
     /// `Err` when the server's side of the connection has ended (see [`lost`]).
     pub(super) fn intact(&self) -> Result<(), OpError> {
@@ -106,10 +114,7 @@ impl Conn {
             .flags
             .iter()
             .chain(&opened.permanent_flags)
-            .filter_map(|f| match f {
-                async_imap::types::Flag::Custom(k) => Some(k.to_string()),
-                _ => None,
-            })
+            .filter_map(keyword)
             .collect();
         keywords.sort();
         keywords.dedup();

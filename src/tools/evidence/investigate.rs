@@ -397,10 +397,7 @@ pub(crate) async fn investigate_documents(
         alias: resolved.alias.as_str(),
         request: &request,
     };
-    let from = match &args.cursor {
-        Some(given) => cursor::redeem(&binding, given)?.first,
-        None => 0,
-    };
+    let from = binding.start(args.cursor.as_deref())?;
     let requested = c.signals();
     let set = Signals::new(&requested);
     // garde already demands one signal; a signal of punctuation only can never match, so a
@@ -492,15 +489,7 @@ pub(crate) async fn investigate_documents(
     let mut matches = matches.split_off(start);
     matches.truncate(limits.max_results as usize);
     let shown_to = start + matches.len();
-    let next_cursor = (shown_to < total_matches).then(|| {
-        cursor::issue(
-            &binding,
-            cursor::Position {
-                first: shown_to as u64,
-                second: 0,
-            },
-        )
-    });
+    let next_cursor = (shown_to < total_matches).then(|| binding.at(shown_to as u64));
     let status = if any_confirmed {
         InvestigationStatus::Confirmed
     } else if !complete {
