@@ -247,7 +247,7 @@ async fn check_maildir(store: &MaildirStore) {
         "oracle: the opposite attachment filter excludes the message"
     );
     if let Some(subject) = &listed.subject
-        && !crate::fold::tokens(subject).is_empty()
+        && !crate::text::query_tokens(subject).is_empty()
     {
         let hits = store
             .scan(&request(Filters::default()), Some(subject))
@@ -1186,4 +1186,51 @@ pub fn mcp_surface(data: &[u8]) {
         );
     }
     crate::tools::cursor::fuzz(data);
+}
+
+// ----------------------------------------------------------------------------------------------
+// text_differential
+// ----------------------------------------------------------------------------------------------
+
+/// Arbitrary text and a reader's query built from what it shows → every matcher (the live
+/// scan, the Maildir scan's folded match, the evidence signals, the index). The first six bytes
+/// pick the query (which visible words, a piece of an unspaced run, the normalization form,
+/// the case, accents left out); the rest, read as UTF-8 (lossily), is the text.
+///
+/// Oracle (`differential::check`): every matcher finds the text, so none can answer
+/// `NOT_FOUND` for a word the mail shows.
+pub fn text_differential(scratch: &Path, data: &[u8]) {
+    use crate::differential::{Pick, check, query_for};
+    use crate::index::tantivy_index::TantivyIndex;
+
+    /// One index for the process: each input replaces the one message it holds.
+    static INDEX: OnceLock<TantivyIndex> = OnceLock::new();
+    let Some((head, rest)) = data.split_first_chunk::<6>() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&rest[..rest.len().min(4_096)]);
+    let pick = Pick {
+        first: usize::from(head[0]),
+        more: usize::from(head[1]),
+        piece: (head[2] & 1 == 1).then_some((usize::from(head[3]), usize::from(head[4]))),
+        form: head[5] & 3,
+        case: (head[5] >> 2) % 3,
+        no_marks: head[5] & 0x10 != 0,
+    };
+    let Some(query) = query_for(&text, pick) else {
+        return;
+    };
+    let index = INDEX.get_or_init(|| {
+        let root = cap_std::fs::Dir::open_ambient_dir(scratch, cap_std::ambient_authority())
+            .expect("invariant: the scratch directory opens");
+        let _ = root.create_dir("text_differential");
+        let dir = root
+            .open_dir("text_differential")
+            .expect("invariant: the index directory opens");
+        TantivyIndex::open(crate::index::capdir::CapDirectory::new(dir), true)
+            .expect("invariant: an index can be created")
+    });
+    if let Err(miss) = check(&text, &query, index) {
+        panic!("oracle: {miss}");
+    }
 }

@@ -1,14 +1,20 @@
 //! The operator commands of the local index: `mailgate index sync [ALIAS…] [--watch
-//! INTERVAL]`, `status`, `pause`, `resume`, `rebuild ALIAS` and `purge ALIAS`. Never MCP
-//! tools: an agent can search an index but neither start, steer nor remove one. Sync reads the
-//! allowlist and backends through the same startup path as `serve` (read-only gates: sync
+//! INTERVAL]`, `status`, `pause`, `resume`, `rebuild ALIAS` and `purge ALIAS [--force]`. Never
+//! MCP tools: an agent can search an index but neither start, steer nor remove one. Sync reads
+//! the allowlist and backends through the same startup path as `serve` (read-only gates: sync
 //! only reads mail) and writes `<state>/index/<alias>/`; on a terminal it shows a progress bar
 //! per alias, otherwise plain progress lines. Output names aliases, folders ids and counts,
 //! never an address or any mail text.
+//!
+//! A sync never claims more than it did. SIGINT and SIGTERM stop every sync at its next durable
+//! point (a second signal exits at once: everything on disk is crash-safe) and the command
+//! exits 130 or 143, printing `interrupted`, never `complete`. `index sync` refuses an index
+//! synced from another mailbox than the alias names now (until `index rebuild`), and starts an
+//! index built by another text analysis over, saying so.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
 use cap_std::fs::Dir;
@@ -21,8 +27,11 @@ use crate::config::{BackendSpec, Settings};
 use crate::console::write_out;
 use crate::error::StartupError;
 use crate::gates::Gates;
+use crate::index::source::{Coverage, Doubt, Scope};
 use crate::index::status::{self, IndexStatus};
-use crate::index::sync::{self, Extraction, Progress, SyncOptions, SyncTarget};
+use crate::index::sync::{
+    self, Extraction, HoldPoint, Opened, Progress, Rebuild, SyncOptions, SyncTarget,
+};
 use crate::index::{IndexError, layout};
 use crate::tools::App;
 
@@ -45,7 +54,13 @@ pub(crate) enum IndexCommand {
     /// Remove an alias's index and sync it again from scratch
     Rebuild { alias: String },
     /// Remove an alias's index, vectors and sync state (also one no longer allowlisted)
-    Purge { alias: String },
+    Purge {
+        alias: String,
+        /// Remove it even when its folder fails the privacy check (too open a mode), as long as
+        /// it is a real folder owned by the user mailgate runs as
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 fn index_error(alias: &str, e: &IndexError) -> StartupError {
@@ -58,6 +73,15 @@ fn kind(spec: &BackendSpec) -> &'static str {
         BackendSpec::Graph => "graph",
         BackendSpec::Imap { .. } => "imap",
     }
+}
+
+/// The identity of the mailbox `alias` names in `settings` (`status::mailbox_identity`).
+fn identity(settings: &Settings, alias: &Alias) -> Option<String> {
+    let tenant = settings.graph.as_ref().map(|g| g.tenant_id.as_str());
+    settings
+        .config
+        .mailbox(alias)
+        .map(|entry| status::mailbox_identity(entry, tenant))
 }
 
 /// Parses `300`, `90s`, `5m`, `1h` (at least 1 s).
@@ -96,9 +120,19 @@ fn chosen(settings: &Settings, names: &[String]) -> Result<Vec<Alias>, StartupEr
         .collect()
 }
 
-fn open_root(settings: &Settings, create: bool) -> Result<Dir, StartupError> {
+/// `<state>/index`; `Ok(None)` when it does not exist and `create` is off. A folder that fails
+/// its privacy check is an error naming the rule, never "no index".
+fn open_root(settings: &Settings, create: bool) -> Result<Option<Dir>, StartupError> {
     let state = crate::startup::open_state(settings)?;
-    layout::open_root(&state, create).map_err(|e| index_error("state", &e))
+    match layout::open_root(&state, create) {
+        Ok(root) => Ok(Some(root)),
+        Err(IndexError::Missing) => Ok(None),
+        Err(e) => Err(index_error("state", &e)),
+    }
+}
+
+fn created_root(settings: &Settings) -> Result<Dir, StartupError> {
+    open_root(settings, true)?.ok_or_else(|| index_error("state", &IndexError::Missing))
 }
 
 pub(crate) async fn run(
@@ -112,46 +146,91 @@ pub(crate) async fn run(
             let every = watch.as_deref().map(interval).transpose()?;
             let aliases = chosen(&settings, &aliases)?;
             let semantic = crate::embed::Semantic::from_env(env)?;
-            sync_loop(settings, aliases, every, hold_after_commits(env), semantic).await
+            sync_loop(settings, aliases, every, hold_point(env), semantic).await
         }
         IndexCommand::Status => status_table(&settings),
         IndexCommand::Pause { aliases } => set_paused(&settings, &aliases, true),
         IndexCommand::Resume { aliases } => set_paused(&settings, &aliases, false),
         IndexCommand::Rebuild { alias } => {
             let aliases = chosen(&settings, std::slice::from_ref(&alias))?;
-            purge(&settings, &alias)?;
+            purge(&settings, &alias, false)?;
             let semantic = crate::embed::Semantic::from_env(env)?;
             sync_loop(settings, aliases, None, None, semantic).await
         }
-        IndexCommand::Purge { alias } => {
-            purge(&settings, &alias)?;
-            Ok(0)
-        }
+        IndexCommand::Purge { alias, force } => purge(&settings, &alias, force),
     }
 }
 
-/// Set by the first interrupt: syncs stop at their next durable point and the command exits.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The exit code of the signal that asked the syncs to stop (128 + its number: 130 for
+/// SIGINT, 143 for SIGTERM); 0 until one came.
+static INTERRUPTED: AtomicI32 = AtomicI32::new(0);
 
-/// The crash-test hook (`MAILGATE_TEST_INDEX_HOLD_AT`, debug builds only).
-fn hold_after_commits(env: &Env) -> Option<u32> {
+fn interrupted() -> Option<i32> {
+    match INTERRUPTED.load(Ordering::SeqCst) {
+        0 => None,
+        code => Some(code),
+    }
+}
+
+/// Records SIGINT and SIGTERM: the first stops every sync at its next durable point and wakes
+/// a `--watch` waiting for its next round; a second exits at once (the index and its state are
+/// crash-safe at every point, as after `kill -9`). The handlers are installed before this
+/// returns, so no signal after it takes the default (killing) action.
+fn listen_for_signals(wake: Arc<tokio::sync::Notify>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        tracing::warn!("index sync: signal handlers could not be installed");
+        return;
+    };
+    tokio::spawn(async move {
+        loop {
+            let code = tokio::select! {
+                _ = int.recv() => 130,
+                _ = term.recv() => 143,
+            };
+            if INTERRUPTED
+                .compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                std::process::exit(code);
+            }
+            wake.notify_one();
+        }
+    });
+}
+
+/// The test hook (`MAILGATE_TEST_INDEX_HOLD_AT`, debug builds only): `fetch:N`, `commit:N`,
+/// `folder:N` or `N` (see [`HoldPoint`]).
+fn hold_point(env: &Env) -> Option<HoldPoint> {
     if cfg!(debug_assertions) {
         env.get(crate::config::INDEX_HOLD_VAR)
-            .and_then(|v| v.trim().parse().ok())
+            .and_then(HoldPoint::parse)
     } else {
         let _ = env;
         None
     }
 }
 
+/// One alias to sync: its name, backend kind and the identity of the mailbox it names.
+struct Target {
+    alias: Alias,
+    kind: &'static str,
+    mailbox: String,
+}
+
 async fn sync_loop(
     settings: Settings,
     aliases: Vec<Alias>,
     every: Option<Duration>,
-    hold: Option<u32>,
+    hold: Option<HoldPoint>,
     semantic: Option<Arc<crate::embed::Semantic>>,
 ) -> Result<i32, StartupError> {
-    let root = open_root(&settings, true)?;
+    let wake = Arc::new(tokio::sync::Notify::new());
+    listen_for_signals(Arc::clone(&wake));
+    let root = created_root(&settings)?;
     let extraction = Extraction {
         extractor: crate::extract::Extractor::worker(),
         caps: crate::extract::Caps::from_limits(&settings.config.limits),
@@ -160,55 +239,95 @@ async fn sync_loop(
             settings.config.limits.max_concurrent_extractions,
         )),
     };
-    let kinds: Vec<(Alias, &'static str)> = aliases
+    let targets: Vec<Target> = aliases
         .iter()
-        .map(|a| {
-            let k = settings
-                .config
-                .mailbox(a)
-                .map_or("maildir", |m| kind(&m.backend));
-            (a.clone(), k)
+        .filter_map(|a| {
+            let entry = settings.config.mailbox(a)?;
+            Some(Target {
+                alias: a.clone(),
+                kind: kind(&entry.backend),
+                mailbox: identity(&settings, a)?,
+            })
         })
         .collect();
     let app = crate::startup::build_app(&settings, Gates::read_only(), semantic.clone())?;
-    tokio::spawn(async {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            INTERRUPTED.store(true, Ordering::SeqCst);
-        }
-    });
     let mut code = 0;
     loop {
-        for (alias, kind) in &kinds {
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                break;
+        for target in &targets {
+            // Stopped before every alias of the round was synced: the command was interrupted.
+            if let Some(signal) = interrupted() {
+                return Ok(signal);
             }
             let semantic = semantic.as_deref();
-            code = code.max(sync_one(&app, &root, alias, kind, &extraction, hold, semantic).await?);
+            let done = sync_one(&app, &root, target, &extraction, hold, semantic).await?;
+            // A signal that cut a sync short: the command exits by it. One that came too late
+            // to stop anything (the sync finished, its line says so) changes nothing here; the
+            // next alias, if any, is not started.
+            if let Synced::Interrupted(signal) = done {
+                return Ok(signal);
+            }
+            code = code.max(done.code());
         }
         let Some(every) = every else {
             break;
         };
-        if INTERRUPTED.load(Ordering::SeqCst) {
+        // Interrupted between rounds: nothing was cut short, the last round's code stands.
+        if interrupted().is_some() {
             break;
         }
         tokio::select! {
             () = tokio::time::sleep(every) => {}
-            _ = tokio::signal::ctrl_c() => break,
+            () = wake.notified() => break,
         }
     }
     Ok(code)
 }
 
-/// Syncs one alias; exit code 0 when complete, 1 when partial or refused.
+/// How one alias's sync ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Synced {
+    Complete,
+    /// Partial (a folder failed, messages pending), paused, refused or busy.
+    Incomplete,
+    /// Stopped by a signal (its exit code) before it was complete.
+    Interrupted(i32),
+}
+
+impl Synced {
+    fn code(self) -> i32 {
+        match self {
+            Synced::Complete => 0,
+            Synced::Incomplete => 1,
+            Synced::Interrupted(code) => code,
+        }
+    }
+}
+
+fn rebuild_reason(why: Rebuild) -> String {
+    match why {
+        Rebuild::Analyzer { was: Some(was) } => format!(
+            "it was built by text analysis version {was}, and this mailgate reads version {}",
+            crate::text::ANALYZER_VERSION
+        ),
+        Rebuild::Analyzer { was: None } => format!(
+            "it was built before text analysis versions were recorded (this mailgate reads \
+             version {})",
+            crate::text::ANALYZER_VERSION
+        ),
+        Rebuild::Unbound => "it does not record which mailbox it was synced from".to_owned(),
+    }
+}
+
+/// Syncs one alias.
 async fn sync_one(
     app: &App,
     root: &Dir,
-    alias: &Alias,
-    kind: &'static str,
+    target: &Target,
     extraction: &Extraction,
-    hold: Option<u32>,
+    hold: Option<HoldPoint>,
     semantic: Option<&crate::embed::Semantic>,
-) -> Result<i32, StartupError> {
+) -> Result<Synced, StartupError> {
+    let alias = &target.alias;
     let name = alias.as_str();
     let Ok(resolved) = app.resolve(name) else {
         return Err(StartupError::Usage(format!(
@@ -219,34 +338,61 @@ async fn sync_one(
     let status_dir = alias_dir
         .try_clone()
         .map_err(|e| StartupError::Usage(format!("index of {name}: {}", e.kind())))?;
-    let mut target = match SyncTarget::open(alias_dir, kind, semantic.map(|s| s.model.as_str())) {
-        Ok(t) => t,
+    let opened = SyncTarget::open(
+        alias_dir,
+        target.kind,
+        target.mailbox.clone(),
+        semantic.map(|s| s.model.as_str()),
+    );
+    let mut sync_target = match opened {
+        Ok(Opened::Ready(t)) => t,
+        Ok(Opened::MailboxChanged) => {
+            write_out(&format!(
+                "{name}: refused: the index holds another mailbox than the one plugin.json now \
+                 names for {name}, and is not served; nothing was synced. Run `mailgate index \
+                 rebuild {name}` to start it over from this mailbox"
+            ))?;
+            return Ok(Synced::Incomplete);
+        }
+        Ok(Opened::Paused) => {
+            write_out(&format!(
+                "{name}: stopped: paused (`mailgate index resume {name}` lets it sync again)"
+            ))?;
+            return Ok(Synced::Incomplete);
+        }
         Err(IndexError::Busy) => {
             write_out(&format!("{name}: another sync is running; skipped"))?;
-            return Ok(1);
+            return Ok(Synced::Incomplete);
         }
         Err(e) => return Err(index_error(name, &e)),
     };
+    if let Some(why) = sync_target.rebuilt() {
+        write_out(&format!(
+            "{name}: rebuilding the index from scratch: {}",
+            rebuild_reason(why)
+        ))?;
+    }
     let display = Display::new(name);
     let progress = |p: &Progress| display.update(p);
-    let stop = || {
-        INTERRUPTED.load(Ordering::SeqCst)
-            || status::read(&status_dir).is_ok_and(|s| s.is_some_and(|s| s.paused))
-    };
+    // A pause marker that cannot be read stops the sync too: never sync past a pause.
+    let stop = || interrupted().is_some() || !matches!(status::is_paused(&status_dir), Ok(false));
     let opts = SyncOptions {
         extraction: Some(extraction),
         semantic,
         progress: &progress,
         stop: &stop,
-        hold_after_commits: hold,
+        hold,
     };
     let started = std::time::Instant::now();
-    let report = sync::sync_alias(&mut target, resolved.backend, &opts)
+    let report = sync::sync_alias(&mut sync_target, resolved.backend, &opts)
         .await
         .map_err(|e| index_error(name, &e))?;
     display.finish();
+    let signal = interrupted().filter(|_| report.stopped && !report.complete);
     let state = if report.complete {
         "complete"
+    } else if signal.is_some() {
+        "interrupted (resumable; the next sync goes on)"
     } else if report.stopped {
         "stopped (resumable)"
     } else {
@@ -261,7 +407,11 @@ async fn sync_one(
         report.folders_failed,
         started.elapsed().as_secs_f64()
     ))?;
-    Ok(i32::from(!report.complete))
+    Ok(match signal {
+        Some(code) => Synced::Interrupted(code),
+        None if report.complete => Synced::Complete,
+        None => Synced::Incomplete,
+    })
 }
 
 /// A progress bar on a terminal, plain lines (at most one a second) otherwise.
@@ -317,11 +467,11 @@ impl Display {
 }
 
 fn set_paused(settings: &Settings, names: &[String], paused: bool) -> Result<i32, StartupError> {
-    let root = open_root(settings, true)?;
+    let root = created_root(settings)?;
     for alias in chosen(settings, names)? {
         let dir =
             layout::open_alias(&root, &alias, true).map_err(|e| index_error(alias.as_str(), &e))?;
-        sync::set_paused(&dir, paused).map_err(|e| index_error(alias.as_str(), &e))?;
+        status::set_paused(&dir, paused).map_err(|e| index_error(alias.as_str(), &e))?;
         write_out(&format!(
             "{}: {}",
             alias.as_str(),
@@ -331,33 +481,65 @@ fn set_paused(settings: &Settings, names: &[String], paused: bool) -> Result<i32
     Ok(0)
 }
 
-fn purge(settings: &Settings, name: &str) -> Result<(), StartupError> {
+/// The refusal of a purge whose folder fails its check: nothing is removed, and the operator
+/// hears which rule failed and how to remove it anyway.
+fn purge_refused(name: &str, e: &IndexError) -> StartupError {
+    StartupError::Usage(format!(
+        "{name}: nothing was removed: {e}. Fix the folder, or run `mailgate index purge {name} \
+         --force` to remove the index anyway (a real folder owned by the user mailgate runs as)"
+    ))
+}
+
+/// Removes an alias's index. A folder that fails its privacy check is refused naming the rule
+/// (exit 1), never taken for "no index"; with `force`, a real folder owned by the user mailgate
+/// runs as is removed whatever its mode (a symlink, or another user's folder, never).
+fn purge(settings: &Settings, name: &str, force: bool) -> Result<i32, StartupError> {
     let alias =
         Alias::parse(name).map_err(|e| StartupError::Usage(format!("not an alias: {e}")))?;
-    let root = match open_root(settings, false) {
+    let name = alias.as_str();
+    let no_index = || -> Result<i32, StartupError> {
+        write_out(&format!("{name}: no index"))?;
+        Ok(0)
+    };
+    let state = crate::startup::open_state(settings)?;
+    let root = match layout::open_root(&state, false) {
         Ok(root) => root,
-        Err(StartupError::Usage(_)) => {
-            write_out(&format!("{}: no index", alias.as_str()))?;
-            return Ok(());
+        Err(IndexError::Missing) => return no_index(),
+        Err(IndexError::Folder(_)) if force => {
+            match layout::open_owned(&state, layout::ROOT, layout::ROOT_NAME) {
+                Ok(root) => root,
+                Err(IndexError::Missing) => return no_index(),
+                Err(e) => return Err(purge_refused(name, &e)),
+            }
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(purge_refused(name, &e)),
+    };
+    let dir = match layout::open_alias(&root, &alias, false) {
+        Ok(dir) => dir,
+        Err(IndexError::Missing) => return no_index(),
+        Err(IndexError::Folder(_)) if force => {
+            match layout::open_owned(&root, name, layout::ALIAS_NAME) {
+                Ok(dir) => dir,
+                Err(IndexError::Missing) => return no_index(),
+                Err(e) => return Err(purge_refused(name, &e)),
+            }
+        }
+        Err(e) => return Err(purge_refused(name, &e)),
     };
     // A running sync holds the sync state: refuse rather than pull the folder from under it.
-    if let Ok(dir) = layout::open_alias(&root, &alias, false)
-        && let Err(IndexError::Busy) = crate::index::state::SyncState::open(&dir)
-    {
+    if let Err(IndexError::Busy) = crate::index::state::SyncState::open(&dir) {
         return Err(StartupError::Usage(format!(
-            "{}: a sync is running; stop it first",
-            alias.as_str()
+            "{name}: a sync is running; stop it first"
         )));
     }
-    let removed = layout::purge(&root, alias.as_str()).map_err(|e| index_error(name, &e))?;
-    write_out(&format!(
-        "{}: {}",
-        alias.as_str(),
-        if removed { "purged" } else { "no index" }
-    ))?;
-    Ok(())
+    drop(dir);
+    let removed = layout::purge(&root, name).map_err(|e| index_error(name, &e))?;
+    if removed {
+        write_out(&format!("{name}: purged"))?;
+        Ok(0)
+    } else {
+        no_index()
+    }
 }
 
 fn human_bytes(n: u64) -> String {
@@ -375,14 +557,55 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-fn status_table(settings: &Settings) -> Result<i32, StartupError> {
-    let root = match open_root(settings, false) {
-        Ok(root) => Some(root),
-        Err(StartupError::Usage(_)) => None,
-        Err(e) => return Err(e),
+/// What the STATE column says of an index, from the one verdict the server uses.
+fn state_of(s: &IndexStatus, coverage: &Coverage, name: &str) -> String {
+    if s.paused {
+        return "paused".to_owned();
+    }
+    if coverage.doubts.contains(&Doubt::MailboxChanged) {
+        return format!(
+            "MAILBOX CHANGED: not served; the alias names another mailbox now \
+             (mailgate index rebuild {name})"
+        );
+    }
+    if coverage.doubts.contains(&Doubt::RebuildNeeded) {
+        return format!(
+            "REBUILD NEEDED: not served; built by another text analysis \
+             (mailgate index sync {name} rebuilds it)"
+        );
+    }
+    let base = if s.syncing {
+        "syncing or interrupted"
+    } else if coverage.doubts.contains(&Doubt::Partial) {
+        "partial"
+    } else {
+        "complete"
     };
-    let mut lines = vec![format!(
-        "{:<16} {:<8} {:>9} {:>7} {:<20} {:<12} {:>10} {:<8} {}",
+    if coverage.doubts.contains(&Doubt::Stale) && !s.syncing {
+        format!("{base}, stale")
+    } else {
+        base.to_owned()
+    }
+}
+
+fn status_table(settings: &Settings) -> Result<i32, StartupError> {
+    let root = open_root(settings, false)?;
+    let mut code = 0;
+    let row = |cells: [&str; 9]| {
+        format!(
+            "{:<16} {:<8} {:>9} {:>7} {:<20} {:<12} {:>10} {:<8} {}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            cells[6],
+            cells[7],
+            cells[8]
+        )
+    };
+    let mut lines = vec![row([
         "ALIAS",
         "BACKEND",
         "MESSAGES",
@@ -391,63 +614,65 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
         "STALENESS",
         "SIZE",
         "SEMANTIC",
-        "STATE"
-    )];
+        "STATE",
+    ])];
     let on_disk = match &root {
         Some(root) => layout::aliases_on_disk(root).map_err(|e| index_error("state", &e))?,
         None => Vec::new(),
     };
     let now = Utc::now();
+    let max_staleness =
+        chrono::Duration::from_std(settings.index_max_staleness).unwrap_or(chrono::Duration::MAX);
     for entry in &settings.config.mailboxes {
         let name = entry.alias.as_str();
-        let dir = root
-            .as_ref()
-            .and_then(|r| layout::open_alias(r, &entry.alias, false).ok());
-        let status: Option<IndexStatus> = dir.as_ref().and_then(|d| status::read(d).ok().flatten());
-        let line = match (&dir, status) {
-            (Some(dir), Some(s)) => {
+        let backend = kind(&entry.backend);
+        let read = root.as_ref().map(|r| {
+            let dir = layout::open_alias(r, &entry.alias, false)?;
+            let status = status::read(&dir)?;
+            Ok::<_, IndexError>((dir, status))
+        });
+        let line = match read {
+            Some(Ok((dir, Some(s)))) => {
+                let mailbox = identity(settings, &entry.alias).unwrap_or_default();
+                let coverage = Coverage::of(&s, &mailbox, Scope::Mailbox, max_staleness, now);
+                let served = coverage.serves();
                 let through = s.indexed_through();
                 let staleness = through.map_or_else(
                     || "never whole".to_owned(),
                     |t| format!("{} s", (now - t).num_seconds().max(0)),
                 );
-                let state = if s.paused {
-                    "paused"
-                } else if s.syncing {
-                    "syncing or interrupted"
-                } else if s.folders.values().all(|f| f.complete && f.pending == 0) {
-                    "complete"
-                } else {
-                    "partial"
-                };
-                format!(
-                    "{:<16} {:<8} {:>9} {:>7} {:<20} {:<12} {:>10} {:<8} {}",
+                let last = s.last_sync_finished.map_or_else(
+                    || "-".to_owned(),
+                    |t| t.format("%Y-%m-%d %H:%M:%S").to_string(),
+                );
+                let dash = |v: String| if served { v } else { "-".to_owned() };
+                row([
                     name,
-                    kind(&entry.backend),
-                    s.messages(),
-                    s.folders.len(),
-                    s.last_sync_finished.map_or_else(
-                        || "-".to_owned(),
-                        |t| t.format("%Y-%m-%d %H:%M:%S").to_string()
-                    ),
-                    staleness,
-                    human_bytes(layout::size_of(dir)),
+                    backend,
+                    &dash(s.messages().to_string()),
+                    &dash(s.folders.len().to_string()),
+                    &dash(last),
+                    &dash(staleness),
+                    &human_bytes(layout::size_of(&dir)),
                     if s.semantic { "on" } else { "off" },
-                    state
-                )
+                    &state_of(&s, &coverage, name),
+                ])
             }
-            _ => format!(
-                "{:<16} {:<8} {:>9} {:>7} {:<20} {:<12} {:>10} {:<8} {}",
-                name,
-                kind(&entry.backend),
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "not indexed"
-            ),
+            Some(Err(e)) if !matches!(e, IndexError::Missing) => {
+                code = 1;
+                row([
+                    name,
+                    backend,
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    &format!("REFUSED, never served: {e}"),
+                ])
+            }
+            _ => row([name, backend, "-", "-", "-", "-", "-", "-", "not indexed"]),
         };
         lines.push(line);
     }
@@ -466,19 +691,18 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
             .as_ref()
             .and_then(|r| r.open_dir(name).ok())
             .map_or(0, |d| layout::size_of(&d));
-        lines.push(format!(
-            "{:<16} {:<8} {:>9} {:>7} {:<20} {:<12} {:>10} {:<8} {}",
+        lines.push(row([
             name,
             "-",
             "-",
             "-",
             "-",
             "-",
-            human_bytes(size),
+            &human_bytes(size),
             "-",
-            "ORPHAN: not on the allowlist, never served (mailgate index purge NAME)"
-        ));
+            "ORPHAN: not on the allowlist, never served (mailgate index purge NAME)",
+        ]));
     }
     write_out(&lines.join("\n"))?;
-    Ok(0)
+    Ok(code)
 }

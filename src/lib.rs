@@ -11,11 +11,13 @@ pub(crate) mod backends;
 pub(crate) mod cli;
 pub(crate) mod console;
 pub(crate) mod demo;
+/// The matchers' differential oracle: the property test's and the fuzz target's only.
+#[cfg(any(test, fuzzing))]
+pub(crate) mod differential;
 pub(crate) mod downloads;
 pub(crate) mod embed;
 pub(crate) mod error;
 pub(crate) mod extract;
-pub(crate) mod fold;
 pub(crate) mod handoff;
 pub(crate) mod handoff_cli;
 pub(crate) mod index;
@@ -31,6 +33,7 @@ pub(crate) mod search;
 pub(crate) mod server;
 pub(crate) mod startup;
 pub(crate) mod telemetry;
+pub(crate) mod text;
 pub(crate) mod tools;
 pub(crate) mod transport;
 

@@ -143,11 +143,7 @@ fn open_indexes(settings: &Settings) -> crate::index::source::Indexes {
         return Indexes::none(staleness);
     };
     match path_guard::open_state_dir(state_path, false) {
-        Ok(state) => Indexes::open(
-            &state,
-            settings.config.mailboxes.iter().map(|m| &m.alias),
-            staleness,
-        ),
+        Ok(state) => Indexes::open(&state, settings),
         Err(path_guard::PrivateDirError::Missing) => Indexes::none(staleness),
         Err(e) => {
             tracing::warn!(error = %e, "the state folder is refused; no local index is served");

@@ -9,7 +9,10 @@
 //! process never sends it: the texts then go without a role and without an e5 `query:` prefix,
 //! because mailgate cannot know that the model is an e5 one. Answers are bounded
 //! ([`MAX_RESPONSE_BYTES`]) and checked by [`super::wire::parse_embeddings`]. No redirect is
-//! followed (the key would go along). The key is only ever put in a sensitive header.
+//! followed (the key would go along). The key is only ever put in a sensitive header. No
+//! proxy from the process environment is ever used (the passages and the key would go to it):
+//! a loopback endpoint is reached directly, a remote one directly or through the operator's
+//! `MAILGATE_EMBEDDINGS_PROXY` (see [`super::settings`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,9 +80,16 @@ enum Attempt {
 
 impl Embedder {
     pub(crate) fn new(settings: EmbeddingSettings) -> Result<Self, EmbedError> {
-        let mut builder = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none());
+        // reqwest reads `http_proxy`/`HTTPS_PROXY`/`ALL_PROXY` unless told otherwise: only the
+        // operator's own proxy, for a remote endpoint, is ever used (module doc).
+        let mut builder = match &settings.proxy {
+            Some(proxy) if !settings.is_loopback() => builder
+                .proxy(reqwest::Proxy::all(proxy.expose().trim()).map_err(|_| EmbedError::Setup)?),
+            _ => builder.no_proxy(),
+        };
         if settings.url.scheme() == "http" {
             // Plain http is loopback only (the settings' rule). A local server that writes its
             // answer's head and body apart without TCP_NODELAY (Python's http.server, which

@@ -10,11 +10,18 @@
 //! URL choice: a URL whose path ends in `/embeddings` is the endpoint itself; any other is an
 //! OpenAI-style base URL (what the OpenAI SDKs call `base_url`, e.g. `http://127.0.0.1:8080/v1`)
 //! to which `/embeddings` is appended. Both spellings of one server give the same endpoint.
+//!
+//! Proxy choice (issue 27): the requests carry mail passages and the key, so the client never
+//! takes a proxy from the ambient `http_proxy`/`HTTPS_PROXY`/`ALL_PROXY`, which are set for
+//! other programs. A remote endpoint goes through a proxy only when the operator names one for
+//! mailgate in `MAILGATE_EMBEDDINGS_PROXY` (`http://` or `https://`, host and port, optionally
+//! `user:password@`; kept as a [`Secret`]); a loopback endpoint never does, and naming a proxy
+//! for one is refused, as is naming one without an endpoint.
 
 use reqwest::Url;
 
 use crate::backends::graph::endpoints::{UrlError, parse_root};
-use crate::config::embeddings::{API_KEY_ENV_VAR, MODEL_VAR, URL_VAR};
+use crate::config::embeddings::{API_KEY_ENV_VAR, MODEL_VAR, PROXY_VAR, URL_VAR};
 use crate::config::env::{Env, Secret};
 
 /// Longest model name accepted (names such as `nomic-embed-text:v1.5` are far shorter).
@@ -28,6 +35,9 @@ pub(crate) struct EmbeddingSettings {
     pub(crate) model: String,
     /// Sent as `Authorization: Bearer …` when set.
     pub(crate) api_key: Option<Secret>,
+    /// The operator's proxy for a remote endpoint (`MAILGATE_EMBEDDINGS_PROXY`, checked); never
+    /// set for a loopback one. Without it the client uses no proxy at all.
+    pub(crate) proxy: Option<Secret>,
 }
 
 /// Why the embeddings settings were refused. Messages name variables and rules, never a value.
@@ -56,12 +66,28 @@ pub(crate) enum EmbeddingSettingsError {
         "the variable named by {API_KEY_ENV_VAR} is not set or is empty; name and value not shown"
     )]
     KeyMissing,
+    #[error(
+        "{PROXY_VAR} must be an http:// or https:// proxy URL with a host (and optionally a port \
+         and user:password), without path, query or fragment; value not shown"
+    )]
+    Proxy,
+    #[error(
+        "{PROXY_VAR} is set but {URL_VAR} names a loopback host, which is never reached through \
+         a proxy; unset {PROXY_VAR}"
+    )]
+    ProxyForLoopback,
 }
 
 impl EmbeddingSettings {
     /// `None` when neither URL nor model is set; see the module doc for the rules.
     pub(crate) fn resolve(env: &Env) -> Result<Option<Self>, EmbeddingSettingsError> {
         let (url, model) = match (env.get(URL_VAR), env.get(MODEL_VAR)) {
+            (None, None) if env.get(PROXY_VAR).is_some() => {
+                return Err(EmbeddingSettingsError::Incomplete {
+                    set: PROXY_VAR,
+                    missing: URL_VAR,
+                });
+            }
             (None, None) => return Ok(None),
             (Some(_), None) => {
                 return Err(EmbeddingSettingsError::Incomplete {
@@ -92,12 +118,45 @@ impl EmbeddingSettings {
                     .ok_or(EmbeddingSettingsError::KeyMissing)?,
             ),
         };
+        let proxy = match env.get(PROXY_VAR) {
+            None => None,
+            Some(_) if is_loopback(&url) => return Err(EmbeddingSettingsError::ProxyForLoopback),
+            Some(raw) if !is_proxy_url(raw) => return Err(EmbeddingSettingsError::Proxy),
+            Some(_) => env.secret(PROXY_VAR),
+        };
         Ok(Some(Self {
             url,
             model: model.to_owned(),
             api_key,
+            proxy,
         }))
     }
+
+    /// Whether the endpoint is on this machine (`localhost` or a loopback address): such an
+    /// endpoint is reached directly, never through a proxy.
+    pub(crate) fn is_loopback(&self) -> bool {
+        is_loopback(&self.url)
+    }
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// A proxy URL the client can use: `http` or `https`, a host, nothing after it but `/`.
+fn is_proxy_url(raw: &str) -> bool {
+    Url::parse(raw).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https")
+            && u.host().is_some()
+            && matches!(u.path(), "" | "/")
+            && u.query().is_none()
+            && u.fragment().is_none()
+    })
 }
 
 /// The configured URL as the embeddings endpoint (module doc: base or full URL).
@@ -228,6 +287,63 @@ mod tests {
         let error = with(&[(API_KEY_ENV_VAR, "sk-fictional-123")]).expect_err("not a name");
         assert_eq!(error, EmbeddingSettingsError::KeyVarName);
         assert!(!error.to_string().contains("sk-fictional"));
+    }
+
+    /// Issue 27: a proxy only for a remote endpoint, only the operator's own, never shown.
+    #[test]
+    fn a_proxy_is_taken_for_a_remote_endpoint_only_and_never_shown() {
+        let remote = [(URL_VAR, "https://embed.example.net/v1"), (MODEL_VAR, "m")];
+        let with = |url: &'static str, proxy: &'static str| {
+            resolve(&[(URL_VAR, url), (MODEL_VAR, "m"), (PROXY_VAR, proxy)])
+        };
+        assert_eq!(resolve(&remote).expect("ok").expect("on").proxy, None);
+        for proxy in [
+            "http://127.0.0.1:3128",
+            "https://proxy.example.net:8443/",
+            "http://user:pw-fictional@proxy.example.net:3128",
+        ] {
+            let s = with("https://embed.example.net/v1", proxy)
+                .expect("ok")
+                .expect("on");
+            assert_eq!(s.proxy.as_ref().map(Secret::expose), Some(proxy));
+            assert!(!s.is_loopback());
+            assert!(!format!("{s:?}").contains("pw-fictional"), "Debug redacts");
+        }
+        for loopback in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8080/v1",
+        ] {
+            assert!(
+                resolve(&[(URL_VAR, loopback), (MODEL_VAR, "m")])
+                    .expect("ok")
+                    .expect("on")
+                    .is_loopback()
+            );
+            let error = with(loopback, "http://127.0.0.1:3128").expect_err(loopback);
+            assert_eq!(error, EmbeddingSettingsError::ProxyForLoopback);
+            assert!(error.to_string().contains(PROXY_VAR));
+        }
+        for bad in [
+            "socks5://127.0.0.1:1080",
+            "proxy.example.net:3128",
+            "http://proxy.example.net:3128/path",
+            "http://proxy.example.net:3128?secret-fictional=1",
+            "http://proxy.example.net:3128#secret-fictional",
+            "not a url secret-fictional",
+        ] {
+            let error = with("https://embed.example.net/v1", bad).expect_err(bad);
+            assert_eq!(error, EmbeddingSettingsError::Proxy, "{bad}");
+            assert!(!error.to_string().contains("secret-fictional"), "{error}");
+        }
+        assert_eq!(
+            resolve(&[(PROXY_VAR, "http://127.0.0.1:3128")]),
+            Err(EmbeddingSettingsError::Incomplete {
+                set: PROXY_VAR,
+                missing: URL_VAR
+            }),
+            "a proxy for no endpoint"
+        );
     }
 
     #[test]

@@ -15,9 +15,12 @@
 //! SHA-256 of everything before it and records the model's name: a file that fails the check,
 //! or was written for another model or dimension, is not served; the store starts empty and
 //! the next sync embeds every message again (its fill pass), since vectors are derived data.
+//! The same holds when the endpoint starts answering vectors of another size under the same
+//! model name ([`VectorStore::adopt_dimension`]): the old vectors are stale, dropped, and the
+//! sync that notices embeds them again; it never stops the text half of a sync.
 
 use std::collections::HashMap;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Write as _};
 use std::sync::Arc;
 
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt as _};
@@ -74,6 +77,10 @@ pub(crate) struct VectorStore {
     /// The rows of each key.
     index: HashMap<Arc<str>, Vec<usize>>,
     dirty: bool,
+    /// Times [`VectorStore::adopt_dimension`] dropped every vector since the store was opened.
+    restarts: u32,
+    /// A drop whose messages the caller has not yet been told to embed again.
+    refill: bool,
 }
 
 impl VectorStore {
@@ -101,6 +108,8 @@ impl VectorStore {
             data: Vec::new(),
             index: HashMap::new(),
             dirty: false,
+            restarts: 0,
+            refill: false,
         };
         let bytes = match read_file(&store.dir) {
             Ok(Some(bytes)) => bytes,
@@ -161,6 +170,45 @@ impl VectorStore {
         self.push_rows(key, quantised);
         self.dirty = true;
         Ok(())
+    }
+
+    /// The size of the stored vectors; 0 while the store holds none.
+    pub(crate) fn dimension(&self) -> usize {
+        if self.rows.is_empty() { 0 } else { self.dim }
+    }
+
+    /// Makes `dim` the size of the store's vectors, as the endpoint now answers. Vectors of
+    /// another size came from another model behind the same name (issue 27): no query of the
+    /// new size can be compared with them, so they are all dropped as stale (at the next
+    /// commit), and [`VectorStore::take_refill`] tells the caller to embed their messages again.
+    /// Returns how many messages lost their vectors: 0 when the size is the store's, the store
+    /// is empty, or `dim` is not a size the store takes (then `upsert` refuses the vectors).
+    pub(crate) fn adopt_dimension(&mut self, dim: usize) -> usize {
+        if self.rows.is_empty() || self.dim == dim || !(1..=MAX_DIMENSION).contains(&dim) {
+            return 0;
+        }
+        let stale = self.index.len();
+        self.rows.clear();
+        self.scales.clear();
+        self.data.clear();
+        self.index.clear();
+        self.dim = dim;
+        self.dirty = true;
+        self.restarts += 1;
+        self.refill = true;
+        stale
+    }
+
+    /// How many times [`VectorStore::adopt_dimension`] dropped the vectors since the store was
+    /// opened: more than once in one sync is an endpoint that keeps changing its answer.
+    pub(crate) fn restarts(&self) -> u32 {
+        self.restarts
+    }
+
+    /// Whether vectors were dropped since the last call (so every indexed message needs its
+    /// vectors again), clearing it.
+    pub(crate) fn take_refill(&mut self) -> bool {
+        std::mem::take(&mut self.refill)
     }
 
     /// Drops `key`'s passages (nothing when it has none).
@@ -374,21 +422,16 @@ fn quantise(vector: &[f32]) -> Option<Row> {
     Some((step as f32, values))
 }
 
-/// `vectors.bin`'s bytes, `None` when there is none.
+/// `vectors.bin`'s bytes, `None` when there is none. The file passes the checks of every index
+/// file (`path_guard::read_file_in`: a regular file owned by the effective user, mode `0600`,
+/// one hard link), on its opened descriptor.
 fn read_file(dir: &Dir) -> io::Result<Option<Vec<u8>>> {
-    let mut opts = OpenOptions::new();
-    opts.read(true).follow(FollowSymlinks::No);
-    let file = match dir.open_with(FILE, &opts) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(io::Error::from(io::ErrorKind::FileTooLarge));
-    }
-    Ok(Some(bytes))
+    use crate::path_guard::{ModeRule, PrivateFileError, read_file_in};
+    read_file_in(dir, FILE, ModeRule::Private, MAX_FILE_BYTES).map_err(|e| match e {
+        PrivateFileError::TooLarge => io::Error::from(io::ErrorKind::FileTooLarge),
+        PrivateFileError::Io(kind) => io::Error::from(kind),
+        refused => io::Error::new(io::ErrorKind::PermissionDenied, refused),
+    })
 }
 
 /// One passage as stored: its scale and its int8 values.

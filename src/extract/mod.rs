@@ -15,7 +15,8 @@
 //! left out; archive and container caps are counted while inflating. Bytes are
 //! sender-controlled: callers frame the result as untrusted.
 //!
-//! Callers: the tools layer through the pool, and, for ZIP entry names,
+//! Callers: the tools layer and the index sync through [`pipeline`] (the one way from an
+//! attachment to its text, or to the one reason it was not read), and, for ZIP entry names,
 //! [`is_addressable_entry`], shared by the input schema and the ZIP listing.
 
 use crate::mime::{self, Mailbox, html};
@@ -23,6 +24,7 @@ use crate::mime::{self, Mailbox, html};
 pub(crate) mod docx;
 pub(crate) mod job;
 pub(crate) mod pdf;
+pub(crate) mod pipeline;
 pub(crate) mod pool;
 pub(crate) mod worker;
 pub(crate) mod xlsx;

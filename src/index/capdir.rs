@@ -4,6 +4,11 @@
 //! index would count in the server's RSS), written `0600` without following symlinks, replaced
 //! atomically by write-then-rename, and locked with `flock` so that a `kill -9` releases the
 //! writer lock with the process (tantivy's default lock is a file that would outlive it).
+//! Every file is checked on its opened descriptor before a byte of it is used
+//! ([`check_private_file`]): a regular file owned by the user mailgate runs as, with no group or
+//! other bits and exactly one hard link, as `path_guard` checks the state folder's other files.
+//! A file planted by another user, opened up to others (`0666`), or hard-linked from a folder
+//! another user controls is refused, so the index is never read from it.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -46,15 +51,58 @@ fn read_options() -> OpenOptions {
     options
 }
 
+/// Why an index file was refused; the message names the rule, never the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FileRefusal {
+    #[error("an index file must be a regular file")]
+    NotRegularFile,
+    #[error("an index file must be owned by the user mailgate runs as")]
+    NotOwned,
+    #[error("an index file must not be readable or writable by group or others (chmod 600)")]
+    TooPermissive,
+    #[error("an index file must have exactly one hard link")]
+    HardLinked,
+}
+
+impl From<FileRefusal> for io::Error {
+    fn from(refusal: FileRefusal) -> Self {
+        io::Error::new(io::ErrorKind::PermissionDenied, refusal)
+    }
+}
+
+/// The checks every file of an index passes on its opened descriptor (`fstat`, so there is no
+/// check-then-open race): a regular file, owned by the effective user (root included: root
+/// reading a file another user planted is the case that matters), no group or other bits, one
+/// hard link (a second name could sit in a folder another user controls).
+pub(crate) fn check_private_file(file: &std::fs::File) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(FileRefusal::NotRegularFile.into());
+    }
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(FileRefusal::NotOwned.into());
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(FileRefusal::TooPermissive.into());
+    }
+    if meta.nlink() != 1 {
+        return Err(FileRefusal::HardLinked.into());
+    }
+    Ok(())
+}
+
 fn open_file(dir: &Dir, path: &Path) -> Result<std::fs::File, OpenReadError> {
     let n = name(path).map_err(|e| OpenReadError::wrap_io_error(e, path.to_owned()))?;
-    match dir.open_with(n, &read_options()) {
-        Ok(f) => Ok(f.into_std()),
+    let file = match dir.open_with(n, &read_options()) {
+        Ok(f) => f.into_std(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            Err(OpenReadError::FileDoesNotExist(path.to_owned()))
+            return Err(OpenReadError::FileDoesNotExist(path.to_owned()));
         }
-        Err(e) => Err(OpenReadError::wrap_io_error(e, path.to_owned())),
-    }
+        Err(e) => return Err(OpenReadError::wrap_io_error(e, path.to_owned())),
+    };
+    check_private_file(&file).map_err(|e| OpenReadError::wrap_io_error(e, path.to_owned()))?;
+    Ok(file)
 }
 
 /// Writes `0600`, never through a symlink, and syncs on terminate (tantivy calls it before it
@@ -277,5 +325,58 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the test changes its own tempdir's files as another user would"
+    )]
+    fn chmod(path: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+
+    #[test]
+    fn files_open_to_others_or_with_a_second_name_are_refused() {
+        let (tmp, d) = dir();
+        d.atomic_write(Path::new("meta.json"), b"{}")
+            .expect("write");
+        let read = |d: &CapDirectory| {
+            let handle = d.get_file_handle(Path::new("meta.json")).map(|_| ());
+            let whole = d.atomic_read(Path::new("meta.json")).map(|_| ());
+            (handle.is_ok(), whole.is_ok())
+        };
+        assert_eq!(read(&d), (true, true));
+        for mode in [0o666, 0o644, 0o640, 0o604] {
+            chmod(&tmp.path().join("meta.json"), mode);
+            assert_eq!(read(&d), (false, false), "{mode:o}");
+        }
+        chmod(&tmp.path().join("meta.json"), 0o600);
+        assert_eq!(read(&d), (true, true));
+        let other = tempfile::tempdir().expect("tmp");
+        #[allow(clippy::disallowed_methods, reason = "the test plants a second name")]
+        std::fs::hard_link(tmp.path().join("meta.json"), other.path().join("x")).expect("link");
+        assert_eq!(read(&d), (false, false), "hard-linked");
+        let error = d.atomic_read(Path::new("meta.json")).expect_err("refused");
+        assert!(format!("{error:?}").contains("HardLinked"), "{error}");
+        assert!(
+            !error
+                .to_string()
+                .contains(&tmp.path().display().to_string())
+        );
+    }
+
+    #[test]
+    fn files_of_another_user_are_refused_even_for_root() {
+        if !rustix::process::geteuid().is_root() {
+            return;
+        }
+        let (tmp, d) = dir();
+        d.atomic_write(Path::new("meta.json"), b"{}")
+            .expect("write");
+        std::os::unix::fs::lchown(tmp.path().join("meta.json"), Some(65534), Some(65534))
+            .expect("chown");
+        let error = d.atomic_read(Path::new("meta.json")).expect_err("refused");
+        assert!(format!("{error:?}").contains("NotOwned"), "{error}");
     }
 }

@@ -3,7 +3,9 @@
 //! server and `index status` read) and `vectors/` (semantic recall). Every folder is private
 //! (`0700`, owned by the user, opened without following symlinks through `path_guard`) like
 //! the rest of the state folder; the alias, a validated name of `[a-z0-9_-]`, is the only name
-//! joined, and only as one component inside an opened `Dir`.
+//! joined, and only as one component inside an opened `Dir`. A folder that fails its check is
+//! an error naming the rule, never "missing"; only `index purge --force` opens one anyway
+//! ([`open_owned`]: a real folder of this user, whatever its mode), to remove it.
 
 use cap_std::fs::Dir;
 
@@ -25,15 +27,18 @@ fn refused(what: &str, e: PrivateDirError) -> IndexError {
     }
 }
 
+/// What the refusals of [`open_root`] and [`open_alias`] call their folder.
+pub(crate) const ROOT_NAME: &str = "index folder";
+pub(crate) const ALIAS_NAME: &str = "alias index folder";
+
 /// `<state>/index`, created `0700` when `create`.
 pub(crate) fn open_root(state: &Dir, create: bool) -> Result<Dir, IndexError> {
-    path_guard::open_private_child(state, ROOT, create).map_err(|e| refused("index folder", e))
+    path_guard::open_private_child(state, ROOT, create).map_err(|e| refused(ROOT_NAME, e))
 }
 
 /// `<state>/index/<alias>`, created when `create`.
 pub(crate) fn open_alias(root: &Dir, alias: &Alias, create: bool) -> Result<Dir, IndexError> {
-    path_guard::open_private_child(root, alias.as_str(), create)
-        .map_err(|e| refused("alias index folder", e))
+    path_guard::open_private_child(root, alias.as_str(), create).map_err(|e| refused(ALIAS_NAME, e))
 }
 
 /// A private child folder of an alias's folder (`text`, `vectors`).
@@ -57,6 +62,36 @@ pub(crate) fn aliases_on_disk(root: &Dir) -> Result<Vec<String>, IndexError> {
     }
     out.sort();
     Ok(out)
+}
+
+/// Removes a part of an alias's folder (`text`, `vectors`) with everything in it, when present:
+/// the first step of a rebuild, taken while the sync state's lock is held.
+pub(crate) fn remove_part(alias_dir: &Dir, part: &str) -> Result<(), IndexError> {
+    match alias_dir.remove_dir_all(part) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(IndexError::Folder(format!("{part}: {}", e.kind()))),
+    }
+}
+
+/// Opens the folder `name` of `parent` for `index purge --force` only: a real directory (a
+/// symlink is never followed) owned by the user mailgate runs as, whatever its mode. That is
+/// the one case where removing what a refused folder holds is the operator's remedy (mail text
+/// others may read); another user's folder is refused even then.
+pub(crate) fn open_owned(parent: &Dir, name: &str, what: &str) -> Result<Dir, IndexError> {
+    use cap_fs_ext::DirExt as _;
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = match parent.open_dir_nofollow(name) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(IndexError::Missing),
+        Err(_) => return Err(refused(what, PrivateDirError::NotADirectory)),
+    };
+    let meta =
+        crate::dir_fd::stat(&dir).map_err(|e| refused(what, PrivateDirError::Io(e.kind())))?;
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(refused(what, PrivateDirError::NotOwned));
+    }
+    Ok(dir)
 }
 
 /// Removes an alias's whole index folder: text, vectors, sync state and status. Nothing of it

@@ -8,6 +8,7 @@
 //! `path_guard`), and only the sync process writes it: the server opens it read-only, never
 //! creates it, and never blocks on the writer.
 
+pub(crate) mod analyzer;
 pub(crate) mod capdir;
 pub(crate) mod layout;
 pub(crate) mod source;
@@ -113,6 +114,10 @@ pub(crate) enum IndexError {
     Store(String),
     #[error("the sync state could not be read or written ({0})")]
     State(String),
+    /// Built by another version of the text analysis or layout: its tokens are not this
+    /// version's, so it is never served; `index sync` rebuilds it.
+    #[error("the index was built by another version of mailgate's text analysis: rebuild it")]
+    Outdated,
     #[error("the index folder is refused ({0})")]
     Folder(String),
 }

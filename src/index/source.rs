@@ -1,7 +1,15 @@
 //! The server's side of the indexes: each alias's index opened read-only at startup when the
 //! operator has synced it (the server never creates one), and how far an answer from it can be
-//! trusted ([`Freshness`], from `status.json` as the last sync left it). `search::indexed`
-//! searches it.
+//! trusted: [`Coverage`], from `status.json` as the last sync left it. This is the one place
+//! that decides when the index may be served and when it proves absence; `search::indexed`
+//! (searches and listings), `tools::evidence::from_index` (investigations), the resources'
+//! index view and `index status` all ask it and none decides on its own.
+//!
+//! The rule: an index is served only when it holds the mailbox the alias names now
+//! ([`Doubt::MailboxChanged`]) and was built by this text analysis ([`Doubt::RebuildNeeded`]);
+//! a served answer proves absence only when, in addition, every folder of its scope ended its
+//! last sync round with nothing pending ([`Doubt::Partial`]) within the staleness bound
+//! ([`Doubt::Stale`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -9,16 +17,26 @@ use std::sync::{Arc, Mutex};
 use cap_std::fs::Dir;
 use chrono::{DateTime, Duration, Utc};
 
-use super::IndexError;
 use super::status::{self, IndexStatus};
 use super::tantivy_index::TantivyIndex;
+use super::{CandidateQuery, IndexError, IndexHits, IndexQuery, TextIndex};
 use crate::alias::Alias;
+use crate::backends::model::MessageSummary;
+use crate::config::Settings;
 use crate::embed::vectors::VectorStore;
 
-/// One alias's index as the server reads it.
+/// One alias's index as the server reads it. The folders it reads are looked up again at each
+/// answer ([`IndexReader::status`]): a sync that rebuilt the index in place (another text
+/// analysis) or an `index rebuild` (a new alias folder) is served by the running server as
+/// soon as it has committed, without a restart.
 pub(crate) struct IndexReader {
-    alias_dir: Dir,
-    index: TantivyIndex,
+    /// `<state>/index`.
+    root: Dir,
+    alias: Alias,
+    /// The identity of the mailbox the alias names in the config in force
+    /// ([`status::mailbox_identity`]): an index that recorded another is never served.
+    mailbox: String,
+    index: ReadIndex,
     /// The vectors as last loaded, with the file's (length, mtime) they were loaded at: a
     /// sync's commit replaces the file, and the next search loads the new one.
     vectors: Mutex<Option<(VectorStamp, Arc<VectorStore>)>>,
@@ -26,10 +44,22 @@ pub(crate) struct IndexReader {
 
 type VectorStamp = (u64, Option<std::time::SystemTime>);
 
+/// A folder's identity on disk: a folder removed and created again is another one.
+type FolderId = (u64, u64);
+
+fn folder_id(dir: &Dir) -> Option<FolderId> {
+    use std::os::unix::fs::MetadataExt as _;
+    crate::dir_fd::stat(dir).ok().map(|m| (m.dev(), m.ino()))
+}
+
 impl IndexReader {
     /// Opens the index of `alias` under `<state>/index`, `Ok(None)` when the operator never
-    /// synced it (or purged it).
-    pub(crate) fn open(state: &Dir, alias: &Alias) -> Result<Option<Self>, IndexError> {
+    /// synced it (or purged it). `mailbox` is the identity of the mailbox the alias names now.
+    pub(crate) fn open(
+        state: &Dir,
+        alias: &Alias,
+        mailbox: String,
+    ) -> Result<Option<Self>, IndexError> {
         let root = match super::layout::open_root(state, false) {
             Ok(root) => root,
             Err(IndexError::Missing) => return Ok(None),
@@ -45,29 +75,92 @@ impl IndexReader {
             Err(IndexError::Missing) => return Ok(None),
             Err(e) => return Err(e),
         };
-        match TantivyIndex::open(super::capdir::CapDirectory::new(text), false) {
-            Ok(index) => Ok(Some(Self {
-                alias_dir,
-                index,
-                vectors: Mutex::new(None),
-            })),
-            Err(IndexError::Missing) => Ok(None),
-            Err(e) => Err(e),
+        let text = match Text::open(text) {
+            Text::Unavailable(IndexError::Missing) => return Ok(None),
+            Text::Unavailable(e) => return Err(e),
+            opened => opened,
+        };
+        Ok(Some(Self {
+            root,
+            alias: alias.clone(),
+            mailbox,
+            index: ReadIndex {
+                held: Mutex::new(Held {
+                    alias_id: folder_id(&alias_dir),
+                    alias_dir: Arc::new(alias_dir),
+                    text,
+                }),
+            },
+            vectors: Mutex::new(None),
+        }))
+    }
+
+    /// The alias's folder as last looked up.
+    fn alias_dir(&self) -> Arc<Dir> {
+        Arc::clone(&self.index.held().alias_dir)
+    }
+
+    /// Looks the alias's folder and its `text` folder up again, and reopens what a sync
+    /// replaced. A folder that cannot be opened now leaves the last one (a purged index then
+    /// reads as missing, through the removed folder).
+    fn refresh(&self) {
+        let mut held = self.index.held();
+        if let Ok(dir) = super::layout::open_alias(&self.root, &self.alias, false) {
+            let id = folder_id(&dir);
+            if id != held.alias_id {
+                held.alias_id = id;
+                held.alias_dir = Arc::new(dir);
+                held.text = Text::Unavailable(IndexError::Missing);
+            }
+        }
+        match super::layout::open_part(&held.alias_dir, super::layout::TEXT, false) {
+            Ok(text) => {
+                let id = folder_id(&text);
+                if id.is_none() || held.text.folder() != id {
+                    held.text = Text::open(text);
+                }
+            }
+            Err(e) => held.text = Text::Unavailable(e),
         }
     }
 
+    /// The status as the last sync left it; reopens first what a sync replaced.
     pub(crate) fn status(&self) -> Result<IndexStatus, IndexError> {
-        status::read(&self.alias_dir)?.ok_or(IndexError::Missing)
+        self.refresh();
+        status::read(&self.alias_dir())?.ok_or(IndexError::Missing)
     }
 
-    pub(crate) fn index(&self) -> &TantivyIndex {
+    /// The index to read. One built by another text analysis answers every read with
+    /// [`IndexError::Outdated`]; [`IndexReader::coverage`] withholds it before anyone reads.
+    pub(crate) fn index(&self) -> &ReadIndex {
         &self.index
+    }
+
+    /// What an answer over `scope` may claim, as `status` (read when the answer began) says.
+    pub(crate) fn coverage(
+        &self,
+        status: &IndexStatus,
+        scope: Scope<'_>,
+        max_staleness: Duration,
+        now: DateTime<Utc>,
+    ) -> Coverage {
+        let mut coverage = Coverage::of(status, &self.mailbox, scope, max_staleness, now);
+        let outdated = matches!(self.index.held().text, Text::Outdated(_));
+        if outdated && coverage.serves() {
+            // The status says this analysis, the schema says another: the schema decides.
+            coverage = Coverage {
+                indexed_through: None,
+                doubts: vec![Doubt::RebuildNeeded],
+            };
+        }
+        coverage
     }
 
     /// The committed vectors for `model` (reloaded when a sync committed new ones), `None`
     /// when the index has none (it was synced without an embeddings endpoint).
     pub(crate) fn vectors(&self, model: &str) -> Option<Arc<VectorStore>> {
-        let dir = super::layout::open_part(&self.alias_dir, super::layout::VECTORS, false).ok()?;
+        let dir =
+            super::layout::open_part(&self.alias_dir(), super::layout::VECTORS, false).ok()?;
         let stamp: VectorStamp = dir
             .metadata(crate::embed::vectors::FILE)
             .map(|m| (m.len(), m.modified().ok().map(|t| t.into_std())))
@@ -84,32 +177,200 @@ impl IndexReader {
     }
 }
 
-/// How far an index answer can be trusted for absence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Freshness {
-    /// When the scope was last wholly synced.
-    pub(crate) indexed_through: Option<DateTime<Utc>>,
-    /// Older than the staleness bound.
-    pub(crate) stale: bool,
-    /// A folder of the scope is mid-round, has pending messages, or was never synced.
-    pub(crate) partial: bool,
+/// The full-text index of an alias folder, as last opened.
+enum Text {
+    Ready(Option<FolderId>, Arc<TantivyIndex>),
+    /// Built by another text analysis (its schema names another analyzer).
+    Outdated(Option<FolderId>),
+    /// Not there (mid-rebuild, purged) or unreadable: reads fail with this.
+    Unavailable(IndexError),
 }
 
-impl Freshness {
-    /// The freshness of `folder` (a folder id; `None`: every folder) in `status`, against
-    /// `max_staleness` at `now`.
+impl Text {
+    fn open(dir: Dir) -> Self {
+        let id = folder_id(&dir);
+        match TantivyIndex::open(super::capdir::CapDirectory::new(dir), false) {
+            Ok(index) => Text::Ready(id, Arc::new(index)),
+            // Kept, so its answers say `index_rebuild_needed` rather than the alias looking
+            // never indexed.
+            Err(IndexError::Outdated) => Text::Outdated(id),
+            Err(e) => Text::Unavailable(e),
+        }
+    }
+
+    fn folder(&self) -> Option<FolderId> {
+        match self {
+            Text::Ready(id, _) | Text::Outdated(id) => *id,
+            Text::Unavailable(_) => None,
+        }
+    }
+}
+
+struct Held {
+    alias_dir: Arc<Dir>,
+    alias_id: Option<FolderId>,
+    text: Text,
+}
+
+/// The index an [`IndexReader`] reads: the tantivy index as last opened. Reads of an index
+/// built by another text analysis fail with [`IndexError::Outdated`].
+pub(crate) struct ReadIndex {
+    held: Mutex<Held>,
+}
+
+impl ReadIndex {
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        // A panic while holding it left a consistent value (every write is one assignment).
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self) -> Result<Arc<TantivyIndex>, IndexError> {
+        match &self.held().text {
+            Text::Ready(_, index) => Ok(Arc::clone(index)),
+            Text::Outdated(_) => Err(IndexError::Outdated),
+            Text::Unavailable(e) => Err(match e {
+                IndexError::Missing => IndexError::Missing,
+                IndexError::Busy => IndexError::Busy,
+                IndexError::Outdated => IndexError::Outdated,
+                other => IndexError::Store(other.to_string()),
+            }),
+        }
+    }
+}
+
+impl TextIndex for ReadIndex {
+    fn search(&self, query: &IndexQuery) -> Result<IndexHits, IndexError> {
+        self.get()?.search(query)
+    }
+
+    fn candidates(&self, query: &CandidateQuery) -> Result<IndexHits, IndexError> {
+        self.get()?.candidates(query)
+    }
+
+    fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError> {
+        self.get()?.summary(id)
+    }
+
+    fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError> {
+        self.get()?.summary_in(folder_id, id)
+    }
+
+    fn summaries_in(
+        &self,
+        folder_id: &str,
+        ids: &[&str],
+    ) -> Result<Vec<Option<MessageSummary>>, IndexError> {
+        self.get()?.summaries_in(folder_id, ids)
+    }
+
+    fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError> {
+        self.get()?.message_id(folder_id, id)
+    }
+}
+
+/// Why an index answer cannot prove absence, or cannot be served at all: each with the
+/// warning code the answer carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Doubt {
+    /// The index was synced from another mailbox than the one the alias names now (the alias
+    /// was re-pointed in `plugin.json`): nothing of it is served until `index rebuild`.
+    MailboxChanged,
+    /// The index was built by another text analysis than this binary's (or before versions
+    /// were recorded): its tokens are not the ones a query makes, so nothing of it is served
+    /// until `index sync` rebuilds it.
+    RebuildNeeded,
+    /// Its scope was last wholly synced longer ago than `MAILGATE_INDEX_MAX_STALENESS`.
+    Stale,
+    /// A folder of the scope is mid-round, has pending messages, or was never wholly synced.
+    Partial,
+}
+
+/// The warning codes of [`Doubt`], as answers carry them.
+pub(crate) mod code {
+    pub(crate) const INDEX_MAILBOX_CHANGED: &str = "index_mailbox_changed";
+    pub(crate) const INDEX_REBUILD_NEEDED: &str = "index_rebuild_needed";
+    pub(crate) const INDEX_STALE: &str = "index_stale";
+    pub(crate) const INDEX_PARTIAL: &str = "index_partial";
+}
+
+impl Doubt {
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Doubt::MailboxChanged => code::INDEX_MAILBOX_CHANGED,
+            Doubt::RebuildNeeded => code::INDEX_REBUILD_NEEDED,
+            Doubt::Stale => code::INDEX_STALE,
+            Doubt::Partial => code::INDEX_PARTIAL,
+        }
+    }
+
+    /// Whether nothing of the index may be served (hits, listings, candidates), not only its
+    /// absence left unproven.
+    pub(crate) fn withholds(self) -> bool {
+        matches!(self, Doubt::MailboxChanged | Doubt::RebuildNeeded)
+    }
+
+    /// What `index status` and the resources say about it, in a few words.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Doubt::MailboxChanged => "built from another mailbox than the alias names now",
+            Doubt::RebuildNeeded => "built by another version of the text analysis",
+            Doubt::Stale => "older than MAILGATE_INDEX_MAX_STALENESS",
+            Doubt::Partial => "a folder is mid-sync, has messages pending or was never synced",
+        }
+    }
+}
+
+/// What an answer is about: one folder (an id of the index), or the whole mailbox.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope<'a> {
+    /// A folder id as the index knows it; `None`: the folder asked for is not in the index.
+    Folder(Option<&'a str>),
+    Mailbox,
+}
+
+/// How far an index answer can be trusted: the one verdict every caller uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Coverage {
+    /// When the scope was last wholly synced (`None` when never, or when nothing is served).
+    pub(crate) indexed_through: Option<DateTime<Utc>>,
+    /// Why absence is not proved; empty when it is. When any [`Doubt::withholds`], only those.
+    pub(crate) doubts: Vec<Doubt>,
+}
+
+impl Coverage {
+    /// The verdict for `scope` in `status`, for an alias that names the mailbox `mailbox` now
+    /// ([`status::mailbox_identity`]), against `max_staleness` at `now`.
     pub(crate) fn of(
         status: &IndexStatus,
-        folder: Option<&str>,
+        mailbox: &str,
+        scope: Scope<'_>,
         max_staleness: Duration,
         now: DateTime<Utc>,
     ) -> Self {
-        let (through, partial) = match folder {
-            Some(id) => match status.folder(id) {
+        // An index that never recorded its mailbox predates the binding, and its analyzer
+        // version too: it is rebuilt, and a rebuild records both.
+        let mut withheld = Vec::new();
+        if status.mailbox.as_deref().is_some_and(|m| m != mailbox) {
+            withheld.push(Doubt::MailboxChanged);
+        } else if status.mailbox.is_none() || status.analyzer != Some(crate::text::ANALYZER_VERSION)
+        {
+            withheld.push(Doubt::RebuildNeeded);
+        }
+        if !withheld.is_empty() {
+            return Coverage {
+                indexed_through: None,
+                doubts: withheld,
+            };
+        }
+        let (through, partial) = match scope {
+            Scope::Folder(Some(id)) => match status.folder(id) {
                 Some(f) => (f.through, !f.complete || f.pending > 0),
                 None => (None, true),
             },
-            None => (
+            Scope::Folder(None) => (None, true),
+            Scope::Mailbox => (
                 status.indexed_through(),
                 status
                     .folders
@@ -117,11 +378,32 @@ impl Freshness {
                     .any(|f| !f.complete || f.pending > 0),
             ),
         };
-        Freshness {
-            indexed_through: through,
-            stale: through.is_none_or(|t| now - t > max_staleness),
-            partial: partial || through.is_none(),
+        let mut doubts = Vec::new();
+        if through.is_none_or(|t| now - t > max_staleness) {
+            doubts.push(Doubt::Stale);
         }
+        if partial || through.is_none() {
+            doubts.push(Doubt::Partial);
+        }
+        Coverage {
+            indexed_through: through,
+            doubts,
+        }
+    }
+
+    /// Whether the index's answer proves absence in its scope.
+    pub(crate) fn proves_absence(&self) -> bool {
+        self.doubts.is_empty()
+    }
+
+    /// Whether anything of the index may be served at all.
+    pub(crate) fn serves(&self) -> bool {
+        !self.doubts.iter().any(|d| d.withholds())
+    }
+
+    /// The warning codes of the doubts, in order.
+    pub(crate) fn codes(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.doubts.iter().map(|d| d.code())
     }
 }
 
@@ -140,17 +422,17 @@ impl Indexes {
         }
     }
 
-    /// Opens the index of each of `aliases` that exists under the state folder. An index that
-    /// cannot be opened is left out with a warning (the alias then searches live): it must not
-    /// stop the server.
-    pub(crate) fn open<'a>(
-        state: &Dir,
-        aliases: impl IntoIterator<Item = &'a Alias>,
-        max_staleness: std::time::Duration,
-    ) -> Self {
+    /// Opens the index of each allowlisted alias that exists under the state folder, bound to
+    /// the mailbox the alias names in `settings`. An index that cannot be opened is left out
+    /// with a warning (the alias then searches live): it must not stop the server.
+    pub(crate) fn open(state: &Dir, settings: &Settings) -> Self {
+        let max_staleness = settings.index_max_staleness;
+        let tenant = settings.graph.as_ref().map(|g| g.tenant_id.as_str());
         let mut readers = BTreeMap::new();
-        for alias in aliases {
-            match IndexReader::open(state, alias) {
+        for entry in &settings.config.mailboxes {
+            let alias = &entry.alias;
+            let mailbox = status::mailbox_identity(entry, tenant);
+            match IndexReader::open(state, alias, mailbox) {
                 Ok(Some(reader)) => {
                     readers.insert(alias.clone(), reader);
                 }
@@ -168,5 +450,116 @@ impl Indexes {
 
     pub(crate) fn get(&self, alias: &Alias) -> Option<&IndexReader> {
         self.readers.get(alias)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::status::FolderStatus;
+
+    const MAILBOX: &str = "sha256:this-mailbox";
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-02T12:00:00Z")
+            .expect("date")
+            .with_timezone(&Utc)
+    }
+
+    fn folder(complete: bool, minutes_ago: i64, pending: u64) -> FolderStatus {
+        FolderStatus {
+            complete,
+            through: Some(now() - Duration::minutes(minutes_ago)),
+            messages: 5,
+            pending,
+        }
+    }
+
+    /// A status this binary built for this mailbox, with the inbox and the archive.
+    fn status(inbox: FolderStatus, archive: FolderStatus) -> IndexStatus {
+        let mut s = IndexStatus {
+            mailbox: Some(MAILBOX.to_owned()),
+            analyzer: Some(crate::text::ANALYZER_VERSION),
+            ..IndexStatus::default()
+        };
+        s.folders.insert("INBOX".to_owned(), inbox);
+        s.folders.insert("Archive".to_owned(), archive);
+        s
+    }
+
+    fn doubts(s: &IndexStatus, scope: Scope<'_>) -> Vec<&'static str> {
+        Coverage::of(s, MAILBOX, scope, Duration::minutes(15), now())
+            .codes()
+            .collect()
+    }
+
+    #[test]
+    fn a_complete_fresh_folder_of_this_mailbox_and_analysis_proves_absence() {
+        let s = status(folder(true, 1, 0), folder(false, 1, 0));
+        let c = Coverage::of(
+            &s,
+            MAILBOX,
+            Scope::Folder(Some("INBOX")),
+            Duration::minutes(15),
+            now(),
+        );
+        assert!(c.proves_absence() && c.serves());
+        assert_eq!(c.indexed_through, Some(now() - Duration::minutes(1)));
+        // The whole mailbox is only as whole as its least synced folder.
+        assert_eq!(doubts(&s, Scope::Mailbox), ["index_partial"]);
+    }
+
+    #[test]
+    fn stale_partial_pending_and_unknown_folders_prove_nothing() {
+        let s = status(folder(true, 60, 0), folder(true, 1, 2));
+        assert_eq!(doubts(&s, Scope::Folder(Some("INBOX"))), ["index_stale"]);
+        assert_eq!(
+            doubts(&s, Scope::Folder(Some("Archive"))),
+            ["index_partial"]
+        );
+        assert_eq!(
+            doubts(&s, Scope::Folder(Some("Sent"))),
+            ["index_stale", "index_partial"]
+        );
+        assert_eq!(
+            doubts(&s, Scope::Folder(None)),
+            ["index_stale", "index_partial"]
+        );
+        let mid_round = status(folder(false, 1, 0), folder(true, 1, 0));
+        assert_eq!(
+            doubts(&mid_round, Scope::Folder(Some("INBOX"))),
+            ["index_partial"]
+        );
+    }
+
+    #[test]
+    fn another_mailbox_or_analysis_is_never_served_whatever_the_folders_say() {
+        let fresh = status(folder(true, 1, 0), folder(true, 1, 0));
+        let mut other = fresh.clone();
+        other.mailbox = Some("sha256:another-mailbox".to_owned());
+        let c = Coverage::of(
+            &other,
+            MAILBOX,
+            Scope::Mailbox,
+            Duration::minutes(15),
+            now(),
+        );
+        assert!(!c.serves() && !c.proves_absence());
+        assert_eq!(c.indexed_through, None);
+        assert_eq!(doubts(&other, Scope::Mailbox), ["index_mailbox_changed"]);
+        for analyzer in [None, Some(crate::text::ANALYZER_VERSION - 1)] {
+            let mut old = fresh.clone();
+            old.analyzer = analyzer;
+            assert_eq!(doubts(&old, Scope::Mailbox), ["index_rebuild_needed"]);
+        }
+        // An index from before the binding: rebuilt, not taken for another mailbox.
+        let mut unbound = fresh.clone();
+        unbound.mailbox = None;
+        assert_eq!(doubts(&unbound, Scope::Mailbox), ["index_rebuild_needed"]);
+        // Both: the mailbox decides (only a rebuild fixes it).
+        other.analyzer = None;
+        assert_eq!(doubts(&other, Scope::Mailbox), ["index_mailbox_changed"]);
+        assert!(Doubt::MailboxChanged.withholds() && Doubt::RebuildNeeded.withholds());
+        assert!(!Doubt::Stale.withholds() && !Doubt::Partial.withholds());
     }
 }

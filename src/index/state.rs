@@ -82,6 +82,9 @@ impl SyncState {
             .open_with(FILE, &options)
             .map_err(|e| IndexError::State(format!("{FILE}: {}", e.kind())))?
             .into_std();
+        // The same checks as every index file (owner, mode, one link), on the descriptor.
+        super::capdir::check_private_file(&file)
+            .map_err(|e| IndexError::Folder(format!("{FILE}: {e}")))?;
         let db = redb::Builder::new()
             .create_with_backend(redb::backends::FileBackend::new(file))
             .map_err(|e| match e {
@@ -206,6 +209,24 @@ impl SyncState {
         tx.commit().map_err(err)
     }
 
+    /// Forgets everything: every folder's cursor, versions, pending and seen ids (a rebuild).
+    pub(crate) fn clear(&self) -> Result<(), IndexError> {
+        let tx = self.db.begin_write().map_err(err)?;
+        {
+            for def in [FOLDERS, VERSIONS, PENDING] {
+                tx.open_table(def)
+                    .map_err(err)?
+                    .retain(|_, _| false)
+                    .map_err(err)?;
+            }
+            tx.open_table(SEEN)
+                .map_err(err)?
+                .retain(|_, _| false)
+                .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
     /// Forgets a folder entirely (it is gone from the mailbox).
     pub(crate) fn drop_folder(&self, folder: &str) -> Result<(), IndexError> {
         let tx = self.db.begin_write().map_err(err)?;
@@ -225,5 +246,69 @@ impl SyncState {
                 .map_err(err)?;
         }
         tx.commit().map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alias_dir() -> (tempfile::TempDir, Dir) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
+        (tmp, dir)
+    }
+
+    #[test]
+    fn clear_forgets_every_folder() {
+        let (_tmp, dir) = alias_dir();
+        let state = SyncState::open(&dir).expect("open");
+        for folder in ["INBOX", "Archive"] {
+            state
+                .apply(&StateBatch {
+                    folder: folder.to_owned(),
+                    indexed: vec![("1".to_owned(), "v1".to_owned())],
+                    pending: vec![("2".to_owned(), "v2".to_owned())],
+                    seen: vec!["1".to_owned()],
+                    cursor: Some(FolderCursor {
+                        cursor: Some("c".to_owned()),
+                        in_inventory: true,
+                    }),
+                    ..StateBatch::default()
+                })
+                .expect("apply");
+        }
+        assert_eq!(state.folders().expect("folders").len(), 2);
+        state.clear().expect("clear");
+        assert!(state.folders().expect("folders").is_empty());
+        for folder in ["INBOX", "Archive"] {
+            assert!(state.versions(folder).expect("versions").is_empty());
+            assert!(state.pending(folder).expect("pending").is_empty());
+            assert!(state.seen(folder).expect("seen").is_empty());
+            assert_eq!(
+                state.cursor(folder).expect("cursor"),
+                FolderCursor::default()
+            );
+        }
+    }
+
+    #[test]
+    fn a_state_file_open_to_others_is_refused() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let (tmp, dir) = alias_dir();
+        drop(SyncState::open(&dir).expect("open"));
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the test opens its own tempdir's file up"
+        )]
+        std::fs::set_permissions(
+            tmp.path().join(FILE),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .expect("chmod");
+        let Err(IndexError::Folder(why)) = SyncState::open(&dir) else {
+            panic!("a state others may read was opened");
+        };
+        assert!(why.contains("group or others"), "{why}");
     }
 }

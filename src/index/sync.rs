@@ -6,6 +6,17 @@
 //! commit's worth of messages and replaces them by key, never duplicating one. A folder is
 //! `complete` only once a round of its feed ended with every listed message indexed; anything
 //! else keeps it partial, and a partial or stale folder never yields `NOT_FOUND`.
+//!
+//! A folder's position (cursor) advances only with a commit that holds every message of the
+//! page it ends: a sync stopped mid-page (a signal, a pause) commits what it fetched and leaves
+//! the position where the page began, so the next sync lists the page again and fetches only
+//! what is not indexed at its version yet. The interrupted folder is left partial; a folder
+//! the sync never reached stays as it was.
+//!
+//! An index is bound to the mailbox it was synced from and to the text analysis that built it
+//! (both recorded in `status.json`): [`SyncTarget::open`] refuses an index of another mailbox
+//! ([`Opened::MailboxChanged`], until `index rebuild`), and starts one built by another
+//! analysis over in place ([`Rebuild`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -15,7 +26,7 @@ use cap_std::fs::Dir;
 use chrono::Utc;
 
 use super::state::{FolderCursor, StateBatch, SyncState};
-use super::status::{self, FolderStatus, IndexStatus};
+use super::status::{self, FolderStatus};
 use super::tantivy_index::{TantivyIndex, TantivyWriter};
 use super::{IndexError, IndexedMessage, TextIndexWriter};
 use crate::backends::changes::{AttachmentWant, FolderDelta, IndexFetch, SyncItem};
@@ -23,6 +34,7 @@ use crate::backends::model::{AttachmentMeta, FolderSelector, WellKnown};
 use crate::backends::{Backend, BackendError};
 use crate::embed::Semantic;
 use crate::embed::vectors::VectorStore;
+use crate::extract::pipeline::{Pipeline, Wait};
 use crate::extract::{self, Caps, Extractor, Job};
 
 /// Messages fetched from the backend per call (held in memory at once, attachments included).
@@ -77,6 +89,10 @@ pub(crate) struct SyncTarget {
     writer: TantivyWriter,
     state: SyncState,
     backend_kind: &'static str,
+    /// The identity of the mailbox the alias names now (`status::mailbox_identity`).
+    mailbox: String,
+    /// Why the index was started over when it was opened, if it was.
+    rebuilt: Option<Rebuild>,
     /// The vectors, when an embeddings endpoint is configured for this sync.
     vectors: Option<VectorStore>,
     /// The endpoint failed during this sync: stop asking it (its vectors are filled later).
@@ -84,16 +100,57 @@ pub(crate) struct SyncTarget {
 }
 
 impl SyncTarget {
-    /// Opens (creating) the index and sync state of an alias folder; another sync holding them
-    /// is [`IndexError::Busy`].
+    /// Opens (creating) the index and sync state of an alias folder for the mailbox whose
+    /// identity is `mailbox`; another sync holding them is [`IndexError::Busy`]. An index of
+    /// another mailbox is left alone ([`Opened::MailboxChanged`]); one built by another text
+    /// analysis, or whose mailbox was never recorded, is started over in place ([`Rebuild`]):
+    /// under the sync state's lock, its text, vectors and state are removed before anything
+    /// says it is this analysis's, so a sync killed meanwhile rebuilds it again.
     pub(crate) fn open(
         alias_dir: Dir,
         backend_kind: &'static str,
+        mailbox: String,
         semantic_model: Option<&str>,
-    ) -> Result<Self, IndexError> {
+    ) -> Result<Opened, IndexError> {
         let state = SyncState::open(&alias_dir)?;
+        let recorded = status::read(&alias_dir)?;
+        if recorded.as_ref().is_some_and(|s| s.paused) {
+            return Ok(Opened::Paused);
+        }
+        let holds_anything = recorded.as_ref().is_some_and(|s| !s.folders.is_empty())
+            || !state.folders()?.is_empty();
+        // A sync records its mailbox before its first commit, so even an index that lists no
+        // folder yet may hold another mailbox's messages (a first sync killed early).
+        let why = match &recorded {
+            Some(s) if s.mailbox.as_deref().is_some_and(|m| m != mailbox) => {
+                return Ok(Opened::MailboxChanged);
+            }
+            Some(s) if s.analyzer != Some(crate::text::ANALYZER_VERSION) => {
+                Some(Rebuild::Analyzer { was: s.analyzer })
+            }
+            Some(s) if s.mailbox.is_none() => Some(Rebuild::Unbound),
+            Some(_) => None,
+            None if holds_anything => Some(Rebuild::Unbound),
+            None => None,
+        };
+        if why.is_some() {
+            start_over(&alias_dir, &state)?;
+        }
+        // Said to the operator only when there was something to rebuild.
+        let mut rebuilt = why.filter(|_| holds_anything);
         let text = super::layout::open_part(&alias_dir, super::layout::TEXT, true)?;
-        let index = TantivyIndex::open(super::capdir::CapDirectory::new(text), true)?;
+        let index = match TantivyIndex::open(super::capdir::CapDirectory::new(text), true) {
+            // The schema names another analyzer, whatever the status said.
+            Err(IndexError::Outdated) if rebuilt.is_none() => {
+                rebuilt = Some(Rebuild::Analyzer {
+                    was: recorded.as_ref().and_then(|s| s.analyzer),
+                });
+                start_over(&alias_dir, &state)?;
+                let text = super::layout::open_part(&alias_dir, super::layout::TEXT, true)?;
+                TantivyIndex::open(super::capdir::CapDirectory::new(text), true)?
+            }
+            other => other?,
+        };
         let writer = index.writer()?;
         let vectors = match semantic_model {
             Some(model) => {
@@ -102,14 +159,21 @@ impl SyncTarget {
             }
             None => None,
         };
-        Ok(Self {
+        Ok(Opened::Ready(Box::new(Self {
             alias_dir,
             writer,
             state,
             backend_kind,
+            mailbox,
+            rebuilt,
             vectors,
             semantic_down: false,
-        })
+        })))
+    }
+
+    /// Why the index was started over when it was opened, if it was.
+    pub(crate) fn rebuilt(&self) -> Option<Rebuild> {
+        self.rebuilt
     }
 
     fn forget_vectors(&mut self, folder: &str, id: &str) {
@@ -126,6 +190,54 @@ impl SyncTarget {
     }
 }
 
+/// Why [`SyncTarget::open`] started an index over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rebuild {
+    /// Built by another text analysis (`None`: before versions were recorded).
+    Analyzer { was: Option<u32> },
+    /// Its mailbox was never recorded (an index older than the binding, or a lost status).
+    Unbound,
+}
+
+/// What opening an alias's index for a sync found.
+pub(crate) enum Opened {
+    Ready(Box<SyncTarget>),
+    /// The index holds another mailbox than the alias names now: nothing is touched, and only
+    /// `mailgate index rebuild` starts it over.
+    MailboxChanged,
+    /// `mailgate index pause` holds the alias: nothing is touched.
+    Paused,
+}
+
+/// Crash and interrupt tests only (debug builds): a point where the sync announces itself on
+/// stderr ("holding for a crash test") and waits until it is asked to stop (a signal, a pause)
+/// or killed, so a test can act at a known point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HoldPoint {
+    /// After the n-th batch of fetched messages is in the writer, before it is committed.
+    Fetched(u32),
+    /// After the n-th index commit that holds messages (indexed or removed), before the sync
+    /// state records it (the worst moment).
+    Committed(u32),
+    /// After the n-th folder's status is written, before the next folder starts.
+    Folder(u32),
+}
+
+impl HoldPoint {
+    /// `fetch:N`, `commit:N`, `folder:N`, or a bare `N` (`commit:N`).
+    pub(crate) fn parse(raw: &str) -> Option<Self> {
+        let raw = raw.trim();
+        let (kind, n) = raw.split_once(':').unwrap_or(("commit", raw));
+        let n: u32 = n.parse().ok().filter(|n| *n > 0)?;
+        match kind {
+            "fetch" => Some(HoldPoint::Fetched(n)),
+            "commit" => Some(HoldPoint::Committed(n)),
+            "folder" => Some(HoldPoint::Folder(n)),
+            _ => None,
+        }
+    }
+}
+
 /// What a sync needs besides the target and the backend.
 pub(crate) struct SyncOptions<'a> {
     pub(crate) extraction: Option<&'a Extraction>,
@@ -134,9 +246,8 @@ pub(crate) struct SyncOptions<'a> {
     pub(crate) progress: &'a (dyn Fn(&Progress) + Sync),
     /// Asked between steps: `true` stops the sync at the next durable point.
     pub(crate) stop: &'a (dyn Fn() -> bool + Sync),
-    /// Crash tests only (debug builds): after this many commits, announce it on stderr and
-    /// hang, so the test can `kill -9` the process at a known point.
-    pub(crate) hold_after_commits: Option<u32>,
+    /// Crash and interrupt tests only (debug builds).
+    pub(crate) hold: Option<HoldPoint>,
 }
 
 /// Work of the current commit not yet recorded in the state.
@@ -154,6 +265,10 @@ struct Run<'a> {
     progress: Progress,
     report: SyncReport,
     commits: u32,
+    /// Batches of fetched messages put into the writer so far (for [`HoldPoint::Fetched`]).
+    batches: u32,
+    /// Folders recorded so far (for [`HoldPoint::Folder`]).
+    folders_done: u32,
 }
 
 /// Syncs one alias. Errors are only those that stop the whole sync (the index or state cannot
@@ -173,6 +288,10 @@ pub(crate) async fn sync_alias(
     }
     status.version = status::VERSION;
     status.backend = target.backend_kind.to_owned();
+    // `SyncTarget::open` refused another mailbox's index and rebuilt another analysis's: what
+    // this sync adds is this mailbox's, as this analysis reads it.
+    status.mailbox = Some(target.mailbox.clone());
+    status.analyzer = Some(crate::text::ANALYZER_VERSION);
     status.syncing = true;
     status.last_sync_started = Some(Utc::now());
     status::write(&target.alias_dir, &status)?;
@@ -199,6 +318,8 @@ pub(crate) async fn sync_alias(
         opts,
         progress: Progress::default(),
         commits: 0,
+        batches: 0,
+        folders_done: 0,
         report: SyncReport {
             folders: folders.len(),
             complete: true,
@@ -245,6 +366,8 @@ pub(crate) async fn sync_alias(
             },
         );
         status::write(&run.target.alias_dir, &status)?;
+        run.folders_done += 1;
+        run.hold(HoldPoint::Folder(run.folders_done)).await;
         if run.report.stopped {
             break;
         }
@@ -351,7 +474,9 @@ impl Run<'_> {
                         .filter(|i| known.get(&i.id) != Some(&i.version))
                         .collect();
                     fetch.append(&mut retry);
-                    self.fetch_all(folder, fetch, &mut known, &mut work).await?;
+                    if !self.fetch_all(folder, fetch, &mut known, &mut work).await? {
+                        return self.stop_mid_page(&mut work).await;
+                    }
                     if page.more {
                         work.batch.seen = page_ids;
                         work.batch.cursor = Some(FolderCursor {
@@ -396,7 +521,9 @@ impl Run<'_> {
                     // A message that left and came back in one page is fetched, not removed.
                     let fetching: HashSet<&str> = fetch.iter().map(|i| i.id.as_str()).collect();
                     gone.retain(|id| !fetching.contains(id.as_str()));
-                    self.fetch_all(folder, fetch, &mut known, &mut work).await?;
+                    if !self.fetch_all(folder, fetch, &mut known, &mut work).await? {
+                        return self.stop_mid_page(&mut work).await;
+                    }
                     self.remove_all(folder, gone, &mut known, &mut work)?;
                     work.batch.cursor = Some(FolderCursor {
                         cursor: page.cursor,
@@ -404,11 +531,24 @@ impl Run<'_> {
                     });
                 }
             }
-            self.commit(&mut work)?;
+            self.commit(&mut work).await?;
             if !page.more {
                 return Ok(true);
             }
         }
+    }
+
+    /// A stop asked for in the middle of a page: what was fetched is committed and recorded
+    /// with its versions, but not the page's cursor (nor its removals, nor the ids it listed),
+    /// so the folder's position stays where the page began. The next sync asks for the page
+    /// again and fetches only what is not indexed at its version yet. The folder is partial.
+    async fn stop_mid_page(&mut self, work: &mut Uncommitted) -> Result<bool, FolderFail> {
+        work.batch.cursor = None;
+        work.batch.seen.clear();
+        work.batch.clear_seen = false;
+        self.commit(work).await?;
+        self.report.stopped = true;
+        Ok(false)
     }
 
     fn remove_all(
@@ -437,13 +577,13 @@ impl Run<'_> {
         items: Vec<SyncItem>,
         known: &mut HashMap<String, String>,
         work: &mut Uncommitted,
-    ) -> Result<(), FolderFail> {
+    ) -> Result<bool, FolderFail> {
         self.progress.total += items.len() as u64;
         (self.opts.progress)(&self.progress);
         for chunk in items.chunks(FETCH_BATCH) {
             if (self.opts.stop)() {
                 self.report.stopped = true;
-                break;
+                return Ok(false);
             }
             let want = AttachmentWant {
                 max_bytes: self.opts.extraction.map_or(0, |x| x.max_bytes),
@@ -456,7 +596,14 @@ impl Run<'_> {
             };
             let fetched = self.backend.index_fetch(chunk, want).await;
             let mut passages: Vec<(String, Vec<String>)> = Vec::new();
+            let mut stopped = false;
             for (item, result) in chunk.iter().zip(fetched) {
+                // Reading attachments can take long: a stop is heard between messages, and
+                // what is not put yet is simply not recorded (the next sync fetches it).
+                if (self.opts.stop)() {
+                    stopped = true;
+                    break;
+                }
                 match result {
                     Ok(fetch) => {
                         let message = self.indexed(folder, fetch).await;
@@ -494,14 +641,21 @@ impl Run<'_> {
                 }
                 self.progress.done += 1;
             }
+            self.batches += 1;
+            self.hold(HoldPoint::Fetched(self.batches)).await;
+            if stopped || (self.opts.stop)() {
+                // Vectors of what was put are filled by a later sync's fill pass.
+                self.report.stopped = true;
+                return Ok(false);
+            }
             self.embed(passages).await?;
             (self.opts.progress)(&self.progress);
             let since = *work.since.get_or_insert_with(Instant::now);
             if work.count >= COMMIT_EVERY || since.elapsed() >= COMMIT_INTERVAL {
-                self.commit(work)?;
+                self.commit(work).await?;
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Embeds the passages of freshly indexed messages and keeps their vectors. An endpoint
@@ -520,13 +674,32 @@ impl Run<'_> {
             .collect();
         match semantic.embedder.embed_passages(&flat).await {
             Ok(vectors) => {
-                let mut vectors = vectors.into_iter();
                 if let Some(store) = &mut self.target.vectors {
+                    // Another vector size: the model behind the endpoint's name changed. The
+                    // older vectors are stale (dropped; the fill pass embeds them again); a
+                    // second change in one sync is an endpoint that keeps changing: asked no
+                    // more this sync (issue 27).
+                    let stale = vectors
+                        .first()
+                        .map_or(0, |v| store.adopt_dimension(v.len()));
+                    if stale > 0 {
+                        tracing::warn!(
+                            stale,
+                            "index sync: the vector size changed; older vectors are embedded again"
+                        );
+                        self.target.semantic_down |= store.restarts() > 1;
+                    }
+                    let mut vectors = vectors.into_iter();
                     for (key, p) in passages {
                         let mine: Vec<Vec<f32>> = vectors.by_ref().take(p.len()).collect();
-                        store
-                            .upsert(&key, mine)
-                            .map_err(|e| IndexError::Store(e.to_string()))?;
+                        // A refused vector costs that message its vector (filled later), never
+                        // the sync's text half.
+                        if let Err(e) = store.upsert(&key, mine) {
+                            tracing::warn!(
+                                error = %e,
+                                "index sync: a message's vectors were refused; filled later"
+                            );
+                        }
                     }
                 }
             }
@@ -540,8 +713,27 @@ impl Run<'_> {
 
     /// Gives every indexed message of `folder` that has no vector one: the messages the
     /// endpoint could not embed when they were indexed (it was down), or all of them when
-    /// semantic recall was turned on after they were indexed. Refetches their text.
+    /// semantic recall was turned on after they were indexed. Refetches their text. When the
+    /// vector size changed meanwhile (every older vector dropped), every folder's.
     async fn fill_vectors(&mut self, folder: &str) -> Result<(), FolderFail> {
+        let mut folders = vec![folder.to_owned()];
+        while let Some(folder) = folders.pop() {
+            self.fill_folder_vectors(&folder).await?;
+            if self
+                .target
+                .vectors
+                .as_mut()
+                .is_some_and(VectorStore::take_refill)
+                && !self.target.semantic_down
+            {
+                folders = self.target.state.folders()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Run::fill_vectors`] of one folder.
+    async fn fill_folder_vectors(&mut self, folder: &str) -> Result<(), FolderFail> {
         if self.opts.semantic.is_none() || self.target.semantic_down {
             return Ok(());
         }
@@ -586,19 +778,13 @@ impl Run<'_> {
 
     /// Commits the index, then records in the state what the commit holds (keeping the
     /// page's cursor for the commit that ends the page).
-    fn commit(&mut self, work: &mut Uncommitted) -> Result<(), IndexError> {
+    async fn commit(&mut self, work: &mut Uncommitted) -> Result<(), IndexError> {
         self.target.writer.commit()?;
         self.target.commit_vectors()?;
-        self.commits += 1;
         // The worst moment to die: the index holds the commit, the state does not know it.
-        if self.opts.hold_after_commits == Some(self.commits) {
-            tracing::warn!(
-                commits = self.commits,
-                "index sync: holding for a crash test"
-            );
-            loop {
-                std::thread::park();
-            }
+        if !work.batch.indexed.is_empty() || !work.batch.removed.is_empty() {
+            self.commits += 1;
+            self.hold(HoldPoint::Committed(self.commits)).await;
         }
         self.target.state.apply(&work.batch)?;
         let folder = std::mem::take(&mut work.batch.folder);
@@ -609,6 +795,18 @@ impl Run<'_> {
         work.since = None;
         work.count = 0;
         Ok(())
+    }
+
+    /// At the test hook's point (debug builds only set one), says so on stderr and waits until
+    /// the sync is asked to stop; the test signals or kills the process meanwhile.
+    async fn hold(&self, at: HoldPoint) {
+        if self.opts.hold != Some(at) {
+            return;
+        }
+        tracing::warn!(point = ?at, "index sync: holding for a crash test");
+        while !(self.opts.stop)() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     async fn indexed(&self, folder: &str, fetch: IndexFetch) -> IndexedMessage {
@@ -646,8 +844,9 @@ impl Run<'_> {
         }
     }
 
-    /// The text of the fetched attachments, through the extraction worker (one whose text
-    /// cannot be read adds nothing), and the ids of those whose text it holds whole.
+    /// The text of the fetched attachments, through the extraction pipeline (one whose text
+    /// cannot be read adds nothing, and the pipeline's reason is logged), and the ids of those
+    /// whose text it holds whole.
     async fn attachment_text<'a>(
         &self,
         attachments: &'a [(AttachmentMeta, Option<Vec<u8>>)],
@@ -657,25 +856,38 @@ impl Run<'_> {
         let Some(x) = self.opts.extraction else {
             return (text, whole);
         };
+        let pipeline = Pipeline::new(&x.extractor, &x.slots, x.caps);
         for (meta, bytes) in attachments {
             let Some(bytes) = bytes else { continue };
             if meta.is_inline || !extractable(meta) {
                 continue;
             }
-            let Ok(slot) = Arc::clone(&x.slots).acquire_owned().await else {
-                continue;
-            };
+            // The sync has no caller waiting on one answer: it queues for a slot.
             let job = Job::Text {
                 name: meta.name.clone(),
                 content_type: meta.content_type.clone(),
             };
-            if let Ok(extract::Answer::Text(extracted)) =
-                x.extractor.run(slot, job, bytes.clone(), x.caps).await
-            {
-                text.push_str(&extracted.text);
-                text.push('\n');
-                if !extracted.truncated && extracted.unread_parts == 0 {
-                    whole.push(meta.id.as_str());
+            match pipeline.text(Wait::Forever, job, bytes.clone()).await {
+                Ok(extracted) => {
+                    text.push_str(&extracted.text);
+                    text.push('\n');
+                    if !extracted.truncated && extracted.unread_parts == 0 {
+                        whole.push(meta.id.as_str());
+                    } else {
+                        tracing::debug!(
+                            truncated = extracted.truncated,
+                            unread_parts = extracted.unread_parts,
+                            "index sync: an attachment's text is in the index only in part"
+                        );
+                    }
+                }
+                // Not whole, so the message is not `attachments_whole`: the investigation
+                // reads it itself rather than trusting the index's silence.
+                Err(why) => {
+                    tracing::debug!(
+                        reason = %why,
+                        "index sync: an attachment's text is not in the index"
+                    );
                 }
             }
         }
@@ -690,10 +902,132 @@ fn extractable(meta: &AttachmentMeta) -> bool {
     format.has_extractor() && format != extract::Format::Zip
 }
 
-/// Writes `paused` into an alias's status (creating a status when none exists yet).
-pub(crate) fn set_paused(alias_dir: &Dir, paused: bool) -> Result<(), IndexError> {
-    let mut status: IndexStatus = status::read(alias_dir)?.unwrap_or_default();
-    status.version = status::VERSION;
-    status.paused = paused;
-    status::write(alias_dir, &status)
+/// Removes everything an alias's index holds but the folder itself: text, vectors, sync state,
+/// then the status (last: until it is gone, the status still says what must be rebuilt). The
+/// caller holds the sync state's lock. The pause marker is the operator's and stays.
+fn start_over(alias_dir: &Dir, state: &SyncState) -> Result<(), IndexError> {
+    super::layout::remove_part(alias_dir, super::layout::TEXT)?;
+    super::layout::remove_part(alias_dir, super::layout::VECTORS)?;
+    state.clear()?;
+    match alias_dir.remove_file(status::FILE) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(IndexError::State(format!("{}: {}", status::FILE, e.kind()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_points_parse_and_refuse_anything_else() {
+        assert_eq!(HoldPoint::parse("3"), Some(HoldPoint::Committed(3)));
+        assert_eq!(HoldPoint::parse("commit:1"), Some(HoldPoint::Committed(1)));
+        assert_eq!(HoldPoint::parse("fetch:2"), Some(HoldPoint::Fetched(2)));
+        assert_eq!(HoldPoint::parse(" folder:1 "), Some(HoldPoint::Folder(1)));
+        for bad in ["", "0", "fetch:0", "fetch:", "later:1", "fetch:x", "-1"] {
+            assert_eq!(HoldPoint::parse(bad), None, "{bad}");
+        }
+    }
+
+    fn alias_dir() -> (tempfile::TempDir, Dir) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
+        (tmp, dir)
+    }
+
+    fn open(dir: &Dir, mailbox: &str) -> Opened {
+        SyncTarget::open(
+            dir.try_clone().expect("dir"),
+            "maildir",
+            mailbox.to_owned(),
+            None,
+        )
+        .expect("open")
+    }
+
+    /// A status that says the index holds a folder of `mailbox`, built by `analyzer`.
+    fn recorded(dir: &Dir, mailbox: Option<&str>, analyzer: Option<u32>) {
+        let mut s = status::IndexStatus {
+            mailbox: mailbox.map(str::to_owned),
+            analyzer,
+            ..status::IndexStatus::default()
+        };
+        s.folders
+            .insert("INBOX".to_owned(), FolderStatus::default());
+        status::write(dir, &s).expect("status");
+    }
+
+    #[test]
+    fn another_mailboxs_index_is_refused_and_left_as_it_is() {
+        let (_tmp, dir) = alias_dir();
+        recorded(
+            &dir,
+            Some("sha256:first"),
+            Some(crate::text::ANALYZER_VERSION),
+        );
+        assert!(matches!(
+            open(&dir, "sha256:second"),
+            Opened::MailboxChanged
+        ));
+        let kept = status::read(&dir).expect("read").expect("status");
+        assert_eq!(kept.mailbox.as_deref(), Some("sha256:first"));
+        assert!(matches!(open(&dir, "sha256:first"), Opened::Ready(t) if t.rebuilt().is_none()));
+    }
+
+    #[test]
+    fn another_analysiss_or_an_unbound_index_is_started_over_in_place() {
+        let old = crate::text::ANALYZER_VERSION - 1;
+        for (mailbox, analyzer, why) in [
+            (
+                Some("sha256:box"),
+                Some(old),
+                Rebuild::Analyzer { was: Some(old) },
+            ),
+            (Some("sha256:box"), None, Rebuild::Analyzer { was: None }),
+            (None, Some(crate::text::ANALYZER_VERSION), Rebuild::Unbound),
+        ] {
+            let (_tmp, dir) = alias_dir();
+            recorded(&dir, mailbox, analyzer);
+            let Opened::Ready(target) = open(&dir, "sha256:box") else {
+                panic!("{why:?}: not opened");
+            };
+            assert_eq!(target.rebuilt(), Some(why));
+            // Nothing of the old index is left to say what it was.
+            assert_eq!(status::read(&dir).expect("read"), None, "{why:?}");
+            assert!(target.state.folders().expect("folders").is_empty());
+            drop(target);
+            assert!(matches!(open(&dir, "sha256:box"), Opened::Ready(t) if t.rebuilt().is_none()));
+        }
+    }
+
+    #[test]
+    fn a_first_sync_of_another_mailbox_killed_before_any_folder_is_refused_too() {
+        let (_tmp, dir) = alias_dir();
+        // What a sync writes before its first commit: the mailbox, no folder yet.
+        let s = status::IndexStatus {
+            mailbox: Some("sha256:first".to_owned()),
+            analyzer: Some(crate::text::ANALYZER_VERSION),
+            syncing: true,
+            ..status::IndexStatus::default()
+        };
+        status::write(&dir, &s).expect("status");
+        assert!(matches!(
+            open(&dir, "sha256:second"),
+            Opened::MailboxChanged
+        ));
+    }
+
+    #[test]
+    fn a_paused_index_is_not_touched() {
+        let (_tmp, dir) = alias_dir();
+        recorded(&dir, Some("sha256:box"), None);
+        status::set_paused(&dir, true).expect("pause");
+        assert!(matches!(open(&dir, "sha256:box"), Opened::Paused));
+        assert!(
+            status::read(&dir).expect("read").is_some(),
+            "not rebuilt while paused"
+        );
+    }
 }

@@ -1,13 +1,13 @@
 //! The embedded implementation of the index interface: tantivy over [`CapDirectory`].
 //!
-//! Matching is exact-token, like the live scan: text fields are split at every
-//! non-alphanumeric character, lower-cased and folded to ASCII where a letter has a folding, and
-//! a query's words go through the same analyzer, so a word absent from every field of every
-//! message in scope is absent from the mail as indexed. Ranking is BM25 with field boosts
-//! (subject > from > recipients > body > attachment names > attachment text) and recency
-//! breaking ties. Sender and subject filters are substring matches on lower-cased raw fields
-//! (regex over the term dictionary), as the live filters are. Bodies and attachment text are
-//! indexed but not stored: the doc store keeps only the summary an answer shows.
+//! Matching is exact-token, like the live scan: text fields go through the shared analyzer
+//! ([`super::analyzer`], [`crate::text`]'s tokens), and a query's words through the same, so a
+//! word absent from every field of every message in scope is absent from the mail as indexed.
+//! Ranking is BM25 with field boosts (subject > from > recipients > body > attachment names >
+//! attachment text) and recency breaking ties. Sender and subject filters are substring matches
+//! on lower-cased raw fields (regex over the term dictionary), as the live filters are. Bodies
+//! and attachment text are indexed but not stored: the doc store keeps only the summary an
+//! answer shows.
 
 use std::ops::Bound;
 use std::sync::Mutex;
@@ -19,12 +19,11 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing,
     TextOptions, Value,
 };
-use tantivy::tokenizer::{
-    AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, TokenStream,
-};
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, Index, IndexReader, IndexWriter, Order as TOrder, ReloadPolicy, Term};
 use tantivy::{Searcher, TantivyDocument};
 
+use super::analyzer::{self, MAX_TOKEN_BYTES, MailTokenizer};
 use super::capdir::CapDirectory;
 use super::{
     CandidateQuery, Clue, IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex,
@@ -33,10 +32,8 @@ use super::{
 use crate::backends::model::{AttachmentMeta, ContentGap, MessageSummary, SortBy, SortOrder};
 use crate::mime::Mailbox;
 
-/// The analyzer's registered name.
-const ANALYZER: &str = "mail";
-/// Tokens longer than this (bytes) are dropped: base64 runs and hashes, never words.
-const MAX_TOKEN_BYTES: usize = 64;
+/// The analyzer's registered name (it carries the text analysis version into the schema).
+const ANALYZER: &str = analyzer::NAME;
 /// Raw (substring-matched) field values are cut to this many bytes (tantivy's term limit is
 /// 65,530).
 const MAX_RAW_BYTES: usize = 4_096;
@@ -87,10 +84,15 @@ struct Fields {
 }
 
 fn schema() -> (Schema, Fields) {
+    schema_with(ANALYZER)
+}
+
+/// The schema whose text fields are analyzed by the analyzer registered as `analyzer`.
+fn schema_with(analyzer: &str) -> (Schema, Fields) {
     let mut b = Schema::builder();
     let text = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
-            .set_tokenizer(ANALYZER)
+            .set_tokenizer(analyzer)
             .set_index_option(IndexRecordOption::WithFreqs),
     );
     let fields = Fields {
@@ -118,36 +120,25 @@ fn schema() -> (Schema, Fields) {
 }
 
 fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-        .filter(LowerCaser)
-        .filter(AsciiFoldingFilter)
-        .build()
+    TextAnalyzer::from(MailTokenizer)
 }
 
-/// The index's tokens of `text`, in order (what a query word must equal).
-pub(crate) fn index_tokens(text: &str) -> Vec<String> {
-    let mut analyzer = analyzer();
-    let mut stream = analyzer.token_stream(text);
-    let mut out = Vec::new();
-    while stream.advance() {
-        out.push(stream.token().text.clone());
-    }
-    out
-}
-
-/// A token cut where it switches between letters and digits (`2024q1` → `2024`, `q`, `1`).
-fn letter_digit_runs(token: &str) -> Vec<String> {
+/// The atoms of a text for a candidate search: its tokens (unspaced characters one by one, as
+/// the index holds each of them), cut where they switch between letters and digits (`2024q1` →
+/// `2024`, `q`, `1`).
+fn atoms(text: &str) -> Vec<String> {
     let mut runs: Vec<String> = Vec::new();
-    let mut last: Option<bool> = None;
-    for ch in token.chars() {
-        let digit = ch.is_numeric();
-        match runs.last_mut() {
-            Some(run) if last == Some(digit) => run.push(ch),
-            _ => runs.push(ch.to_string()),
+    crate::text::each_token(text, crate::text::Mode::Units, &mut |token, _, _| {
+        let mut last: Option<bool> = None;
+        for ch in token.chars() {
+            let digit = ch.is_numeric();
+            match runs.last_mut() {
+                Some(run) if last == Some(digit) => run.push(ch),
+                _ => runs.push(ch.to_string()),
+            }
+            last = Some(digit);
         }
-        last = Some(digit);
-    }
+    });
     runs
 }
 
@@ -304,9 +295,9 @@ impl TantivyIndex {
             return Err(IndexError::Missing);
         };
         if index.schema() != schema {
-            return Err(IndexError::Store(
-                "the index was written by another version: rebuild it".to_owned(),
-            ));
+            // Another analyzer (its name is in the schema) or another layout: its tokens are
+            // not this version's, so it must not answer.
+            return Err(IndexError::Outdated);
         }
         index.tokenizers().register(ANALYZER, analyzer());
         let reader = index
@@ -332,6 +323,15 @@ impl TantivyIndex {
         })
     }
 
+    /// A writer with one indexing thread, so that one commit makes one segment.
+    #[cfg(test)]
+    fn writer_one_segment(&self) -> Result<TantivyWriter, IndexError> {
+        Ok(TantivyWriter {
+            writer: self.index.writer_with_num_threads(1, WRITER_MEMORY)?,
+            fields: self.fields,
+        })
+    }
+
     /// The latest committed state (reloading if a sync committed since).
     fn searcher(&self) -> Result<Searcher, IndexError> {
         let _one = self
@@ -353,7 +353,7 @@ impl TantivyIndex {
     }
 
     fn word_query(&self, word: &str) -> Option<Box<dyn Query>> {
-        let tokens = index_tokens(word);
+        let tokens = analyzer::query_tokens(word);
         if tokens.is_empty() {
             return None;
         }
@@ -390,10 +390,7 @@ impl TantivyIndex {
     /// token that is such a run. An atom inside a run too long to be indexed constrains
     /// nothing (the token holding it may be one the analyzer dropped).
     fn spelled_in(&self, text: &str, fields: &[Field]) -> Box<dyn Query> {
-        let atoms: Vec<String> = index_tokens(text)
-            .iter()
-            .flat_map(|t| letter_digit_runs(t))
-            .collect();
+        let atoms = atoms(text);
         let mut per_atom: Vec<Vec<String>> = Vec::new();
         for i in 0..atoms.len() {
             let mut runs = Vec::new();
@@ -748,6 +745,29 @@ pub(crate) struct TantivyWriter {
     fields: Fields,
 }
 
+impl TantivyWriter {
+    /// Rewrites the segments that hold deleted or replaced messages without them, and removes
+    /// the files nothing uses any more: a deleted mail's subject, sender and preview (stored)
+    /// and its words (the term dictionary) must leave the disk, not wait for a merge policy to
+    /// get round to it. A segment a background merge already holds is rewritten by that merge.
+    fn purge_deleted(&mut self) -> Result<(), IndexError> {
+        let with_deletes: Vec<tantivy::index::SegmentId> = self
+            .writer
+            .index()
+            .searchable_segment_metas()?
+            .into_iter()
+            .filter(|meta| meta.has_deletes())
+            .map(|meta| meta.id())
+            .collect();
+        if !with_deletes.is_empty() {
+            // An error here is a segment already in a background merge: not a failure.
+            let _ = self.writer.merge(&with_deletes).wait();
+        }
+        self.writer.garbage_collect_files().wait()?;
+        Ok(())
+    }
+}
+
 impl TextIndexWriter for TantivyWriter {
     fn put(&mut self, m: &IndexedMessage) -> Result<(), IndexError> {
         let f = self.fields;
@@ -810,7 +830,7 @@ impl TextIndexWriter for TantivyWriter {
 
     fn commit(&mut self) -> Result<(), IndexError> {
         self.writer.commit()?;
-        Ok(())
+        self.purge_deleted()
     }
 }
 
@@ -930,6 +950,82 @@ mod tests {
         );
         // Attachment names are not searched in the subject, nor the subject for names.
         assert!(candidates(&index, vec![Clue::AttachmentName("scan".to_owned())]).is_empty());
+    }
+
+    /// Every byte of the index's files, concatenated.
+    fn all_bytes(dir: &std::path::Path) -> Vec<u8> {
+        let dir =
+            cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority()).expect("dir");
+        let mut out = Vec::new();
+        for entry in dir.entries().expect("read dir") {
+            let entry = entry.expect("entry");
+            if entry.file_type().expect("type").is_file() {
+                out.extend(dir.read(entry.file_name()).expect("read"));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_index_built_by_another_analyzer_never_opens() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = || {
+            CapDirectory::new(
+                cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority())
+                    .expect("dir"),
+            )
+        };
+        // What version 1 wrote: the same fields, analyzed by "mail".
+        let (old, _) = schema_with("mail");
+        Index::create(dir(), old, tantivy::IndexSettings::default()).expect("old index");
+        for create in [false, true] {
+            assert!(
+                matches!(TantivyIndex::open(dir(), create), Err(IndexError::Outdated)),
+                "an index of another analysis opened"
+            );
+        }
+    }
+
+    #[test]
+    fn a_deleted_message_leaves_the_index_files_at_the_next_commit() {
+        let (tmp, index) = index();
+        let secret = "zqxjvkwpyfbhsecret";
+        // One segment holding both (a segment whose every message is deleted is dropped whole
+        // anyway: the case to prove is the one sharing its segment).
+        let mut w = index.writer_one_segment().expect("writer");
+        w.put(&message(
+            "gone",
+            &format!("{secret} subject"),
+            "body of the gone one",
+        ))
+        .expect("put");
+        w.put(&message("kept", "lunch", "nothing here"))
+            .expect("put");
+        w.commit().expect("commit");
+        drop(w);
+        let holds = |bytes: &[u8]| bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+        assert!(
+            holds(&all_bytes(tmp.path())),
+            "the test must see the word first"
+        );
+        let mut w = index.writer().expect("writer");
+        w.remove("inbox", "gone").expect("remove");
+        w.commit().expect("commit");
+        drop(w);
+        assert!(
+            !holds(&all_bytes(tmp.path())),
+            "a deleted mail's text stays on disk"
+        );
+        let hits = index
+            .search(&IndexQuery {
+                folder_id: Some("inbox".to_owned()),
+                words: vec!["lunch".to_owned()],
+                filters: crate::backends::model::Filters::default(),
+                limit: 10,
+                order: None,
+            })
+            .expect("search");
+        assert_eq!(hits.matched, 1, "the kept message is still found");
     }
 
     proptest::proptest! {

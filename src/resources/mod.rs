@@ -213,9 +213,14 @@ struct IndexOut {
     indexed_through: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     staleness_seconds: Option<i64>,
-    /// Whether an index answer can prove absence now (complete, nothing pending, fresh).
+    /// Whether an index answer can prove absence now (this mailbox, this text analysis,
+    /// complete, nothing pending, fresh).
     #[serde(skip_serializing_if = "Option::is_none")]
     proves_absence: Option<bool>,
+    /// Why it cannot: the warning codes answers carry (`index_mailbox_changed`,
+    /// `index_rebuild_needed`, `index_stale`, `index_partial`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    doubts: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     semantic: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -242,7 +247,34 @@ fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
     let now = chrono::Utc::now();
     let max =
         chrono::Duration::from_std(app.indexes.max_staleness).unwrap_or(chrono::Duration::MAX);
-    let fresh = crate::index::source::Freshness::of(&status, None, max, now);
+    let coverage = reader.coverage(&status, crate::index::source::Scope::Mailbox, max, now);
+    if !coverage.serves() {
+        // Another mailbox's counts and dates are not this alias's.
+        return IndexOut {
+            mailbox: alias.to_string(),
+            indexed: true,
+            note: Some(format!(
+                "not served: the index was {} (the operator runs `mailgate index {} {alias}`)",
+                coverage
+                    .doubts
+                    .iter()
+                    .map(|d| d.describe())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                if coverage
+                    .doubts
+                    .contains(&crate::index::source::Doubt::MailboxChanged)
+                {
+                    "rebuild"
+                } else {
+                    "sync"
+                }
+            )),
+            proves_absence: Some(false),
+            doubts: coverage.codes().collect(),
+            ..IndexOut::default()
+        };
+    }
     IndexOut {
         mailbox: alias.to_string(),
         indexed: true,
@@ -250,9 +282,10 @@ fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
         messages: Some(status.messages()),
         folders: Some(status.folders.len()),
         last_sync: status.last_sync_finished.map(crate::tools::dates::iso_z),
-        indexed_through: fresh.indexed_through.map(crate::tools::dates::iso_z),
-        staleness_seconds: fresh.indexed_through.map(|t| (now - t).num_seconds()),
-        proves_absence: Some(!fresh.stale && !fresh.partial),
+        indexed_through: coverage.indexed_through.map(crate::tools::dates::iso_z),
+        staleness_seconds: coverage.indexed_through.map(|t| (now - t).num_seconds()),
+        proves_absence: Some(coverage.proves_absence()),
+        doubts: coverage.codes().collect(),
         semantic: Some(status.semantic),
         paused: Some(status.paused),
         syncing: Some(status.syncing),

@@ -64,6 +64,16 @@ async fn list_attachments<S: SearchSource>(
 }
 
 async fn decide<S: SearchSource>(source: &S, plan: &SearchPlan) -> SearchOutcome {
+    if let Some(q) = plan.query.as_deref() {
+        // A query of no word would match nothing and prove nothing; a query the source cannot
+        // represent whole would match wider. Neither is searched.
+        if crate::text::query_tokens(q).is_empty() {
+            return SearchOutcome::unsearched(warning::QUERY_HAS_NO_WORDS);
+        }
+        if let Some(why) = source.unanswerable(q) {
+            return SearchOutcome::unsearched(why);
+        }
+    }
     match (plan.query.as_deref(), source.capabilities().search) {
         (None, _) => one_scan(source, plan, None).await,
         (Some(q), SearchKind::ExhaustiveLocal) => one_scan(source, plan, Some(q)).await,

@@ -1,8 +1,9 @@
 //! Exact-token matching for the local scan: the fallback whose recall is lower than a backend's
 //! relevance search but whose answer is verifiable.
 //!
-//! Normalisation (reference §6.3): NFKD, combining marks removed, HTML tags stripped, every
-//! non-alphanumeric character becomes a separator, lower-cased. A query matches a message when
+//! Normalisation and tokens are [`crate::text`]'s, the index's too (reference §6.3, widened by
+//! issue 27: full case folding, invisible characters dropped inside words, unspaced scripts
+//! matched by character pairs). A query matches a message when
 //! every query token appears as a whole token somewhere in its subject, preview, body, sender or
 //! attachment names. Summaries carry no body: the engine matches the rest first and fetches a
 //! body only for a message the rest does not match.
@@ -10,7 +11,7 @@
 use std::collections::HashSet;
 
 use crate::backends::model::MessageSummary;
-use crate::fold::tokens;
+use crate::text::{query_tokens, tokens};
 
 /// A compiled query: the set of tokens that must all be present.
 #[derive(Clone, Debug)]
@@ -20,7 +21,7 @@ pub(crate) struct TokenQuery {
 
 impl TokenQuery {
     pub(crate) fn new(query: &str) -> Self {
-        let mut required = tokens(query);
+        let mut required = query_tokens(query);
         required.sort();
         required.dedup();
         Self { required }

@@ -99,6 +99,9 @@ pub(crate) mod warning {
     pub(crate) const BACKEND_FAILED: &str = "graph_search_failed";
     pub(crate) const LOCAL_SCAN_FAILED: &str = "local_scan_failed";
     pub(crate) const EXACT_TOKEN: &str = "fallback_exact_token_match";
+    /// The query has no word to match (only punctuation, symbols or invisible characters): no
+    /// search ran, so nothing is proved either way.
+    pub(crate) const QUERY_HAS_NO_WORDS: &str = "query_has_no_words";
     pub(crate) const FILTER_FAILED: &str = "graph_filter_failed";
     pub(crate) const MAILBOX_FAILED: &str = "mailbox_search_failed";
     pub(crate) const BUDGET_EXHAUSTED: &str = "budget_exhausted";
@@ -319,6 +322,13 @@ pub(crate) trait SearchSource: Sync {
         deadline: Instant,
     ) -> impl Future<Output = Vec<Result<MessageText, BackendError>>> + Send;
 
+    /// Why this source cannot answer `query` at all (a warning code), `None` when it can. A
+    /// source that would have to drop part of the query must say so here rather than match
+    /// wider.
+    fn unanswerable(&self, _query: &str) -> Option<&'static str> {
+        None
+    }
+
     /// One message's whole attachment list, for a result whose listing left it out.
     fn attachments(
         &self,
@@ -470,6 +480,14 @@ impl SearchOutcome {
 
     /// The in-band failure of one mailbox inside a fan-out: never a tool error, so the other
     /// mailboxes' evidence stays visible.
+    /// The answer to a query no search could run for: nothing proved, the warning says why.
+    pub(crate) fn unsearched(warning: &'static str) -> Self {
+        SearchOutcome {
+            status: SearchStatus::SearchIncomplete,
+            ..SearchOutcome::failed(warning)
+        }
+    }
+
     pub(crate) fn failed(warning: &'static str) -> Self {
         SearchOutcome {
             status: SearchStatus::SearchFailed,

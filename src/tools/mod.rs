@@ -11,7 +11,7 @@
 pub(crate) mod args;
 pub(crate) mod catalog;
 pub(crate) mod dates;
-mod evidence;
+pub(crate) mod evidence;
 #[cfg(test)]
 pub(crate) use evidence::testutil;
 pub(crate) mod cursor;

@@ -27,7 +27,10 @@ use crate::alias::Alias;
 use crate::backends::model::{Filters, FolderSelector, SortBy, SortOrder};
 use crate::backends::{BackendError, MessageDetail};
 use crate::config::Limits;
-use crate::extract::{self, ExtractError, Format, SlotError};
+use crate::extract::pipeline::{
+    Cap, Failure, Locked, NoExtractor, NotRead, Pipeline, Wait, sniffed_format,
+};
+use crate::extract::{self, Format};
 use crate::search::indexed::{self, Answer, Mode, Target};
 use crate::search::{SearchOutcome, SearchPlan, SearchStatus, fanout, warning};
 
@@ -1095,99 +1098,121 @@ pub(super) async fn fetch_attachment(
         })
 }
 
+/// This server's extraction pipeline: its worker, its `maxConcurrentExtractions` slots and the
+/// caps of `limits`.
+pub(crate) fn extraction_pipeline(app: &App) -> Pipeline<'_> {
+    Pipeline::new(
+        &app.extractor,
+        &app.extraction_slots,
+        extract::Caps::from_limits(&app.config.limits),
+    )
+}
+
 /// Runs one extraction job in the worker under the process-wide extraction bound (busy → a
 /// fast `EXTRACTION_BUSY`).
-pub(super) async fn extract_bounded(
+async fn extract_bounded(
     app: &App,
     job: extract::Job,
     bytes: Vec<u8>,
 ) -> Result<extract::Answer, ToolError> {
-    let slot = Arc::clone(&app.extraction_slots)
-        .try_acquire_owned()
-        .map_err(|_| {
-            ToolError::new(
-                ErrorCode::ExtractionBusy,
-                "too many extractions are running; retry",
-            )
-        })?;
-    let caps = extract::Caps::from_limits(&app.config.limits);
-    app.extractor
-        .run(slot, job, bytes, caps)
+    extraction_pipeline(app)
+        .run(Wait::No, job, bytes)
         .await
-        .map_err(extraction_error)
+        .map_err(not_read_error)
 }
 
-/// The tool error for an extraction that gave no answer: the one mapping of extraction
-/// outcomes to codes. Messages say which limit or cause, and what would lift it.
-pub(crate) fn extraction_error(e: SlotError) -> ToolError {
-    use extract::ZipError as Z;
-    let (code, message): (ErrorCode, &'static str) = match e {
-        SlotError::TimedOut => (
-            ErrorCode::ExtractionTimeout,
-            "the extraction ran past its 30 s limit and was stopped",
+/// The tool error for an attachment whose text was not read, derived from the pipeline's one
+/// reason ([`NotRead`]). Messages say which limit or cause, and what would lift it.
+pub(crate) fn not_read_error(why: NotRead) -> ToolError {
+    let (code, message): (ErrorCode, &'static str) = match why {
+        NotRead::Unsupported(NoExtractor::Format(format)) => {
+            return ToolError::new(
+                ErrorCode::UnsupportedFormat,
+                format!("this attachment format ({format}) has no text extractor"),
+            );
+        }
+        NotRead::Unsupported(NoExtractor::NestedArchive) => {
+            return ToolError::new(
+                ErrorCode::UnsupportedFormat,
+                "an archive inside an archive is not read",
+            )
+            .with_reason("nested_archive");
+        }
+        NotRead::Unsupported(NoExtractor::NotText) => (
+            ErrorCode::UnsupportedFormat,
+            "the extraction gave no text for this attachment",
         ),
-        SlotError::LimitExceeded => (
-            ErrorCode::LimitExceeded,
-            "the extraction hit the worker's memory or CPU limit and was stopped",
-        ),
-        SlotError::Stopped => (
-            ErrorCode::ExtractionFailed,
-            "the extraction worker stopped without an answer",
-        ),
-        SlotError::Extract(ExtractError::Unsupported(format)) => return unsupported_format(format),
-        SlotError::Extract(ExtractError::Failed) => (
-            ErrorCode::ExtractionFailed,
-            "the attachment could not be parsed",
-        ),
-        SlotError::Extract(ExtractError::Encrypted) => (
+        NotRead::Encrypted(Locked::Document) => (
             ErrorCode::Encrypted,
             "the document is encrypted; mailgate reads passwords only for ZIP archives",
         ),
-        SlotError::Extract(ExtractError::Zip(z)) => match z {
-            Z::Invalid => (ErrorCode::ZipInvalid, "the archive could not be read"),
-            Z::TooManyEntries => (
-                ErrorCode::ZipTooManyEntries,
-                "the archive has more entries than maxZipEntries (maxContainerEntries for a \
-                 DOCX/XLSX)",
-            ),
-            Z::TooLarge => (
-                ErrorCode::ZipTooLarge,
-                "the archive inflates past maxZipUncompressedBytes \
-                 (maxContainerUncompressedBytes for a DOCX/XLSX)",
-            ),
-            Z::EntryNotFound => (
-                ErrorCode::ZipEntryNotFound,
-                "no listed entry has that exact name; call without entry to list them",
-            ),
-            Z::Encrypted => (
-                ErrorCode::ZipEncrypted,
-                "the entry is encrypted: pass its password",
-            ),
-            Z::PasswordIncorrect => (
-                ErrorCode::ZipPasswordIncorrect,
-                "the password does not decrypt the entry",
-            ),
-            Z::Unsupported => (
-                ErrorCode::ZipUnsupportedEncryption,
-                "the entry uses an encryption or compression method mailgate does not read",
-            ),
-            Z::Nested => {
-                return ToolError::new(
-                    ErrorCode::UnsupportedFormat,
-                    "an archive inside an archive is not read",
-                )
-                .with_reason("nested_archive");
-            }
-        },
+        NotRead::Encrypted(Locked::ZipEntry) => (
+            ErrorCode::ZipEncrypted,
+            "the entry is encrypted: pass its password",
+        ),
+        NotRead::Encrypted(Locked::WrongPassword) => (
+            ErrorCode::ZipPasswordIncorrect,
+            "the password does not decrypt the entry",
+        ),
+        NotRead::Encrypted(Locked::UnknownMethod) => (
+            ErrorCode::ZipUnsupportedEncryption,
+            "the entry uses an encryption or compression method mailgate does not read",
+        ),
+        NotRead::TooLarge => (
+            ErrorCode::AttachmentTooLarge,
+            "the attachment exceeds maxAttachmentInputBytes",
+        ),
+        NotRead::Limit(Cap::Worker) => (
+            ErrorCode::LimitExceeded,
+            "the extraction hit the worker's memory or CPU limit and was stopped",
+        ),
+        NotRead::Limit(Cap::Entries) => (
+            ErrorCode::ZipTooManyEntries,
+            "the archive has more entries than maxZipEntries (maxContainerEntries for a \
+             DOCX/XLSX)",
+        ),
+        NotRead::Limit(Cap::Bytes) => (
+            ErrorCode::ZipTooLarge,
+            "the archive inflates past maxZipUncompressedBytes \
+             (maxContainerUncompressedBytes for a DOCX/XLSX)",
+        ),
+        NotRead::Timeout => (
+            ErrorCode::ExtractionTimeout,
+            "the extraction ran past its 30 s limit and was stopped",
+        ),
+        NotRead::Failed(Failure::Unparseable) => (
+            ErrorCode::ExtractionFailed,
+            "the attachment could not be parsed",
+        ),
+        NotRead::Failed(Failure::WorkerStopped) => (
+            ErrorCode::ExtractionFailed,
+            "the extraction worker stopped without an answer",
+        ),
+        NotRead::Failed(Failure::SlotsClosed) => (
+            ErrorCode::ExtractionFailed,
+            "extraction is no longer available in this server",
+        ),
+        NotRead::Failed(Failure::InvalidArchive) => {
+            (ErrorCode::ZipInvalid, "the archive could not be read")
+        }
+        NotRead::Failed(Failure::EntryNotFound) => (
+            ErrorCode::ZipEntryNotFound,
+            "no listed entry has that exact name; call without entry to list them",
+        ),
+        NotRead::Busy => (
+            ErrorCode::ExtractionBusy,
+            "too many extractions are running; retry",
+        ),
+        NotRead::DeadlineExceeded => (
+            ErrorCode::ExtractionTimeout,
+            "the call's time ran out before the extraction could start; retry",
+        ),
+        NotRead::DownloadFailed => (
+            ErrorCode::AttachmentFetchFailed,
+            "the attachment could not be read",
+        ),
     };
     ToolError::new(code, message)
-}
-
-fn unsupported_format(format: Format) -> ToolError {
-    ToolError::new(
-        ErrorCode::UnsupportedFormat,
-        format!("this attachment format ({format}) has no text extractor"),
-    )
 }
 
 async fn get_attachment_content(
@@ -1219,7 +1244,7 @@ async fn get_attachment_content(
     )
     .await?;
     let size = bytes.len() as u64;
-    let format = extract::detect(meta.name.as_deref(), &meta.content_type, &bytes);
+    let format = sniffed_format(meta.name.as_deref(), &meta.content_type, &bytes);
     let mut out = AttachmentContentOut {
         mailbox: resolved.alias.to_string(),
         message_id: args.message_id.clone(),
@@ -1385,6 +1410,105 @@ mod tests {
             .await
             .expect("a slot is free again");
         assert!(matches!(answer, extract::Answer::Text(t) if t.text == "hi"));
+    }
+
+    /// Every worker failure keeps the tool code, message and reason it had before the
+    /// extraction pipeline (issue 27, item 8): the table is the old mapping, written out.
+    #[test]
+    fn every_extraction_failure_keeps_its_tool_error() {
+        use crate::extract::{ExtractError as E, SlotError as S, ZipError as Z};
+        for e in extract::pipeline::tests::every_slot_error() {
+            let want: (ErrorCode, String, Option<&str>) = match &e {
+                S::TimedOut => (
+                    ErrorCode::ExtractionTimeout,
+                    "the extraction ran past its 30 s limit and was stopped".into(),
+                    None,
+                ),
+                S::LimitExceeded => (
+                    ErrorCode::LimitExceeded,
+                    "the extraction hit the worker's memory or CPU limit and was stopped".into(),
+                    None,
+                ),
+                S::Stopped => (
+                    ErrorCode::ExtractionFailed,
+                    "the extraction worker stopped without an answer".into(),
+                    None,
+                ),
+                S::Extract(E::Unsupported(f)) => (
+                    ErrorCode::UnsupportedFormat,
+                    format!("this attachment format ({f}) has no text extractor"),
+                    None,
+                ),
+                S::Extract(E::Failed) => (
+                    ErrorCode::ExtractionFailed,
+                    "the attachment could not be parsed".into(),
+                    None,
+                ),
+                S::Extract(E::Encrypted) => (
+                    ErrorCode::Encrypted,
+                    "the document is encrypted; mailgate reads passwords only for ZIP archives"
+                        .into(),
+                    None,
+                ),
+                S::Extract(E::Zip(Z::Invalid)) => (
+                    ErrorCode::ZipInvalid,
+                    "the archive could not be read".into(),
+                    None,
+                ),
+                S::Extract(E::Zip(Z::TooManyEntries)) => (
+                    ErrorCode::ZipTooManyEntries,
+                    "the archive has more entries than maxZipEntries (maxContainerEntries for a \
+                     DOCX/XLSX)"
+                        .into(),
+                    None,
+                ),
+                S::Extract(E::Zip(Z::TooLarge)) => (
+                    ErrorCode::ZipTooLarge,
+                    "the archive inflates past maxZipUncompressedBytes \
+                     (maxContainerUncompressedBytes for a DOCX/XLSX)"
+                        .into(),
+                    None,
+                ),
+                S::Extract(E::Zip(Z::EntryNotFound)) => (
+                    ErrorCode::ZipEntryNotFound,
+                    "no listed entry has that exact name; call without entry to list them".into(),
+                    None,
+                ),
+                S::Extract(E::Zip(Z::Encrypted)) => (
+                    ErrorCode::ZipEncrypted,
+                    "the entry is encrypted: pass its password".into(),
+                    None,
+                ),
+                S::Extract(E::Zip(Z::PasswordIncorrect)) => (
+                    ErrorCode::ZipPasswordIncorrect,
+                    "the password does not decrypt the entry".into(),
+                    None,
+                ),
+                S::Extract(E::Zip(Z::Unsupported)) => (
+                    ErrorCode::ZipUnsupportedEncryption,
+                    "the entry uses an encryption or compression method mailgate does not read"
+                        .into(),
+                    None,
+                ),
+                S::Extract(E::Zip(Z::Nested)) => (
+                    ErrorCode::UnsupportedFormat,
+                    "an archive inside an archive is not read".into(),
+                    Some("nested_archive"),
+                ),
+            };
+            let label = format!("{e:?}");
+            let got = not_read_error(NotRead::from(e));
+            assert_eq!(
+                (got.code, got.message.into_owned(), got.reason),
+                want,
+                "{label}"
+            );
+        }
+        // Busy keeps its code too (the one failure that is not the worker's).
+        assert_eq!(
+            not_read_error(NotRead::Busy).code,
+            ErrorCode::ExtractionBusy
+        );
     }
 
     /// A message whose every sender-controlled string is `len` copies of `ch`, with

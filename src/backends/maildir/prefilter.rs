@@ -328,7 +328,7 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
             let refs: Vec<&str> = words.0.iter().map(String::as_str).collect();
             if !html_may_hold(&source, &refs) {
                 let mut folded = String::new();
-                crate::fold::fold_into(&crate::mime::html::to_text(&source, 100_000), &mut folded);
+                crate::text::fold_into(&crate::mime::html::to_text(&source, 100_000), &mut folded);
                 for w in &refs {
                     prop_assert!(!folded.contains(w), "{source}");
                 }

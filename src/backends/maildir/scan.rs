@@ -28,8 +28,8 @@ use crate::backends::BackendError;
 use crate::backends::model::{
     Gaps, MessageSummary, Order, Page, ScanRequest, ScanStop, SortBy, SortOrder,
 };
-use crate::fold::{fold_into, tokens};
 use crate::mime::{self, ParsedMessage};
+use crate::text::{fold_into, query_tokens};
 
 /// Most threads of the Maildir worker pool.
 pub(super) const MAX_WORKERS: usize = 8;
@@ -54,7 +54,7 @@ pub(super) struct Words(pub(super) Vec<String>, Option<AhoCorasick>);
 
 impl Words {
     pub(super) fn new(query: &str) -> Self {
-        let mut words = tokens(query);
+        let mut words = query_tokens(query);
         words.sort();
         words.dedup();
         // For ASCII words, an ASCII-case-insensitive automaton: ASCII text folds to its own

@@ -129,6 +129,39 @@ async fn the_request_carries_model_role_format_and_key() {
     }
 }
 
+/// Issue 27: a remote endpoint goes through the operator's `MAILGATE_EMBEDDINGS_PROXY`: a
+/// loopback listener standing in for the proxy is asked to open the tunnel (and refuses). That
+/// the ambient `http_proxy`/`ALL_PROXY` are never used is tested end to end (`tests/it/
+/// index_vectors.rs`), since only a child process can be given them.
+#[tokio::test]
+async fn a_remote_endpoint_goes_through_the_operators_proxy() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let caught = tokio::spawn(async move {
+        use tokio::io::AsyncReadExt as _;
+        let (mut stream, _) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
+            .await
+            .expect("the proxy is asked")
+            .expect("accept");
+        let mut head = vec![0u8; 512];
+        let n = stream.read(&mut head).await.expect("read");
+        String::from_utf8_lossy(&head[..n]).into_owned()
+    });
+    let proxy = format!("http://{addr}");
+    let client = embedder(
+        "https://embed.example.net/v1",
+        &[("MAILGATE_EMBEDDINGS_PROXY", proxy.as_str())],
+    );
+    assert!(
+        client.embed_query("x").await.is_err(),
+        "the catcher refuses"
+    );
+    let head = caught.await.expect("caught");
+    assert!(head.starts_with("CONNECT embed.example.net:443 "), "{head}");
+}
+
 #[tokio::test]
 async fn an_endpoint_refusing_input_type_is_asked_again_without_it_and_remembered() {
     let fake = FakeEndpoint::start(Box::new(|n, body| {

@@ -118,6 +118,49 @@ fn upsert_replaces_remove_drops_and_refusals_change_nothing() {
     assert_eq!(store.search(&vector(1, 16), 1)[0].0, "m1", "m1 kept");
 }
 
+/// Issue 27: vectors of another size than the endpoint now answers are stale: dropped all at
+/// once (the caller is told once to embed them again), then the store takes the new size.
+#[test]
+fn another_vector_size_drops_every_vector_as_stale() {
+    let (tmp, dir) = folder();
+    let mut store = VectorStore::open(dir, MODEL).expect("store");
+    assert_eq!(
+        store.adopt_dimension(16),
+        0,
+        "an empty store has no size yet"
+    );
+    for i in 0..3 {
+        store
+            .upsert(&format!("m{i}"), vec![vector(i, 16)])
+            .expect("upsert");
+    }
+    store.commit().expect("commit");
+    assert_eq!(store.dimension(), 16);
+    assert_eq!(store.adopt_dimension(16), 0, "the same size keeps them");
+    for refused in [0, MAX_DIMENSION + 1] {
+        assert_eq!(store.adopt_dimension(refused), 0, "{refused}");
+    }
+    assert!(!store.take_refill());
+    assert_eq!((store.len(), store.restarts()), (3, 0));
+
+    assert_eq!(store.adopt_dimension(24), 3);
+    assert_eq!(
+        (store.len(), store.dimension(), store.restarts()),
+        (0, 0, 1)
+    );
+    assert!(store.take_refill(), "the caller embeds them again");
+    assert!(!store.take_refill(), "told once");
+    assert!(store.search(&vector(0, 16), 3).is_empty());
+    store
+        .upsert("m0", vec![vector(0, 24)])
+        .expect("the new size");
+    assert_eq!(store.dimension(), 24);
+    assert_eq!(keys(&store.search(&vector(0, 24), 3)), ["m0"]);
+    store.commit().expect("commit");
+    let again = reopen(&tmp, MODEL);
+    assert_eq!((again.len(), again.dimension()), (1, 24));
+}
+
 #[test]
 fn committed_vectors_survive_a_reopen_and_uncommitted_ones_do_not() {
     let (tmp, dir) = folder();
@@ -234,4 +277,26 @@ fn scan_timing() {
         "100000 rows x 384: {per_query:?} per search (k=20), commit {commit:?}, {} MiB",
         store.data.len() / (1024 * 1024)
     );
+}
+
+/// The vectors file is an index file: one readable by others, or with a second name, is never
+/// loaded (issue 27: "index files get the owner/mode/link checks SECURITY.md promises").
+#[test]
+fn a_vector_file_open_to_others_or_hard_linked_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (tmp, dir) = folder();
+    let mut store = VectorStore::open(dir, MODEL).expect("store");
+    store.upsert("m1", vec![vector(1, 8)]).expect("upsert");
+    store.commit().expect("commit");
+    assert_eq!(reopen(&tmp, MODEL).len(), 1, "the private file loads");
+    let file = tmp.path().join(FILE);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let open = |tmp: &tempfile::TempDir| {
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("open");
+        VectorStore::open_readonly(dir, MODEL)
+    };
+    assert!(open(&tmp).is_err(), "a file readable by others was loaded");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    std::fs::hard_link(&file, tmp.path().join("second-name")).expect("link");
+    assert!(open(&tmp).is_err(), "a hard-linked file was loaded");
 }

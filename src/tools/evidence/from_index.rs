@@ -8,10 +8,13 @@
 //! attachment whose text the index lacks (no extractor, too large, failed, cut). The
 //! investigation then reads those messages live and matches them as it matches any other, so
 //! the index only ever rules messages *out*, and only those it holds whole. Absence proved this
-//! way needs what an index search needs: the folder's last sync round complete, nothing
-//! pending, and a sync within `MAILGATE_INDEX_MAX_STALENESS`; else the folder's coverage names
-//! `INDEX_STALE` / `INDEX_PARTIAL`. Candidates beyond `maxMessagesPerFolder` are not read
-//! (`MESSAGE_SCAN_LIMIT_REACHED`): signal matches come first, newest first.
+//! way needs what an index search needs, decided by `index::source::Coverage` (the one rule):
+//! the folder's last sync round complete, nothing pending, and a sync within
+//! `MAILGATE_INDEX_MAX_STALENESS`, else the folder's coverage names `INDEX_STALE` /
+//! `INDEX_PARTIAL`; an index of another mailbox or another text analysis is not read at all
+//! (`INDEX_UNAVAILABLE`, and the live listing, in hybrid, decides). Candidates beyond
+//! `maxMessagesPerFolder` are not read (`MESSAGE_SCAN_LIMIT_REACHED`): signal matches come
+//! first, newest first.
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -19,7 +22,7 @@ use super::investigate::FolderReason;
 use super::push_once;
 use super::signals::Signals;
 use crate::backends::model::{FolderSelector, MessageSummary};
-use crate::index::source::{Freshness, IndexReader};
+use crate::index::source::{Doubt, IndexReader, Scope};
 use crate::index::status::IndexStatus;
 use crate::index::{CandidateQuery, Clue, IndexError, TextIndex};
 use crate::tools::args::InvestigationFolder;
@@ -78,14 +81,26 @@ pub(super) fn list(
     let Some(folder_id) = status.folder_for(&FolderSelector::parse(Some(folder.as_str()))) else {
         return IndexListing::failed();
     };
+    let coverage = view.reader.coverage(
+        status,
+        Scope::Folder(Some(&folder_id)),
+        view.max_staleness,
+        view.now,
+    );
+    if !coverage.serves() {
+        // Another mailbox's index, or another analysis's tokens: not a candidate list at all.
+        return IndexListing::failed();
+    }
     let index = view.reader.index();
     let mut reasons = Vec::new();
-    let fresh = Freshness::of(status, Some(&folder_id), view.max_staleness, view.now);
-    if fresh.stale {
-        push_once(&mut reasons, FolderReason::IndexStale);
-    }
-    if fresh.partial {
-        push_once(&mut reasons, FolderReason::IndexPartial);
+    for doubt in &coverage.doubts {
+        match doubt {
+            Doubt::Stale => push_once(&mut reasons, FolderReason::IndexStale),
+            Doubt::Partial => push_once(&mut reasons, FolderReason::IndexPartial),
+            Doubt::MailboxChanged | Doubt::RebuildNeeded => {
+                push_once(&mut reasons, FolderReason::IndexUnavailable);
+            }
+        }
     }
     let mut signal_clues: Vec<Clue> = (0..set.len())
         .map(|i| Clue::Text(set.text(i).to_owned()))
@@ -127,6 +142,6 @@ pub(super) fn list(
         in_scope,
         reasons,
         failed: false,
-        indexed_through: fresh.indexed_through,
+        indexed_through: coverage.indexed_through,
     }
 }

@@ -30,7 +30,8 @@ use sha2::{Digest, Sha256};
 
 use super::signals::{self, Haystack, Signals};
 use super::{MatchedSignalsOut, NameMatchOut, any_kind, push_once, union};
-use crate::backends::{AttachmentMeta, BackendError};
+use crate::backends::AttachmentMeta;
+use crate::extract::pipeline::{self, NotRead, Wait};
 use crate::tools::args::EvidenceArgs;
 use crate::tools::output::{self, bounded};
 use crate::tools::{App, ErrorCode, ToolError, ToolOutput};
@@ -346,20 +347,14 @@ impl Inspection {
 
         // 4. One download, whose metadata must agree with the listing.
         self.out.coverage.download.attempted = true;
-        let (downloaded, bytes) = match backend
-            .attachment(&args.message_id, &args.attachment_id, max)
-            .await
-        {
-            Ok(pair) => pair,
-            Err(BackendError::TooLarge) => {
-                self.reason(EvidenceReason::AttachmentTooLarge);
-                return;
-            }
-            Err(_) => {
-                self.reason(EvidenceReason::DownloadFailed);
-                return;
-            }
-        };
+        let (downloaded, bytes) =
+            match pipeline::download(backend, &args.message_id, &args.attachment_id, max).await {
+                Ok(pair) => pair,
+                Err(why) => {
+                    self.reason(why.into());
+                    return;
+                }
+            };
         if !same_metadata(meta, &downloaded) {
             self.reason(EvidenceReason::DownloadMetadataInvalid);
             return;
@@ -384,22 +379,20 @@ impl Inspection {
         // 6. Text extraction (bounded, off the executor, under the extraction slots).
         let extraction = &mut self.out.coverage.extraction;
         extraction.attempted = true;
-        let format = crate::extract::detect(Some(&raw_name), &meta.content_type, &bytes);
+        let format = pipeline::sniffed_format(Some(&raw_name), &meta.content_type, &bytes);
         extraction.format = Some(format.as_str());
         let name_hay = Haystack::new(&raw_name, false);
-        let job = crate::extract::Job::evidence(
-            format,
-            Some(raw_name.clone()),
-            meta.content_type.clone(),
-        );
-        let result = crate::tools::read::extract_bounded(app, job, bytes).await;
-        let text = match result.map(crate::extract::Answer::into_text) {
-            Ok(None) => {
-                extraction.supported = false;
-                self.reason(EvidenceReason::UnsupportedFormat);
-                None
-            }
-            Ok(Some(extracted)) => {
+        let result = crate::tools::read::extraction_pipeline(app)
+            .evidence_text(
+                Wait::No,
+                format,
+                Some(raw_name.clone()),
+                meta.content_type.clone(),
+                bytes,
+            )
+            .await;
+        let text = match result {
+            Ok(extracted) => {
                 extraction.supported = true;
                 extraction.truncated = Some(extracted.truncated);
                 extraction.complete = !extracted.truncated && extracted.unread_parts == 0;
@@ -419,8 +412,8 @@ impl Inspection {
                     Some(extracted)
                 }
             }
-            Err(err) => {
-                let reason = extraction_reason(&err);
+            Err(why) => {
+                let reason = EvidenceReason::from(why);
                 extraction.supported = reason != EvidenceReason::UnsupportedFormat;
                 self.reason(reason);
                 None
@@ -530,20 +523,21 @@ fn not_read_why(reasons: &[EvidenceReason]) -> String {
     }
 }
 
-/// Maps an extraction refusal (see `tools::read::extract_bounded`) to its evidence reason.
-fn extraction_reason(err: &ToolError) -> EvidenceReason {
-    match err.code {
-        ErrorCode::Unsupported | ErrorCode::UnsupportedFormat => EvidenceReason::UnsupportedFormat,
-        ErrorCode::ExtractionBusy => EvidenceReason::ExtractionBusy,
-        ErrorCode::ExtractionTimeout => EvidenceReason::ExtractionTimeout,
-        ErrorCode::LimitExceeded | ErrorCode::ZipTooManyEntries | ErrorCode::ZipTooLarge => {
-            EvidenceReason::ExtractionLimit
+/// The evidence reason for an attachment whose text was not read: the one derivation from the
+/// pipeline's reason.
+impl From<NotRead> for EvidenceReason {
+    fn from(why: NotRead) -> Self {
+        match why {
+            NotRead::Unsupported(_) => EvidenceReason::UnsupportedFormat,
+            NotRead::Encrypted(_) => EvidenceReason::Encrypted,
+            NotRead::TooLarge => EvidenceReason::AttachmentTooLarge,
+            NotRead::Limit(_) => EvidenceReason::ExtractionLimit,
+            // A deadline is the call's clock running out, as a timeout is the worker's.
+            NotRead::Timeout | NotRead::DeadlineExceeded => EvidenceReason::ExtractionTimeout,
+            NotRead::Failed(_) => EvidenceReason::ExtractionFailed,
+            NotRead::Busy => EvidenceReason::ExtractionBusy,
+            NotRead::DownloadFailed => EvidenceReason::DownloadFailed,
         }
-        ErrorCode::Encrypted
-        | ErrorCode::ZipEncrypted
-        | ErrorCode::ZipPasswordIncorrect
-        | ErrorCode::ZipUnsupportedEncryption => EvidenceReason::Encrypted,
-        _ => EvidenceReason::ExtractionFailed,
     }
 }
 
@@ -880,5 +874,43 @@ mod tests {
         .await
         .expect_err("refused");
         assert_eq!(unmatchable.code, ErrorCode::InvalidArgument);
+    }
+
+    /// Every worker failure keeps the evidence reason it had before the extraction pipeline
+    /// (issue 27, item 8); the table is the old mapping, written out.
+    #[test]
+    fn every_extraction_failure_keeps_its_evidence_reason() {
+        use crate::extract::{ExtractError as E, SlotError as S, ZipError as Z};
+        for e in pipeline::tests::every_slot_error() {
+            let want = match &e {
+                S::TimedOut => EvidenceReason::ExtractionTimeout,
+                S::LimitExceeded | S::Extract(E::Zip(Z::TooManyEntries | Z::TooLarge)) => {
+                    EvidenceReason::ExtractionLimit
+                }
+                S::Stopped | S::Extract(E::Failed | E::Zip(Z::Invalid | Z::EntryNotFound)) => {
+                    EvidenceReason::ExtractionFailed
+                }
+                S::Extract(E::Unsupported(_) | E::Zip(Z::Nested)) => {
+                    EvidenceReason::UnsupportedFormat
+                }
+                S::Extract(
+                    E::Encrypted | E::Zip(Z::Encrypted | Z::PasswordIncorrect | Z::Unsupported),
+                ) => EvidenceReason::Encrypted,
+            };
+            let label = format!("{e:?}");
+            assert_eq!(EvidenceReason::from(NotRead::from(e)), want, "{label}");
+        }
+        assert_eq!(
+            EvidenceReason::from(NotRead::Busy),
+            EvidenceReason::ExtractionBusy
+        );
+        assert_eq!(
+            EvidenceReason::from(NotRead::TooLarge),
+            EvidenceReason::AttachmentTooLarge
+        );
+        assert_eq!(
+            EvidenceReason::from(NotRead::DownloadFailed),
+            EvidenceReason::DownloadFailed
+        );
     }
 }

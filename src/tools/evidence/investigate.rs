@@ -42,7 +42,8 @@ use super::signals::{self, Haystack, NameMatch, Signals};
 use super::{MatchedSignalsOut, NameMatchOut, any_kind, from_index, push_once, union};
 use crate::backends::model::{ContentGap, MessageSummary};
 use crate::backends::{AttachmentMeta, Backend, BackendError};
-use crate::extract::{self, ExtractError, Extracted, SlotError, ZipError};
+use crate::extract::pipeline::{self, NotRead, Pipeline, Wait};
+use crate::extract::{self, Extracted};
 use crate::index::TextIndex as _;
 use crate::search::indexed::Mode;
 use crate::search::{SearchPlan, SearchStatus, engine};
@@ -479,10 +480,21 @@ pub(crate) async fn investigate_documents(
     // Stable: confirmed first, otherwise discovery order.
     matches.sort_by_key(|m: &InvestigationMatchOut| m.classification != Classification::Confirmed);
     let total_matches = matches.len();
-    // The status is the whole investigation's, whichever page of matches is shown.
-    let any_confirmed = matches
+    // The status is the whole investigation's, whichever page of matches is shown: decided
+    // from every match before the page is cut (issue 27: a continuation page holding none of
+    // them said NOT_FOUND beside `totalMatches > 0`).
+    let status = if matches
         .iter()
-        .any(|m| m.classification == Classification::Confirmed);
+        .any(|m| m.classification == Classification::Confirmed)
+    {
+        InvestigationStatus::Confirmed
+    } else if !complete {
+        InvestigationStatus::SearchIncomplete
+    } else if total_matches > 0 {
+        InvestigationStatus::CandidateReview
+    } else {
+        InvestigationStatus::NotFound
+    };
     let start = usize::try_from(from)
         .unwrap_or(usize::MAX)
         .min(total_matches);
@@ -490,15 +502,6 @@ pub(crate) async fn investigate_documents(
     matches.truncate(limits.max_results as usize);
     let shown_to = start + matches.len();
     let next_cursor = (shown_to < total_matches).then(|| binding.at(shown_to as u64));
-    let status = if any_confirmed {
-        InvestigationStatus::Confirmed
-    } else if !complete {
-        InvestigationStatus::SearchIncomplete
-    } else if !matches.is_empty() {
-        InvestigationStatus::CandidateReview
-    } else {
-        InvestigationStatus::NotFound
-    };
     let out = InvestigateOut {
         mailbox: resolved.alias.to_string(),
         status,
@@ -1093,69 +1096,49 @@ impl ContentReader<'_> {
         message_id: &str,
         a: &AttachmentMeta,
     ) -> Result<(Extracted, &'static str), (&'static str, ContentReason)> {
-        let name = a.name.as_deref();
-        // The declared name and type decide a non-text format without the bytes (magic bytes
-        // can only turn a declared text format into a binary one, never the reverse).
-        let declared = extract::detect(name, &a.content_type, b"");
-        if !declared.has_extractor() {
-            return Err((declared.as_str(), ContentReason::UnsupportedFormat));
+        // The format named with a reason: the declared one until the bytes are sniffed, or the
+        // one the worker found it has no extractor for.
+        let mut format = pipeline::declared_format(a.name.as_deref(), &a.content_type);
+        match self.text_of(backend, message_id, a, &mut format).await {
+            Ok(text) => Ok((text, format.as_str())),
+            Err(why) => {
+                let named = why.unsupported_format().unwrap_or(format);
+                Err((named.as_str(), ContentReason::from(why)))
+            }
         }
+    }
+
+    /// The pipeline for one attachment, `format` updated to what its bytes are once read.
+    async fn text_of(
+        &self,
+        backend: &Backend,
+        message_id: &str,
+        a: &AttachmentMeta,
+        format: &mut extract::Format,
+    ) -> Result<Extracted, NotRead> {
+        // The declared name and type decide a non-text format without the bytes.
+        pipeline::readable(*format)?;
         if std::time::Instant::now() >= self.deadline {
-            return Err((declared.as_str(), ContentReason::DeadlineExceeded));
+            return Err(NotRead::DeadlineExceeded);
         }
         if a.size > self.max_input_bytes {
-            return Err((declared.as_str(), ContentReason::AttachmentTooLarge));
+            return Err(NotRead::TooLarge);
         }
-        let (meta, bytes) = match backend
-            .attachment(message_id, &a.id, self.max_input_bytes)
-            .await
-        {
-            Ok(pair) => pair,
-            Err(BackendError::TooLarge) => {
-                return Err((declared.as_str(), ContentReason::AttachmentTooLarge));
-            }
-            Err(_) => return Err((declared.as_str(), ContentReason::DownloadFailed)),
-        };
-        let format = extract::detect(meta.name.as_deref(), &meta.content_type, &bytes);
-        if !format.has_extractor() {
-            return Err((format.as_str(), ContentReason::UnsupportedFormat));
-        }
+        let (meta, bytes) =
+            pipeline::download(backend, message_id, &a.id, self.max_input_bytes).await?;
+        *format = pipeline::sniffed_format(meta.name.as_deref(), &meta.content_type, &bytes);
+        pipeline::readable(*format)?;
         // Wait for a slot (an investigation queues behind other extractions rather than
         // failing), but never past the call's deadline.
-        let slot = tokio::time::timeout_at(
-            tokio::time::Instant::from_std(self.deadline),
-            Arc::clone(&self.slots).acquire_owned(),
-        )
-        .await;
-        let slot = match slot {
-            Err(_) => return Err((format.as_str(), ContentReason::DeadlineExceeded)),
-            Ok(Err(_)) => return Err((format.as_str(), ContentReason::ExtractionFailed)),
-            Ok(Ok(slot)) => slot,
-        };
-        let job = extract::Job::evidence(format, meta.name, meta.content_type);
-        let answer = self.extractor.run(slot, job, bytes, self.caps).await;
-        let reason = match answer.map(extract::Answer::into_text) {
-            Ok(Some(text)) => return Ok((text, format.as_str())),
-            Ok(None) => ContentReason::UnsupportedFormat,
-            Err(SlotError::TimedOut) => ContentReason::ExtractionTimeout,
-            Err(SlotError::LimitExceeded) => ContentReason::ExtractionLimit,
-            Err(SlotError::Stopped | SlotError::Extract(ExtractError::Failed)) => {
-                ContentReason::ExtractionFailed
-            }
-            Err(SlotError::Extract(ExtractError::Encrypted)) => ContentReason::Encrypted,
-            Err(SlotError::Extract(ExtractError::Zip(z))) => match z {
-                ZipError::TooManyEntries | ZipError::TooLarge => ContentReason::ExtractionLimit,
-                ZipError::Encrypted | ZipError::PasswordIncorrect | ZipError::Unsupported => {
-                    ContentReason::Encrypted
-                }
-                ZipError::Nested => ContentReason::UnsupportedFormat,
-                ZipError::Invalid | ZipError::EntryNotFound => ContentReason::ExtractionFailed,
-            },
-            Err(SlotError::Extract(ExtractError::Unsupported(f))) => {
-                return Err((f.as_str(), ContentReason::UnsupportedFormat));
-            }
-        };
-        Err((format.as_str(), reason))
+        Pipeline::new(self.extractor, &self.slots, self.caps)
+            .evidence_text(
+                Wait::Until(self.deadline),
+                *format,
+                meta.name,
+                meta.content_type,
+                bytes,
+            )
+            .await
     }
 
     fn record(
@@ -1189,6 +1172,25 @@ impl ContentReader<'_> {
                 format,
                 reason,
             });
+        }
+    }
+}
+
+/// The investigation's reason for an attachment whose text was not read: the one derivation
+/// from the pipeline's reason.
+impl From<NotRead> for ContentReason {
+    fn from(why: NotRead) -> Self {
+        match why {
+            NotRead::Unsupported(_) => ContentReason::UnsupportedFormat,
+            NotRead::Encrypted(_) => ContentReason::Encrypted,
+            NotRead::TooLarge => ContentReason::AttachmentTooLarge,
+            NotRead::Limit(_) => ContentReason::ExtractionLimit,
+            NotRead::Timeout => ContentReason::ExtractionTimeout,
+            NotRead::Failed(_) => ContentReason::ExtractionFailed,
+            // No slot in time: an investigation waits up to its deadline, and one that cannot
+            // wait at all ran out of it at once.
+            NotRead::Busy | NotRead::DeadlineExceeded => ContentReason::DeadlineExceeded,
+            NotRead::DownloadFailed => ContentReason::DownloadFailed,
         }
     }
 }
@@ -1477,6 +1479,53 @@ mod tests {
         assert!(out["totalMatches"].as_u64().expect("n") > 1);
     }
 
+    /// Issue 27: every page of an investigation carries the whole investigation's status, also
+    /// a continuation that holds none of its matches (the mail changed between the pages).
+    #[tokio::test]
+    async fn every_page_keeps_the_status_of_the_whole_investigation() {
+        let demo = demo_app();
+        for (criteria, status) in [
+            (
+                json!({"attachmentNames": ["orchard bakery", "cover note"], "maxResults": 1}),
+                "CANDIDATE_REVIEW",
+            ),
+            (
+                json!({"proposalIds": ["PROP-1001"], "maxResults": 1}),
+                "CONFIRMED",
+            ),
+        ] {
+            let args = json!({"mailbox": "personal", "criteria": criteria});
+            let first = investigate(&demo.app, args.clone()).await.expect("answers");
+            assert_eq!(first["status"], status, "{first}");
+            let total = first["totalMatches"].as_u64().expect("n");
+            assert!(total > 1, "several pages: {first}");
+            let mut next = args.clone();
+            next["cursor"] = first["nextCursor"].clone();
+            let second = investigate(&demo.app, next).await.expect("answers");
+            assert_eq!(second["status"], status, "page 2: {second}");
+            assert_eq!(second["totalMatches"], total);
+            // A continuation past the last match: no match on the page, the status still the
+            // investigation's.
+            let parsed: InvestigateArgs = serde_json::from_value(args.clone()).expect("args");
+            let request = Value::from(format!("{:?}", parsed.criteria));
+            let past = cursor::Binding {
+                tool: "investigate_documents",
+                alias: "personal",
+                request: &request,
+            }
+            .at(total);
+            let mut beyond = args;
+            beyond["cursor"] = json!(past);
+            let empty = investigate(&demo.app, beyond).await.expect("answers");
+            assert_eq!(empty["matches"], json!([]), "{empty}");
+            assert_eq!(empty["totalMatches"], total);
+            assert_eq!(
+                empty["status"], status,
+                "never NOT_FOUND beside matches: {empty}"
+            );
+        }
+    }
+
     #[tokio::test]
     async fn a_missing_folder_fails_closed_and_unknown_alias_comes_first() {
         let demo = demo_app();
@@ -1626,5 +1675,39 @@ mod tests {
         assert!(
             match_message(InvestigationFolder::Inbox, &c, &listing, &set, &mut reasons).is_none()
         );
+    }
+
+    /// Every worker failure keeps the content reason it had before the extraction pipeline
+    /// (issue 27, item 8); the table is the old mapping, written out.
+    #[test]
+    fn every_extraction_failure_keeps_its_content_reason() {
+        use crate::extract::{ExtractError as E, SlotError as S, ZipError as Z};
+        for e in pipeline::tests::every_slot_error() {
+            let want = match &e {
+                S::TimedOut => ContentReason::ExtractionTimeout,
+                S::LimitExceeded | S::Extract(E::Zip(Z::TooManyEntries | Z::TooLarge)) => {
+                    ContentReason::ExtractionLimit
+                }
+                S::Stopped | S::Extract(E::Failed | E::Zip(Z::Invalid | Z::EntryNotFound)) => {
+                    ContentReason::ExtractionFailed
+                }
+                S::Extract(E::Unsupported(_) | E::Zip(Z::Nested)) => {
+                    ContentReason::UnsupportedFormat
+                }
+                S::Extract(
+                    E::Encrypted | E::Zip(Z::Encrypted | Z::PasswordIncorrect | Z::Unsupported),
+                ) => ContentReason::Encrypted,
+            };
+            let label = format!("{e:?}");
+            assert_eq!(ContentReason::from(NotRead::from(e)), want, "{label}");
+        }
+        // Before the worker: the deadline, the input cap, the download.
+        for (why, want) in [
+            (NotRead::DeadlineExceeded, ContentReason::DeadlineExceeded),
+            (NotRead::TooLarge, ContentReason::AttachmentTooLarge),
+            (NotRead::DownloadFailed, ContentReason::DownloadFailed),
+        ] {
+            assert_eq!(ContentReason::from(why), want);
+        }
     }
 }

@@ -19,7 +19,7 @@ mod from_index;
 mod honesty_tests;
 mod inspect;
 mod investigate;
-mod signals;
+pub(crate) mod signals;
 
 use schemars::JsonSchema;
 use serde::Serialize;

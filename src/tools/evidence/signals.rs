@@ -3,11 +3,13 @@
 //! Purpose: decide which of the caller's signals (proposal ids, clients, insurers, keywords)
 //! occur in a haystack (a subject, a sender, an attachment name, extracted text), and how a
 //! requested file name matches an attachment name ([`Signals::match_names`]: the full name or
-//! the name without extension, compared after NFKC, case folding and whitespace collapsing, may
-//! confirm; the requested name's words in order within the name only make a candidate).
+//! the name without extension, compared after the shared normalization and whitespace
+//! collapsing, may confirm; the requested name's words in order within the name only make a
+//! candidate).
 //!
-//! Normalisation: NFKD, combining marks removed, lower-cased; tokens are the maximal runs of
-//! alphanumeric characters. A signal matches a haystack when its *compact* form (its tokens
+//! Normalisation and tokens: [`crate::text`]'s, the one every matcher uses (characters of the
+//! scripts written without spaces are tokens one by one, so a signal is found inside an unspaced
+//! run). A signal matches a haystack when its *compact* form (its tokens
 //! concatenated) occurs in the haystack's concatenated tokens starting and ending on token
 //! boundaries. That covers both of the reference's rules at once: a contiguous token sequence
 //! (`prop 1001`) and the compact spelling (`PROP1001`), while a longer id (`PROP-10012`) or a
@@ -25,8 +27,6 @@
 use std::collections::HashMap;
 
 use aho_corasick::AhoCorasick;
-use unicode_normalization::UnicodeNormalization;
-use unicode_normalization::char::is_combining_mark;
 
 /// Longest attachment name (Unicode scalar values) that is matched; longer names are cut for
 /// token matching and never equal a requested name (reference §5.9 step 3).
@@ -60,23 +60,17 @@ impl Haystack {
     pub(crate) fn new(text: &str, cut: bool) -> Self {
         let mut concat = String::with_capacity(text.len());
         let mut starts = Vec::new();
-        let mut in_token = false;
-        for ch in text.nfkd() {
-            if is_combining_mark(ch) {
-                continue;
-            }
-            if ch.is_alphanumeric() {
-                if !in_token {
-                    starts.push(concat.len());
-                    in_token = true;
-                }
-                concat.extend(ch.to_lowercase());
-            } else {
-                in_token = false;
-            }
-        }
+        let mut last_end = 0;
+        crate::text::each_token(text, crate::text::Mode::Units, &mut |token, _, end| {
+            starts.push(concat.len());
+            concat.push_str(token);
+            last_end = end;
+        });
+        // A cut text whose last token runs to its end (nothing visible after it) may have lost
+        // the rest of that token.
         if cut
-            && in_token
+            && !starts.is_empty()
+            && crate::text::normalized(&text[last_end..]).is_empty()
             && let Some(last) = starts.pop()
         {
             concat.truncate(last);
@@ -132,8 +126,8 @@ pub(crate) struct Signals {
     name_patterns: Vec<Vec<usize>>,
 }
 
-/// How a requested attachment name matched an attachment's name (each after NFKC, case folding
-/// and whitespace collapsing).
+/// How a requested attachment name matched an attachment's name (compared ignoring case,
+/// accents, invisible characters and extra whitespace).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub(crate) enum NameMatch {
@@ -348,15 +342,15 @@ fn stem(name: &str) -> Option<&str> {
         .then_some(stem)
 }
 
-/// The comparison key of an attachment name: NFKC, whitespace runs collapsed to one space,
-/// trimmed, lower-cased. `None` for a blank name or one over [`MAX_NAME_CHARS`] (never equal).
+/// The comparison key of an attachment name: [`crate::text::normalized`] (the one normalization
+/// of every matcher: compatibility forms, case folding, marks and invisible characters dropped),
+/// whitespace runs collapsed to one space, trimmed. `None` for a blank name or one over [`MAX_NAME_CHARS`] (never equal).
 pub(crate) fn name_key(name: &str) -> Option<String> {
     if name.chars().count() > MAX_NAME_CHARS {
         return None;
     }
-    let nfkc: String = name.nfkc().collect();
-    let collapsed = nfkc.split_whitespace().collect::<Vec<_>>().join(" ");
-    let key = collapsed.to_lowercase();
+    let normalized = crate::text::normalized(name);
+    let key = normalized.split_whitespace().collect::<Vec<_>>().join(" ");
     (!key.is_empty()).then_some(key)
 }
 

@@ -64,7 +64,8 @@ pub(crate) const JOURNAL_VAR: &str = "MAILGATE_JOURNAL";
 pub(crate) const HANDOFF_TTL_VAR: &str = "MAILGATE_HANDOFF_TTL_HOURS";
 /// How old a local index may be before its absence claims are downgraded (`index_stale`).
 pub const INDEX_MAX_STALENESS_VAR: &str = "MAILGATE_INDEX_MAX_STALENESS";
-/// Crash tests of the index sync (debug builds only): hang after this many commits.
+/// Interruption tests of the index sync (debug builds only): hold at a point (`fetch:N`,
+/// `commit:N` or `folder:N`; a bare `N` is `commit:N`) until signalled, paused or killed.
 pub const INDEX_HOLD_VAR: &str = "MAILGATE_TEST_INDEX_HOLD_AT";
 const DEFAULT_INDEX_MAX_STALENESS_SECS: u64 = 15 * 60;
 const MAX_INDEX_MAX_STALENESS_SECS: u64 = 30 * 24 * 3600;

@@ -36,6 +36,7 @@ const KNOWN: &[&str] = &[
     super::embeddings::URL_VAR,
     super::embeddings::MODEL_VAR,
     super::embeddings::API_KEY_ENV_VAR,
+    super::embeddings::PROXY_VAR,
     // the reference plugin's, read by mailgate
     super::CONFIG_PATH_VAR,
     super::SEARCH_MEMORY_VAR,
@@ -202,6 +203,7 @@ mod tests {
             ("MAILGATE_EMBEDDINGS_URL", "http://127.0.0.1:8080/v1"),
             ("MAILGATE_EMBEDDINGS_MODEL", "e5-small"),
             ("MAILGATE_EMBEDDINGS_API_KEY_ENV", "MAILGATE_LOGIN"),
+            ("MAILGATE_EMBEDDINGS_PROXY", "http://127.0.0.1:3128"),
             // Two edits from MAILGATE_LOG, so a typo on its own, but named by the variable above.
             ("MAILGATE_LOGIN", "x"),
         ])
@@ -218,6 +220,12 @@ mod tests {
                 assert_eq!(closest, "MAILGATE_EMBEDDINGS_URL");
             }
             other => panic!("a misspelled embeddings variable aborts: {other:?}"),
+        }
+        match check(&[("MAILGATE_EMBEDDING_PROXY", "http://127.0.0.1:3128")]) {
+            Err(ConfigError::UnknownVariable { closest, .. }) => {
+                assert_eq!(closest, "MAILGATE_EMBEDDINGS_PROXY");
+            }
+            other => panic!("a misspelled proxy variable aborts: {other:?}"),
         }
     }
 }

@@ -1,0 +1,133 @@
+//! The index's analyzer: [`crate::text`]'s tokens as a tantivy tokenizer, so that the index
+//! splits, folds and pairs text exactly as the live scan does and a query word reaches the
+//! index as the same tokens it is matched by live. The one thing the index adds is a token
+//! size: a token longer than [`MAX_TOKEN_BYTES`] is not indexed (a base64 run, an embedded
+//! blob), and a query token that long cannot be answered from the index — the search says so
+//! ([`unrepresentable`]) instead of dropping the token and matching wider.
+//!
+//! The analyzer's name carries [`crate::text::ANALYZER_VERSION`] and is recorded in the index's
+//! schema: an index built by another version fails to open as
+//! [`IndexError::Outdated`](super::IndexError::Outdated), never serving tokens of another
+//! analysis as proof.
+
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+use crate::text::{Mode, each_token};
+
+/// The analyzer's registered name, with the text analysis version it carries.
+pub(crate) const NAME: &str = "mail-v2";
+
+/// Longest token indexed, in bytes of its normalized form. Far above any word, id, digest
+/// (SHA-512 in hex is 128) or URL part; far below tantivy's term limit (65,530 bytes).
+pub(crate) const MAX_TOKEN_BYTES: usize = 1_024;
+
+/// The warning of a search whose query holds a token the index cannot represent.
+pub(crate) const QUERY_TOKEN_TOO_LONG: &str = "query_token_too_long";
+
+/// Why a query cannot be answered from the index, `None` when it can: a token longer than the
+/// index keeps.
+pub(crate) fn unrepresentable(query: &str) -> Option<&'static str> {
+    let mut too_long = false;
+    each_token(query, Mode::Query, &mut |t, _, _| {
+        too_long |= t.len() > MAX_TOKEN_BYTES;
+    });
+    too_long.then_some(QUERY_TOKEN_TOO_LONG)
+}
+
+/// The tokens of a query as the index is asked for them (every one must occur).
+pub(crate) fn query_tokens(text: &str) -> Vec<String> {
+    crate::text::query_tokens(text)
+}
+
+/// The tokenizer registered under [`NAME`].
+#[derive(Clone, Default)]
+pub(crate) struct MailTokenizer;
+
+/// The tokens of one text, computed at once (tantivy reads them all anyway).
+pub(crate) struct MailTokens {
+    tokens: std::vec::IntoIter<Token>,
+    current: Token,
+}
+
+impl Tokenizer for MailTokenizer {
+    type TokenStream<'a> = MailTokens;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> MailTokens {
+        let mut tokens = Vec::new();
+        let mut position = 0;
+        each_token(text, Mode::Document, &mut |t, from, to| {
+            if t.len() <= MAX_TOKEN_BYTES {
+                tokens.push(Token {
+                    offset_from: from,
+                    offset_to: to,
+                    position,
+                    text: t.to_owned(),
+                    position_length: 1,
+                });
+            }
+            position += 1;
+        });
+        MailTokens {
+            tokens: tokens.into_iter(),
+            current: Token::default(),
+        }
+    }
+}
+
+impl TokenStream for MailTokens {
+    fn advance(&mut self) -> bool {
+        match self.tokens.next() {
+            Some(t) => {
+                self.current = t;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.current
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.current
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_name_carries_the_analysis_version() {
+        assert_eq!(
+            NAME,
+            format!("mail-v{}", crate::text::ANALYZER_VERSION),
+            "bump NAME with ANALYZER_VERSION"
+        );
+    }
+
+    #[test]
+    fn the_index_keeps_the_tokens_the_text_module_gives() {
+        let text = "Kick\u{200b}off: 東京都, İstanbul ".to_owned() + &"f".repeat(2_000);
+        let mut stream = MailTokenizer.token_stream(&text);
+        let mut seen = Vec::new();
+        while stream.advance() {
+            seen.push(stream.token().text.clone());
+        }
+        let mut expected = crate::text::tokens(&text);
+        expected.retain(|t| t.len() <= MAX_TOKEN_BYTES);
+        assert_eq!(seen, expected);
+        assert!(seen.contains(&"istanbul".to_owned()));
+    }
+
+    #[test]
+    fn an_over_long_query_token_is_named_never_dropped() {
+        assert_eq!(unrepresentable("invoice e3b0c442"), None);
+        let long = "x".repeat(MAX_TOKEN_BYTES + 1);
+        assert_eq!(
+            unrepresentable(&format!("invoice {long}")),
+            Some(QUERY_TOKEN_TOO_LONG)
+        );
+    }
+}
