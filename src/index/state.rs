@@ -252,12 +252,7 @@ impl SyncState {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn alias_dir() -> (tempfile::TempDir, Dir) {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
-        (tmp, dir)
-    }
+    use crate::index::status::tests::alias_dir;
 
     #[test]
     fn clear_forgets_every_folder() {

@@ -193,19 +193,7 @@ pub(crate) fn is_paused(alias_dir: &Dir) -> Result<bool, IndexError> {
 pub(crate) fn set_paused(alias_dir: &Dir, paused: bool) -> Result<(), IndexError> {
     let io = |e: std::io::Error| IndexError::State(format!("{PAUSED}: {}", e.kind()));
     if paused {
-        let mut options = OpenOptions::new();
-        options
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .follow(FollowSymlinks::No);
-        let mut file = alias_dir
-            .open_with(PAUSED, &options)
-            .map_err(io)?
-            .into_std();
-        file.write_all(b"paused\n").map_err(io)?;
-        file.sync_data().map_err(io)?;
+        write_synced(alias_dir, PAUSED, b"paused\n").map_err(io)?;
         // A marker that fails the file checks would read as an error, never as "not paused".
         return is_paused(alias_dir).map(|_| ());
     }
@@ -229,6 +217,13 @@ pub(crate) fn write(alias_dir: &Dir, status: &IndexStatus) -> Result<(), IndexEr
     let io = |e: std::io::Error| IndexError::State(format!("{FILE}: {}", e.kind()));
     let bytes = serde_json::to_vec_pretty(status).map_err(|e| IndexError::State(e.to_string()))?;
     let tmp = format!(".{FILE}.tmp");
+    write_synced(alias_dir, &tmp, &bytes).map_err(io)?;
+    alias_dir.rename(&tmp, alias_dir, FILE).map_err(io)
+}
+
+/// Writes `bytes` as the private file `name` (`0600`, created or truncated, never through a
+/// symlink) and syncs its data: every file this module writes goes through here.
+fn write_synced(alias_dir: &Dir, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let mut options = OpenOptions::new();
     options
         .write(true)
@@ -236,14 +231,13 @@ pub(crate) fn write(alias_dir: &Dir, status: &IndexStatus) -> Result<(), IndexEr
         .truncate(true)
         .mode(0o600)
         .follow(FollowSymlinks::No);
-    let mut file = alias_dir.open_with(&tmp, &options).map_err(io)?.into_std();
-    file.write_all(&bytes).map_err(io)?;
-    file.sync_data().map_err(io)?;
-    alias_dir.rename(&tmp, alias_dir, FILE).map_err(io)
+    let mut file = alias_dir.open_with(name, &options)?.into_std();
+    file.write_all(bytes)?;
+    file.sync_data()
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::PathBuf;
 
     use super::*;
@@ -331,7 +325,8 @@ mod tests {
         assert_ne!(id(&g, None), id(&a, None));
     }
 
-    fn alias_dir() -> (tempfile::TempDir, Dir) {
+    /// An empty alias folder in a temporary folder (kept alive by the returned guard).
+    pub(crate) fn alias_dir() -> (tempfile::TempDir, Dir) {
         let tmp = tempfile::tempdir().expect("tmp");
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
         (tmp, dir)

@@ -835,11 +835,12 @@ impl TextIndexWriter for TantivyWriter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::index::capdir::CapDirectory;
 
-    fn index() -> (tempfile::TempDir, TantivyIndex) {
+    /// A fresh index in a temporary folder (kept alive by the returned guard).
+    pub(crate) fn index() -> (tempfile::TempDir, TantivyIndex) {
         let tmp = tempfile::tempdir().expect("tmp");
         let dir = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority())
             .expect("dir");

@@ -816,6 +816,15 @@ mod tests {
         }
     }
 
+    /// The index's `FOUND` (confidence high) listing `messages`, every one an index hit.
+    fn index_found(messages: Vec<MessageSummary>) -> Answer {
+        let sources = vec![HitSource::Index; messages.len()];
+        indexed(
+            outcome(SearchStatus::Found, Confidence::High, messages),
+            sources,
+        )
+    }
+
     /// Message-IDs as the index would hold them: `mid-<n>` for ids `<n>` or `<n>b` (a
     /// look-alike sent under the same id).
     fn mid(m: &MessageSummary) -> Option<String> {
@@ -1010,14 +1019,7 @@ mod tests {
         let live = Live::new(&["2"]);
         let answer = merge_with(
             outcome(SearchStatus::NotFound, Confidence::Medium, vec![]),
-            indexed(
-                outcome(
-                    SearchStatus::Found,
-                    Confidence::High,
-                    vec![message("2", "Report", 2)],
-                ),
-                vec![HitSource::Index],
-            ),
+            index_found(vec![message("2", "Report", 2)]),
             mid,
             &live,
             &plan(Some("report"), 5),
@@ -1038,19 +1040,12 @@ mod tests {
                 Confidence::High,
                 vec![message("1", "Report", 1)],
             ),
-            indexed(
-                outcome(
-                    SearchStatus::Found,
-                    Confidence::High,
-                    vec![
-                        message("5", "Report", 5),
-                        message("4", "Report", 4),
-                        message("3", "Report", 3),
-                        message("1", "Report", 1),
-                    ],
-                ),
-                vec![HitSource::Index; 4],
-            ),
+            index_found(vec![
+                message("5", "Report", 5),
+                message("4", "Report", 4),
+                message("3", "Report", 3),
+                message("1", "Report", 1),
+            ]),
             mid,
             &live,
             &plan(Some("report"), 2),
@@ -1080,14 +1075,7 @@ mod tests {
         };
         let answer = merge_with(
             listing.clone(),
-            indexed(
-                outcome(
-                    SearchStatus::Found,
-                    Confidence::High,
-                    vec![message("2", "Report", 2), message("1", "Lunch", 1)],
-                ),
-                vec![HitSource::Index; 2],
-            ),
+            index_found(vec![message("2", "Report", 2), message("1", "Lunch", 1)]),
             mid,
             &Live::never(),
             &plan(None, 5),
@@ -1100,14 +1088,7 @@ mod tests {
         let live = Live::new(&[]);
         let answer = merge_with(
             listing,
-            indexed(
-                outcome(
-                    SearchStatus::Found,
-                    Confidence::High,
-                    vec![message("2", "Report", 2), message("1", "Lunch", 1)],
-                ),
-                vec![HitSource::Index; 2],
-            ),
+            index_found(vec![message("2", "Report", 2), message("1", "Lunch", 1)]),
             mid,
             &live,
             &plan(Some("lunch"), 5),
@@ -1124,14 +1105,7 @@ mod tests {
     async fn a_failed_live_side_looks_nothing_up_and_keeps_the_index_hits() {
         let answer = merge_with(
             SearchOutcome::failed(crate::search::warning::UNAVAILABLE),
-            indexed(
-                outcome(
-                    SearchStatus::Found,
-                    Confidence::High,
-                    vec![message("2", "Report", 2)],
-                ),
-                vec![HitSource::Index],
-            ),
+            index_found(vec![message("2", "Report", 2)]),
             mid,
             &Live::never(),
             &plan(Some("report"), 5),

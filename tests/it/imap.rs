@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::imap_server::{ImapEntry, ImapUser, MailServer, Security, Stored, imap_config};
+use crate::imap_server::{
+    ImapEntry, ImapSession, ImapUser, MailServer, Security, Stored, imap_config,
+};
 use crate::util::{Client, World};
 
 /// How long a delivery through Postfix and LMTP may take before a test gives up.
@@ -1302,6 +1304,18 @@ async fn a_base64_attachment_is_handed_off_from_an_imap_mailbox() {
     c.close().await;
 }
 
+/// `UID STORE <uid> <flags>` in the folder selected on `s`, its answer read to the end.
+pub(crate) async fn uid_store(s: &mut ImapSession, uid: &str, flags: &str) {
+    use futures::TryStreamExt as _;
+    let _: Vec<_> = s
+        .uid_store(uid, flags)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+}
+
 /// The local index over an IMAP mailbox through the binary (issue 21): `mailgate index sync`
 /// against Dovecot (CONDSTORE), then an APPEND, a flag set and an EXPUNGE made by another
 /// client reach the index on the next sync, and an unchanged mailbox costs nothing.
@@ -1363,20 +1377,8 @@ async fn the_index_syncs_an_imap_mailbox_with_condstore() {
         .await;
     let mut s = owner.session().await;
     s.select("INBOX").await.unwrap();
-    let _: Vec<_> = s
-        .uid_store("1", "+FLAGS (\\Flagged)")
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
-    let _: Vec<_> = s
-        .uid_store("2", "+FLAGS (\\Deleted)")
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    uid_store(&mut s, "1", "+FLAGS (\\Flagged)").await;
+    uid_store(&mut s, "2", "+FLAGS (\\Deleted)").await;
     let _: Vec<_> = s.expunge().await.unwrap().try_collect().await.unwrap();
     let _ = s.logout().await;
 

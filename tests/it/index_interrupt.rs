@@ -16,8 +16,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
 
 use crate::fake_graph::{FakeGraph, Message};
+use crate::imap::uid_store;
 use crate::imap_server::{ImapEntry, ImapUser, MailServer, imap_config};
-use crate::util::{EXE, World, write_mode};
+use crate::util::{EXE, World, maildir_box, write_mode};
 
 /// Messages added to the inbox: more than one fetch batch (256), so a point falls mid-page.
 const MANY: usize = 260;
@@ -60,30 +61,10 @@ struct Case {
 impl Case {
     fn maildir() -> Self {
         let world = World::new();
-        let mail = world.path().join("mail/box");
-        for sub in [
-            "cur",
-            "new",
-            "tmp",
-            ".Archive/cur",
-            ".Archive/new",
-            ".Archive/tmp",
-        ] {
-            std::fs::create_dir_all(mail.join(sub)).unwrap();
-        }
-        let config = world.path().join("plugin.json");
-        write_mode(
-            &config,
-            format!(
-                r#"{{"mailboxes": [{{"alias": "box", "address": "box@example.com", "backend": {{"kind": "maildir", "path": "{}"}}}}]}}"#,
-                mail.display()
-            )
-            .as_bytes(),
-            0o600,
-        );
+        let (mail, config) = maildir_box(&world, &["Archive"]);
         Case {
             world,
-            config: config.display().to_string(),
+            config,
             backing: Backing::Maildir(mail),
             added: 0,
         }
@@ -180,13 +161,7 @@ impl Case {
                 use futures::TryStreamExt as _;
                 let mut s = user.session().await;
                 s.select("INBOX").await.unwrap();
-                let _: Vec<_> = s
-                    .uid_store("1", "+FLAGS (\\Deleted)")
-                    .await
-                    .unwrap()
-                    .try_collect()
-                    .await
-                    .unwrap();
+                uid_store(&mut s, "1", "+FLAGS (\\Deleted)").await;
                 let _: Vec<_> = s.expunge().await.unwrap().try_collect().await.unwrap();
                 let _ = s.logout().await;
             }

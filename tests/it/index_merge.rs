@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::util::{Client, World};
+use crate::util::{Client, World, maildir_box, make_maildir};
 
 /// A Maildir mailbox `box` (inbox only) and a config listing it.
 pub(crate) struct Mailbox {
@@ -20,25 +20,11 @@ pub(crate) struct Mailbox {
 impl Mailbox {
     pub(crate) fn new() -> Self {
         let world = World::new();
-        let root = world.path().join("mail").join("box");
-        for sub in ["cur", "new", "tmp"] {
-            std::fs::create_dir_all(root.join(sub)).unwrap();
-        }
-        let path = world.path().join("index.json");
-        std::fs::write(
-            &path,
-            format!(
-                r#"{{ "mailboxes": [ {{ "alias": "box", "address": "box@example.com", "backend": {{ "kind": "maildir", "path": "{}" }} }} ] }}"#,
-                root.display()
-            ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let (inbox, config) = maildir_box(&world, &[]);
         Mailbox {
             world,
-            inbox: root,
-            config: path.display().to_string(),
+            inbox,
+            config,
         }
     }
 
@@ -52,9 +38,7 @@ impl Mailbox {
     /// Delivers `text` as the message file `name` of the subfolder `folder` (made if missing).
     pub(crate) fn deliver_in(&self, folder: &str, name: &str, text: &str) -> PathBuf {
         let root = self.inbox.join(format!(".{folder}"));
-        for sub in ["cur", "new", "tmp"] {
-            std::fs::create_dir_all(root.join(sub)).unwrap();
-        }
+        make_maildir(&root);
         let path = root.join("cur").join(name);
         std::fs::write(&path, text).unwrap();
         path
@@ -116,13 +100,27 @@ fn subjects(answer: &Value) -> Vec<(String, String)> {
     all
 }
 
-fn warnings(answer: &Value) -> Vec<&str> {
+pub(crate) fn warnings(answer: &Value) -> Vec<&str> {
     answer["warnings"]
         .as_array()
         .unwrap()
         .iter()
         .map(|w| w.as_str().unwrap())
         .collect()
+}
+
+/// The bystander of the tests here: a lunch note as message `n` (its file name and minute).
+fn deliver_lunch(m: &Mailbox, n: u32) {
+    m.deliver(
+        &format!("17700000{n}.M{n}P1.test:2,"),
+        &mail(
+            "Ana Lima <ana.lima@example.org>",
+            "Lunch",
+            "lunch@example.org",
+            n,
+            "Lunch on Friday?",
+        ),
+    );
 }
 
 /// See: issue 27 ("Hybrid deduplication trusts a sender-chosen header").
@@ -150,16 +148,7 @@ async fn issue_27_a_look_alike_under_a_real_message_id_never_hides_the_real_one(
             "Invoice 4711: our bank changed, please pay to the account ending 9999.",
         ),
     );
-    m.deliver(
-        "177000003.M3P1.test:2,",
-        &mail(
-            "Ana Lima <ana.lima@example.org>",
-            "Lunch",
-            "lunch@example.org",
-            3,
-            "Lunch on Friday?",
-        ),
-    );
+    deliver_lunch(&m, 3);
     let (ok, out) = m.index(&[], &["sync", "box"]).await;
     assert!(ok, "{out}");
     let client = m.client(&[]).await;
@@ -201,16 +190,7 @@ async fn issue_27_a_hybrid_answer_never_lists_mail_deleted_since_the_sync() {
             "The zephyrword figures.",
         ),
     );
-    m.deliver(
-        "177000002.M2P1.test:2,",
-        &mail(
-            "Ana Lima <ana.lima@example.org>",
-            "Lunch",
-            "lunch@example.org",
-            2,
-            "Lunch on Friday?",
-        ),
-    );
+    deliver_lunch(&m, 2);
     let (ok, out) = m.index(&[], &["sync", "box"]).await;
     assert!(ok, "{out}");
     std::fs::remove_file(&gone).unwrap();

@@ -11,7 +11,7 @@ use std::path::Path;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::util::{Client, World};
+use crate::util::{Client, World, maildir_box};
 
 const DIGEST: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
@@ -62,9 +62,6 @@ fn messages() -> Vec<(&'static str, String, String)> {
 }
 
 fn write_box(mail: &Path) {
-    for sub in ["cur", "new", "tmp"] {
-        std::fs::create_dir_all(mail.join(sub)).unwrap();
-    }
     for (name, subject, body) in messages() {
         let raw = format!(
             "From: Ana Lima <ana.lima@example.com>\r\nTo: box@example.com\r\nSubject: =?UTF-8?B?{}?=\r\n\
@@ -79,20 +76,8 @@ fn write_box(mail: &Path) {
 
 async fn synced() -> (World, String) {
     let world = World::new();
-    let mail = world.path().join("mail").join("box");
+    let (mail, config) = maildir_box(&world, &[]);
     write_box(&mail);
-    let config = world.path().join("text.json");
-    std::fs::write(
-        &config,
-        format!(
-            r#"{{ "mailboxes": [ {{ "alias": "box", "address": "box@example.com", "backend": {{ "kind": "maildir", "path": "{}" }} }} ] }}"#,
-            mail.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let config = config.display().to_string();
     let out = world
         .run(&["--config", &config, "index", "sync", "box"])
         .await;

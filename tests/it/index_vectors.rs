@@ -8,45 +8,37 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncReadExt as _;
+use tokio::net::TcpListener;
 
-use crate::index_merge::{Mailbox, mail, search, vector_dimension, vectors_file};
+use crate::embeddings_server::FakeEndpoint;
+use crate::index_merge::{Mailbox, mail, search, vector_dimension, vectors_file, warnings};
 
-/// A loopback OpenAI-style embeddings endpoint answering every input with a vector of the
-/// current `dimension` (derived from the text, so vectors differ), recording each request.
+/// A loopback OpenAI-style embeddings endpoint (the unit tests' [`FakeEndpoint`]) answering
+/// every input with a vector of the current `dimension` (derived from the text, so vectors
+/// differ).
 struct FakeEmbeddings {
-    port: u16,
+    endpoint: FakeEndpoint,
     dimension: Arc<AtomicUsize>,
-    /// Per request: its role (`input_type`) and how many inputs it carried.
-    seen: Arc<Mutex<Vec<(String, usize)>>>,
 }
 
 impl FakeEmbeddings {
     async fn start(dimension: usize) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
         let dimension = Arc::new(AtomicUsize::new(dimension));
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let (dim, record) = (Arc::clone(&dimension), Arc::clone(&seen));
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(answer(stream, Arc::clone(&dim), Arc::clone(&record)));
-            }
-        });
+        let dim = Arc::clone(&dimension);
+        let endpoint = FakeEndpoint::start(Box::new(move |_, request| {
+            Some((200, vectors(request, dim.load(Ordering::SeqCst))))
+        }))
+        .await;
         FakeEmbeddings {
-            port,
+            endpoint,
             dimension,
-            seen,
         }
     }
 
     fn env(&self) -> Vec<(&'static str, String)> {
         vec![
-            (
-                "MAILGATE_EMBEDDINGS_URL",
-                format!("http://127.0.0.1:{}/v1", self.port),
-            ),
+            ("MAILGATE_EMBEDDINGS_URL", self.endpoint.base_url()),
             ("MAILGATE_EMBEDDINGS_MODEL", "fake-embed".to_owned()),
         ]
     }
@@ -55,98 +47,46 @@ impl FakeEmbeddings {
         self.dimension.store(dimension, Ordering::SeqCst);
     }
 
+    /// Per request of the role `role` (`input_type`) so far: how many inputs it carried.
+    fn requests(&self, role: &str) -> Vec<usize> {
+        self.endpoint
+            .seen()
+            .iter()
+            .filter(|seen| seen.body["input_type"] == role)
+            .map(|seen| seen.body["input"].as_array().map_or(0, Vec::len))
+            .collect()
+    }
+
     /// Passages embedded so far.
     fn passages(&self) -> usize {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(role, _)| role == "passage")
-            .map(|(_, n)| n)
-            .sum()
+        self.requests("passage").iter().sum()
     }
 
     fn queries(&self) -> usize {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|(role, _)| role == "query")
-            .count()
+        self.requests("query").len()
     }
 }
 
-/// Reads one HTTP/1.1 request (head and `Content-Length` body) from `stream`.
-async fn read_request(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
-    let mut buffer = Vec::new();
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        let mut chunk = [0u8; 8192];
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
-    let length = head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse::<usize>().ok())?
+/// The answer to an embeddings `request`: a vector of `dim` numbers for each input.
+fn vectors(request: &Value, dim: usize) -> String {
+    let inputs: Vec<&str> = request["input"]
+        .as_array()
+        .map(|inputs| inputs.iter().map(|v| v.as_str().unwrap_or("")).collect())
+        .unwrap_or_default();
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let seed = text
+                .bytes()
+                .fold(17u32, |h, b| h.wrapping_mul(31) ^ u32::from(b));
+            let vector: Vec<f32> = (0..dim)
+                .map(|d| ((seed.wrapping_add(d as u32 * 7919) % 1000) as f32 + 1.0) / 1000.0)
+                .collect();
+            json!({ "index": i, "embedding": vector })
         })
-        .unwrap_or(0);
-    while buffer.len() < head_end + length {
-        let mut chunk = [0u8; 8192];
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
-    }
-    Some((head, buffer[head_end..head_end + length].to_vec()))
-}
-
-async fn answer(
-    mut stream: TcpStream,
-    dimension: Arc<AtomicUsize>,
-    seen: Arc<Mutex<Vec<(String, usize)>>>,
-) {
-    while let Some((_, body)) = read_request(&mut stream).await {
-        let request: Value = serde_json::from_slice(&body).unwrap_or_default();
-        let inputs: Vec<String> = request["input"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .iter()
-            .map(|v| v.as_str().unwrap_or("").to_owned())
-            .collect();
-        let role = request["input_type"].as_str().unwrap_or("").to_owned();
-        seen.lock().unwrap().push((role, inputs.len()));
-        let dim = dimension.load(Ordering::SeqCst);
-        let data: Vec<Value> = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, text)| {
-                let seed = text
-                    .bytes()
-                    .fold(17u32, |h, b| h.wrapping_mul(31) ^ u32::from(b));
-                let vector: Vec<f32> = (0..dim)
-                    .map(|d| ((seed.wrapping_add(d as u32 * 7919) % 1000) as f32 + 1.0) / 1000.0)
-                    .collect();
-                json!({ "index": i, "embedding": vector })
-            })
-            .collect();
-        let body = json!({ "data": data }).to_string();
-        let response = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        if stream.write_all(response.as_bytes()).await.is_err() {
-            return;
-        }
-    }
+        .collect();
+    json!({ "data": data }).to_string()
 }
 
 /// A loopback listener that catches whatever is sent to it as a proxy: it records the first
@@ -205,15 +145,6 @@ fn borrowed<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'a str, &'a str)> {
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
-fn warnings(answer: &Value) -> Vec<&str> {
-    answer["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect()
-}
-
 fn two_messages(m: &Mailbox) {
     m.deliver(
         "177000001.M1P1.test:2,",
@@ -225,6 +156,11 @@ fn two_messages(m: &Mailbox) {
             "The budget for the Lisbon office is attached.",
         ),
     );
+    team_lunch(m);
+}
+
+/// Message 2 of the tests here: a bystander lunch note.
+fn team_lunch(m: &Mailbox) {
     m.deliver(
         "177000002.M2P1.test:2,",
         &mail(
@@ -386,16 +322,7 @@ async fn issue_27_semantic_only_answers_are_low_confidence_on_every_path() {
              first.",
         ),
     );
-    m.deliver(
-        "177000002.M2P1.test:2,",
-        &mail(
-            "Team <team@example.org>",
-            "Team lunch on Friday",
-            "lunch@example.org",
-            2,
-            "The team lunch moves to the Italian place near the station.",
-        ),
-    );
+    team_lunch(&m);
     let env: Vec<(&'static str, String)> = crate::embeddings_server::env(&model).into();
     let (ok, out) = m.index(&borrowed(&env), &["sync", "box"]).await;
     assert!(ok, "{out}");

@@ -578,6 +578,35 @@ pub(crate) fn write_mode(path: &Path, contents: &[u8], mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// Makes the Maildir folder `path`: its `cur`, `new` and `tmp` (and any missing parent).
+pub(crate) fn make_maildir(path: &Path) {
+    for sub in ["cur", "new", "tmp"] {
+        std::fs::create_dir_all(path.join(sub)).unwrap();
+    }
+}
+
+/// The index tests' mailbox: a Maildir `box` (`box@example.com`) at the world's `mail/box`, with
+/// an empty inbox and the empty subfolders `folders`, and a private `plugin.json` listing it
+/// alone. Returns the Maildir's root and the config's path.
+pub(crate) fn maildir_box(world: &World, folders: &[&str]) -> (PathBuf, String) {
+    let mail = world.path().join("mail").join("box");
+    make_maildir(&mail);
+    for folder in folders {
+        make_maildir(&mail.join(format!(".{folder}")));
+    }
+    let config = world.path().join("plugin.json");
+    write_mode(
+        &config,
+        format!(
+            r#"{{ "mailboxes": [ {{ "alias": "box", "address": "box@example.com", "backend": {{ "kind": "maildir", "path": "{}" }} }} ] }}"#,
+            mail.display()
+        )
+        .as_bytes(),
+        0o600,
+    );
+    (mail, config.display().to_string())
+}
+
 /// A world whose gates are set explicitly (handoffs, writes, send), as the eight catalogs of
 /// catalog.md; with send open, the demo's finance mailbox is the pinned sender.
 pub(crate) fn gated_world(handoffs: bool, writes: bool, send: bool) -> World {
