@@ -28,7 +28,7 @@ pub(crate) const QUERY_TOKEN_TOO_LONG: &str = "query_token_too_long";
 /// index keeps.
 pub(crate) fn unrepresentable(query: &str) -> Option<&'static str> {
     let mut too_long = false;
-    each_token(query, Mode::Query, &mut |t, _, _| {
+    each_token(query, Mode::Query, |t, _, _| {
         too_long |= t.len() > MAX_TOKEN_BYTES;
     });
     too_long.then_some(QUERY_TOKEN_TOO_LONG)
@@ -43,9 +43,14 @@ pub(crate) fn query_tokens(text: &str) -> Vec<String> {
 #[derive(Clone, Default)]
 pub(crate) struct MailTokenizer;
 
-/// The tokens of one text, computed at once (tantivy reads them all anyway).
+/// The tokens of one text, computed at once (tantivy reads them all anyway) into one buffer:
+/// no allocation per token.
 pub(crate) struct MailTokens {
-    tokens: std::vec::IntoIter<Token>,
+    /// Every kept token's text, end to end.
+    texts: String,
+    /// Per token: its end in `texts`, source offsets and position.
+    spans: Vec<(usize, usize, usize, usize)>,
+    next: usize,
     current: Token,
 }
 
@@ -53,22 +58,20 @@ impl Tokenizer for MailTokenizer {
     type TokenStream<'a> = MailTokens;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> MailTokens {
-        let mut tokens = Vec::new();
+        let mut texts = String::with_capacity(text.len());
+        let mut spans = Vec::new();
         let mut position = 0;
-        each_token(text, Mode::Document, &mut |t, from, to| {
+        each_token(text, Mode::Document, |t, from, to| {
             if t.len() <= MAX_TOKEN_BYTES {
-                tokens.push(Token {
-                    offset_from: from,
-                    offset_to: to,
-                    position,
-                    text: t.to_owned(),
-                    position_length: 1,
-                });
+                texts.push_str(t);
+                spans.push((texts.len(), from, to, position));
             }
             position += 1;
         });
         MailTokens {
-            tokens: tokens.into_iter(),
+            texts,
+            spans,
+            next: 0,
             current: Token::default(),
         }
     }
@@ -76,13 +79,22 @@ impl Tokenizer for MailTokenizer {
 
 impl TokenStream for MailTokens {
     fn advance(&mut self) -> bool {
-        match self.tokens.next() {
-            Some(t) => {
-                self.current = t;
-                true
-            }
-            None => false,
-        }
+        let Some(&(end, from, to, position)) = self.spans.get(self.next) else {
+            return false;
+        };
+        let start = match self.next {
+            0 => 0,
+            i => self.spans[i - 1].0,
+        };
+        self.next += 1;
+        let token = &mut self.current;
+        token.text.clear();
+        token.text.push_str(&self.texts[start..end]);
+        token.offset_from = from;
+        token.offset_to = to;
+        token.position = position;
+        token.position_length = 1;
+        true
     }
 
     fn token(&self) -> &Token {

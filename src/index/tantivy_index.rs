@@ -128,7 +128,7 @@ fn analyzer() -> TextAnalyzer {
 /// `2024`, `q`, `1`).
 fn atoms(text: &str) -> Vec<String> {
     let mut runs: Vec<String> = Vec::new();
-    crate::text::each_token(text, crate::text::Mode::Units, &mut |token, _, _| {
+    crate::text::each_token(text, crate::text::Mode::Units, |token, _, _| {
         let mut last: Option<bool> = None;
         for ch in token.chars() {
             let digit = ch.is_numeric();

@@ -30,7 +30,7 @@ pub(crate) fn query_tokens(text: &str) -> Vec<String> {
 
 fn collect(text: &str, mode: Mode) -> Vec<String> {
     let mut out = Vec::new();
-    each_token(text, mode, &mut |t, _, _| out.push(t.to_owned()));
+    each_token(text, mode, |t, _, _| out.push(t.to_owned()));
     out
 }
 
@@ -38,7 +38,7 @@ fn collect(text: &str, mode: Mode) -> Vec<String> {
 /// token occurs in `out` exactly when it occurs inside one token of `text`. One allocation for
 /// the whole text instead of one per token: the Maildir scan folds every message it reads.
 pub(crate) fn fold_into(text: &str, out: &mut String) {
-    each_token(text, Mode::Document, &mut |t, _, _| {
+    each_token(text, Mode::Document, |t, _, _| {
         out.push_str(t);
         out.push(' ');
     });

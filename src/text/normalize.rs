@@ -25,7 +25,7 @@ const CASE: CaseMapperBorrowed<'static> = CaseMapperBorrowed::new();
 
 /// Feeds the normalized characters of `text` to `sink`, each with the byte range of the source
 /// character it came from (a composed Hangul syllable spans its jamo).
-pub(crate) fn normalize(text: &str, sink: &mut dyn FnMut(char, usize, usize)) {
+pub(crate) fn normalize(text: &str, sink: impl FnMut(char, usize, usize)) {
     let mut out = Composer {
         pending: None,
         sink,
@@ -48,7 +48,7 @@ pub(crate) fn normalize(text: &str, sink: &mut dyn FnMut(char, usize, usize)) {
 /// The normalized form of `text` as a string (what every matcher compares).
 pub(crate) fn normalized(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    normalize(text, &mut |c, _, _| out.push(c));
+    normalize(text, |c, _, _| out.push(c));
     out
 }
 
@@ -100,12 +100,12 @@ fn may_take_jamo(c: char) -> bool {
 
 /// Composes conjoining jamo into Hangul syllables as they pass (canonical composition, which
 /// with every mark already dropped composes nothing else).
-struct Composer<'a> {
+struct Composer<F: FnMut(char, usize, usize)> {
     pending: Option<(char, usize, usize)>,
-    sink: &'a mut dyn FnMut(char, usize, usize),
+    sink: F,
 }
 
-impl Composer<'_> {
+impl<F: FnMut(char, usize, usize)> Composer<F> {
     fn push(&mut self, c: char, at: usize, end: usize) {
         if let Some((p, p_at, p_end)) = self.pending.take() {
             if let Some(joined) = compose(p, c).filter(|j| is_hangul_syllable(*j)) {
@@ -166,7 +166,7 @@ mod tests {
     fn ranges_point_at_the_source_characters() {
         let text = "a\u{ad}É\u{1100}\u{1161}";
         let mut seen = Vec::new();
-        normalize(text, &mut |c, at, end| seen.push((c, &text[at..end])));
+        normalize(text, |c, at, end| seen.push((c, &text[at..end])));
         assert_eq!(
             seen,
             vec![('a', "a"), ('e', "É"), ('가', "\u{1100}\u{1161}")]

@@ -46,7 +46,7 @@ pub(crate) fn is_unspaced(c: char) -> bool {
 }
 
 /// Feeds every token of `text` to `sink` with the byte range of the source it came from.
-pub(crate) fn each_token(text: &str, mode: Mode, sink: &mut dyn FnMut(&str, usize, usize)) {
+pub(crate) fn each_token(text: &str, mode: Mode, sink: impl FnMut(&str, usize, usize)) {
     let mut run = Run {
         mode,
         word: String::new(),
@@ -56,12 +56,12 @@ pub(crate) fn each_token(text: &str, mode: Mode, sink: &mut dyn FnMut(&str, usiz
         chars: Vec::new(),
         sink,
     };
-    normalize(text, &mut |c, at, end| run.push(c, at, end));
+    normalize(text, |c, at, end| run.push(c, at, end));
     run.close();
 }
 
 /// The token being read.
-struct Run<'a> {
+struct Run<F: FnMut(&str, usize, usize)> {
     mode: Mode,
     /// The spaced run so far.
     word: String,
@@ -71,10 +71,10 @@ struct Run<'a> {
     unspaced: Option<bool>,
     /// The unspaced run so far, with each character's source range.
     chars: Vec<(char, usize, usize)>,
-    sink: &'a mut dyn FnMut(&str, usize, usize),
+    sink: F,
 }
 
-impl Run<'_> {
+impl<F: FnMut(&str, usize, usize)> Run<F> {
     fn push(&mut self, c: char, at: usize, end: usize) {
         if !c.is_alphanumeric() {
             self.close();
@@ -140,7 +140,7 @@ mod tests {
 
     fn tokens(text: &str, mode: Mode) -> Vec<String> {
         let mut out = Vec::new();
-        each_token(text, mode, &mut |t, _, _| out.push(t.to_owned()));
+        each_token(text, mode, |t, _, _| out.push(t.to_owned()));
         out
     }
 
@@ -186,7 +186,7 @@ mod tests {
     fn ranges_cover_the_source_of_each_token() {
         let text = "Kick\u{200b}off, 東京";
         let mut seen = Vec::new();
-        each_token(text, Mode::Document, &mut |t, at, end| {
+        each_token(text, Mode::Document, |t, at, end| {
             seen.push((t.to_owned(), text[at..end].to_owned()))
         });
         assert_eq!(

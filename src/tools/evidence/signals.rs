@@ -61,7 +61,7 @@ impl Haystack {
         let mut concat = String::with_capacity(text.len());
         let mut starts = Vec::new();
         let mut last_end = 0;
-        crate::text::each_token(text, crate::text::Mode::Units, &mut |token, _, end| {
+        crate::text::each_token(text, crate::text::Mode::Units, |token, _, end| {
             starts.push(concat.len());
             concat.push_str(token);
             last_end = end;
