@@ -355,11 +355,31 @@ fn index_note(settings: &Settings, alias: &crate::alias::Alias) -> String {
         .and_then(|root| crate::index::layout::open_alias(&root, alias, false))
         .and_then(|dir| crate::index::status::read(&dir));
     match status {
-        Ok(Some(s)) => format!(
-            "synced ({} messages, {} folders; searches default to source hybrid)",
-            s.messages(),
-            s.folders.len()
-        ),
+        Ok(Some(s)) => {
+            // The one rule of what an index may serve: one withheld is not "synced".
+            let tenant = settings.graph.as_ref().map(|g| g.tenant_id.as_str());
+            let mailbox = settings
+                .config
+                .mailbox(alias)
+                .map(|entry| crate::index::status::mailbox_identity(entry, tenant))
+                .unwrap_or_default();
+            let coverage = crate::index::source::Coverage::of(
+                &s,
+                &mailbox,
+                crate::index::source::Scope::Mailbox,
+                chrono::Duration::from_std(settings.index_max_staleness)
+                    .unwrap_or(chrono::Duration::MAX),
+                chrono::Utc::now(),
+            );
+            match coverage.doubts.iter().find(|d| d.withholds()) {
+                Some(doubt) => format!("not served ({}; {})", doubt.code(), doubt.describe()),
+                None => format!(
+                    "synced ({} messages, {} folders; searches default to source hybrid)",
+                    s.messages(),
+                    s.folders.len()
+                ),
+            }
+        }
         Ok(None) | Err(crate::index::IndexError::Missing) => "none".to_owned(),
         Err(e) => format!("unreadable ({e})"),
     }

@@ -90,6 +90,15 @@ impl Fixture {
             .await
     }
 
+    /// What `policy explain` tells the reviewer.
+    async fn explain(&self) -> String {
+        let out = self
+            .world
+            .run(&["--config", self.config.as_str(), "policy", "explain"])
+            .await;
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     fn alias_dir(&self) -> PathBuf {
         self.world.state().join("index/box")
     }
@@ -200,6 +209,11 @@ async fn an_alias_pointed_at_another_maildir_is_never_served_its_old_index() {
     let (_, status) = f.index(&["status"]).await;
     let line = status.lines().find(|l| l.starts_with("box")).unwrap();
     assert!(line.contains("MAILBOX CHANGED"), "{status}");
+    let explain = f.explain().await;
+    assert!(
+        explain.contains("box [maildir] access=full index=not served (index_mailbox_changed"),
+        "{explain}"
+    );
     assert!(!line.contains("complete"), "{status}");
     let (ok, out) = f.index(&["sync", "box"]).await;
     assert!(!ok, "{out}");
