@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite, as the README documents and .ci/run calls it.
+# The whole test suite, as the README names it, CONTRIBUTING.md describes it and .ci/run calls it.
 #   scripts/test.sh            lints, unit + integration + property tests, fuzz smoke (54 s in
 #                              all, divided across the targets: adding one does not lengthen CI)
 #   FUZZ_SECONDS=0 scripts/test.sh   skip the fuzz smoke run (local quick runs)

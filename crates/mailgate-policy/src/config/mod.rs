@@ -1505,9 +1505,9 @@ mod tests {
         }
     }
 
-    /// The published limits (README "Limits", spec catalog.md), written out as literals so the
-    /// `limits!` table is checked against the documents rather than against itself:
-    /// (key, default, min, max).
+    /// The published limits (docs/operator.md "plugin.json", spec catalog.md), written out as
+    /// literals so the `limits!` table is checked against the documents rather than against
+    /// itself: (key, default, min, max).
     const PUBLISHED_LIMITS: [(&str, u64, u64, u64); 23] = [
         ("maxConcurrentMailboxes", 3, 1, 8),
         ("maxMailboxesPerSearch", 8, 1, 32),
