@@ -121,8 +121,8 @@ mailservers_ready() {
 
 step format cargo fmt --all --check
 step clippy cargo clippy --locked --workspace --all-targets -- -D warnings
-# The shipped library and binary alone: --all-targets turns the test-only `bench` feature on
-# (the crate is its own dev-dependency), which would hide code dead without it.
+# The shipped library and binary alone: --all-targets builds cfg(test) code and turns on the
+# policy crate's `test-support` feature (a dev-dependency), which would hide code dead without them.
 step "clippy (shipped build)" cargo clippy --locked --workspace --lib --bins -- -D warnings
 step "test dependencies" test_dependencies
 step "node clients" node_clients

@@ -129,7 +129,7 @@ pub fn run() -> i32 {
     }
     crate::telemetry::install_panic_hook();
     // 8 MiB worker stacks (reserved address space, touched only as used): the IMAP response
-    // parser recurses per nesting level, and `backends::imap::guard` bounds the nesting with a
+    // parser recurses per nesting level, and `backends::imap::shield` bounds the nesting with a
     // margin sized for this stack even in a debug build.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -27,7 +27,7 @@ use crate::config::{BackendSpec, Settings};
 use crate::console::write_out;
 use crate::error::StartupError;
 use crate::gates::Gates;
-use crate::index::source::{Coverage, Doubt, Scope};
+use crate::index::reader::{Coverage, Doubt, Scope};
 use crate::index::status::{self, IndexStatus};
 use crate::index::sync::{
     self, Extraction, HoldPoint, Opened, Progress, Rebuild, SyncOptions, SyncTarget,

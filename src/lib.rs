@@ -5,7 +5,9 @@
 
 // The policy core lives in crates/mailgate-policy (its fuzz targets build without the network
 // stack); re-exported here so that the rest of the crate keeps saying `crate::config::…`.
-pub(crate) use mailgate_policy::{address, alias, config, dir_fd, gates, json_tree, path_guard};
+pub(crate) use mailgate_policy::{
+    address, alias, config, dir_fd, gates, json_tree, outbound, path_guard,
+};
 
 pub(crate) mod backends;
 pub(crate) mod cli;
@@ -22,10 +24,7 @@ pub(crate) mod handoff;
 pub(crate) mod handoff_cli;
 pub(crate) mod index;
 pub(crate) mod index_cli;
-#[cfg(test)]
-mod layering;
 pub(crate) mod mime;
-pub(crate) mod policy;
 pub(crate) mod prompts;
 pub(crate) mod report;
 pub(crate) mod resources;
@@ -38,19 +37,6 @@ pub(crate) mod tools;
 pub(crate) mod transport;
 
 #[cfg(fuzzing)]
-pub mod fuzz_write;
-#[cfg(fuzzing)]
 pub mod fuzzing;
 
 pub use cli::run;
-
-/// Not an API: the entry point of `cargo bench --bench handoff` (benches/handoff.rs), which can
-/// only reach public items. Runs the handoff-store measurements in `scratch`. Compiled only with
-/// the `bench` feature, which only test and bench builds turn on (Cargo.toml).
-#[cfg(feature = "bench")]
-#[doc(hidden)]
-pub mod __bench {
-    pub fn handoff(scratch: &std::path::Path, entries: usize) -> Result<String, String> {
-        crate::handoff::bench::run(scratch, entries)
-    }
-}

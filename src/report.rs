@@ -363,10 +363,10 @@ fn index_note(settings: &Settings, alias: &crate::alias::Alias) -> String {
                 .mailbox(alias)
                 .map(|entry| crate::index::status::mailbox_identity(entry, tenant))
                 .unwrap_or_default();
-            let coverage = crate::index::source::Coverage::of(
+            let coverage = crate::index::reader::Coverage::of(
                 &s,
                 &mailbox,
-                crate::index::source::Scope::Mailbox,
+                crate::index::reader::Scope::Mailbox,
                 chrono::Duration::from_std(settings.index_max_staleness)
                     .unwrap_or(chrono::Duration::MAX),
                 chrono::Utc::now(),

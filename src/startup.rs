@@ -136,8 +136,8 @@ pub(crate) fn build_app(
 /// The local indexes the operator has synced, opened read-only: only when the state folder
 /// already exists (the server never creates it for an index), and never fatal (an alias whose
 /// index cannot be opened searches live, with a warning in the log).
-fn open_indexes(settings: &Settings) -> crate::index::source::Indexes {
-    use crate::index::source::Indexes;
+fn open_indexes(settings: &Settings) -> crate::index::reader::Indexes {
+    use crate::index::reader::Indexes;
     let staleness = settings.index_max_staleness;
     let Ok(state_path) = settings.state_dir() else {
         return Indexes::none(staleness);

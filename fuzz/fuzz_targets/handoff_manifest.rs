@@ -1,4 +1,4 @@
-//! Oracles in `mailgate::fuzz_write::handoff_manifest` (see its module doc).
+//! Oracles in `mailgate::fuzzing::write::handoff_manifest` (see its module doc).
 #![no_main]
 // The macro's expansion reads RUST_LIBFUZZER_DEBUG_PATH with std::env and writes that file with
 // std::fs (libfuzzer-sys's debug hook); nothing in this file calls either.
@@ -7,4 +7,4 @@
     reason = "inside libfuzzer_sys::fuzz_target! only"
 )]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzz_write::handoff_manifest(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzzing::write::handoff_manifest(data));

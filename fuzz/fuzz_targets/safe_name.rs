@@ -1,4 +1,4 @@
-//! Oracles in `mailgate::fuzz_write::safe_name` (see its module doc).
+//! Oracles in `mailgate::fuzzing::write::safe_name` (see its module doc).
 #![no_main]
 // The macro's expansion reads RUST_LIBFUZZER_DEBUG_PATH with std::env and writes that file with
 // std::fs (libfuzzer-sys's debug hook); nothing in this file calls either.
@@ -19,4 +19,7 @@ static SCRATCH: LazyLock<tempfile::TempDir> = LazyLock::new(|| {
         .expect("invariant: a scratch directory can be created")
 });
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzz_write::safe_name(SCRATCH.path(), data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mailgate::fuzzing::write::safe_name(
+    SCRATCH.path(),
+    data
+));

@@ -20,8 +20,8 @@ pub(crate) mod maildir;
 pub(crate) mod model;
 pub(crate) mod outbox;
 pub(crate) mod rate;
+pub(crate) mod sending;
 pub(crate) mod smtp;
-pub(crate) mod transport;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -607,7 +607,7 @@ impl Writer<'_> {
 }
 
 /// Files the copy of a sent message in the sending mailbox's Sent folder, for transports that
-/// do not file it themselves ([`transport::Transport::files_sent_copy`]). Only
+/// do not file it themselves ([`sending::Transport::files_sent_copy`]). Only
 /// [`Registry::sent_folder`] makes one, for the send gate's sending mailbox.
 pub(crate) struct SentFolder<'a> {
     backend: &'a Backend,

@@ -20,8 +20,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use rand::RngExt;
 
+use crate::outbound::{SendPermit, SentMessage};
 use crate::path_guard::{self, PrivateDirError};
-use crate::policy::outbound::{SendPermit, SentMessage};
 
 /// The outbox folder's name inside the state folder.
 pub(crate) const OUTBOX_DIR: &str = "outbox";
@@ -100,7 +100,7 @@ fn unique_name() -> String {
 )]
 mod tests {
     use super::*;
-    use crate::policy::outbound::test_permit;
+    use crate::outbound::test_permit;
     use cap_std::fs::PermissionsExt as _;
     use std::os::unix::fs::PermissionsExt as _;
 

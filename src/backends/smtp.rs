@@ -27,7 +27,7 @@ use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use crate::address::EmailAddress;
 use crate::config::env::Secret;
 use crate::config::{Security, ServerSpec};
-use crate::policy::outbound::{SendPermit, SentMessage};
+use crate::outbound::{SendPermit, SentMessage};
 
 /// Per-command timeout: long enough for a slow submission server, short enough that a stuck one
 /// does not hold the tool call for minutes.
@@ -162,7 +162,7 @@ fn is_tls_failure(error: &lettre::transport::smtp::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::outbound::test_permit;
+    use crate::outbound::test_permit;
 
     fn spec(host: &str, port: u16, security: Security) -> ServerSpec {
         ServerSpec {

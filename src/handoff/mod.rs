@@ -27,8 +27,6 @@
 //! anything. Nothing here returns a path or payload bytes to a tool caller, except
 //! [`store::HandoffStore::read_payload`], which feeds a draft attachment inside the mailbox.
 
-#[doc(hidden)]
-pub(crate) mod bench;
 pub(crate) mod id;
 pub(crate) mod key;
 pub(crate) mod manifest;

@@ -11,7 +11,7 @@
 pub(crate) mod analyzer;
 pub(crate) mod capdir;
 pub(crate) mod layout;
-pub(crate) mod source;
+pub(crate) mod reader;
 pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod sync;

@@ -6,7 +6,7 @@
 //! only after the commit it describes. It also says what built the index: the mailbox it holds
 //! ([`mailbox_identity`], a digest) and the text analysis ([`crate::text::ANALYZER_VERSION`]);
 //! an index whose mailbox or analyzer differs from what the server runs with is never served
-//! (`index::source::Coverage`). Pausing is a file of its own ([`PAUSED`]), never a field a
+//! (`index::reader::Coverage`). Pausing is a file of its own ([`PAUSED`]), never a field a
 //! running sync could write back over.
 
 use std::collections::BTreeMap;

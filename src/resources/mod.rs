@@ -247,7 +247,7 @@ fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
     let now = chrono::Utc::now();
     let max =
         chrono::Duration::from_std(app.indexes.max_staleness).unwrap_or(chrono::Duration::MAX);
-    let coverage = reader.coverage(&status, crate::index::source::Scope::Mailbox, max, now);
+    let coverage = reader.coverage(&status, crate::index::reader::Scope::Mailbox, max, now);
     if !coverage.serves() {
         // Another mailbox's counts and dates are not this alias's.
         return IndexOut {
@@ -263,7 +263,7 @@ fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
                     .join("; "),
                 if coverage
                     .doubts
-                    .contains(&crate::index::source::Doubt::MailboxChanged)
+                    .contains(&crate::index::reader::Doubt::MailboxChanged)
                 {
                     "rebuild"
                 } else {

@@ -10,7 +10,7 @@ use super::indexed::{self, Answer, Mode, Target};
 use super::{SearchOutcome, SearchPlan};
 use crate::alias::Alias;
 use crate::backends::Registry;
-use crate::index::source::Indexes;
+use crate::index::reader::Indexes;
 
 /// Where each mailbox of a fan-out searches: the caller's choice, or by default the index and
 /// the live backend together where the alias has an index and the live backend alone where not.

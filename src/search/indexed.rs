@@ -23,14 +23,14 @@ use crate::backends::model::{
 };
 use crate::backends::{Backend, BackendError};
 use crate::embed::Semantic;
-use crate::index::source::{IndexReader, Scope};
+use crate::index::reader::{IndexReader, Scope};
 use crate::index::status::IndexStatus;
 use crate::index::{IndexError, IndexQuery, TextIndex};
 
 /// Warning codes of index answers.
 pub(crate) mod warning {
     // `index_stale`, `index_partial`, `index_mailbox_changed`, `index_rebuild_needed`: the
-    // doubts of `index::source::Coverage`, which owns their codes.
+    // doubts of `index::reader::Coverage`, which owns their codes.
     /// The mailbox has no local index (the operator has not synced it).
     pub(crate) const INDEX_MISSING: &str = "index_missing";
     /// The index could not be read.

@@ -10,11 +10,9 @@
 
 pub(crate) mod args;
 pub(crate) mod catalog;
+pub(crate) mod cursor;
 pub(crate) mod dates;
 pub(crate) mod evidence;
-#[cfg(test)]
-pub(crate) use evidence::testutil;
-pub(crate) mod cursor;
 pub(crate) mod framing;
 mod handoff;
 pub(crate) mod output;
@@ -23,6 +21,8 @@ pub(crate) use read::{list_allowed_mailboxes, list_folders};
 mod schema;
 pub(crate) mod send;
 mod strict;
+#[cfg(test)]
+pub(crate) mod testutil;
 mod text;
 mod write;
 
@@ -569,7 +569,7 @@ pub(crate) struct App {
     /// gate is open.
     pub(crate) handoffs: Option<Arc<crate::handoff::HandoffStore>>,
     /// The local indexes the operator synced, read-only (searches with `source`).
-    pub(crate) indexes: crate::index::source::Indexes,
+    pub(crate) indexes: crate::index::reader::Indexes,
     /// The embeddings endpoint (`MAILGATE_EMBEDDINGS_URL`), for the semantic half of index
     /// searches; `None` keeps them lexical.
     pub(crate) semantic: Option<Arc<crate::embed::Semantic>>,

@@ -327,7 +327,7 @@ pub(super) fn mode_of<'a>(
     app: &'a App,
     alias: &Alias,
     requested: Option<Mode>,
-) -> Result<(Mode, Option<&'a crate::index::source::IndexReader>), ToolError> {
+) -> Result<(Mode, Option<&'a crate::index::reader::IndexReader>), ToolError> {
     let index = app.indexes.get(alias);
     if index.is_none() && matches!(requested, Some(Mode::Index | Mode::Hybrid)) {
         return Err(ToolError::new(
@@ -1388,7 +1388,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_busy_extractor_refuses_fast_and_serves_once_a_slot_frees() {
-        let demo = evidence::testutil::demo_app();
+        let demo = crate::tools::testutil::demo_app();
         let app = &demo.app;
         let held: Vec<_> = (0..app.config.limits.max_concurrent_extractions)
             .map(|_| {

@@ -38,12 +38,12 @@ use super::{
     App, ErrorCode, Family, Hints, Mutates, ToolDef, ToolError, ToolOutput, handler, input_schema,
     output_schema,
 };
-use crate::backends::transport::{Transport, TransportSetupError};
+use crate::backends::sending::{Transport, TransportSetupError};
 use crate::backends::{Backend, BackendError, SentFolder};
 use crate::config::Settings;
 use crate::error::StartupError;
 use crate::gates::SendSettings;
-use crate::policy::outbound::{
+use crate::outbound::{
     Decision, DenyReason, OutboundPolicy, Proposal, SendPermit, SentMessage, Thread,
 };
 

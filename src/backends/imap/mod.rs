@@ -14,12 +14,12 @@
 
 mod changes;
 mod conn;
-pub(crate) mod guard;
 mod ids;
 pub(crate) mod mutf7;
 mod pool;
 pub(crate) mod query;
 mod session;
+pub(crate) mod shield;
 pub(crate) mod structure;
 
 use std::collections::BTreeMap;

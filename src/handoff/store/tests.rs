@@ -751,3 +751,139 @@ fn the_root_must_be_private() {
     );
     assert!(!empty.path().join("handoffs").exists());
 }
+
+/// The handoff store's timings (formerly `cargo bench --bench handoff`, issue 28 moved them out
+/// of the shipped crate): create at 1 KiB / 1 MiB / 25 MiB with full revalidation, then create,
+/// replay lookup and the startup sweep at a store of many bundles, because every create scans the
+/// committed manifests (quota accounting and the key lookup). Timings depend on the machine, so
+/// the full run is an ignored test that prints its report and asserts nothing about speed:
+/// `cargo test --release --lib handoff -- --ignored --nocapture` (bundles:
+/// `MAILGATE_HANDOFF_BENCH_ENTRIES`, default 1000). The suite runs it once on a small store, so a
+/// broken measurement fails there rather than on the day someone wants the figures.
+mod measurement {
+    use std::fmt::Write as _;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::downloads::SafeFileName;
+
+    const MIB: usize = 1024 * 1024;
+
+    fn request(n: usize) -> HandoffRequest {
+        HandoffRequest::new(
+            Alias::parse("bench").expect("a valid alias"),
+            "message",
+            "att-0",
+            &format!("0f8fad5b-d9cb-469f-a165-{n:012}"),
+        )
+    }
+
+    fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+        let started = Instant::now();
+        let out = f();
+        (out, started.elapsed())
+    }
+
+    /// Runs the measurements at `entries` bundles in a fresh private scratch directory and
+    /// returns the report, one line per figure.
+    fn run(entries: usize) -> String {
+        let scratch = private_tempdir();
+        let root = crate::path_guard::open_private_subdir(scratch.path(), "handoffs", true)
+            .expect("open the store root");
+        let store = HandoffStore::new(
+            root,
+            StoreLimits {
+                max_attachment_bytes: 100 * MIB as u64,
+                max_store_bytes: 5 * 1024 * MIB as u64,
+                max_entries: 10_000,
+                ttl: Duration::from_secs(3600),
+            },
+            None,
+        )
+        .expect("open the store");
+        let name = || SafeFileName::from_untrusted("bench.bin");
+        let mut report = String::new();
+        let mut next = 0usize;
+        let mut create = |bytes: &[u8]| {
+            next += 1;
+            store
+                .create(&request(next), name(), "application/octet-stream", bytes)
+                .expect("create a bundle")
+        };
+
+        for size in [1024, MIB, 25 * MIB] {
+            let bytes = vec![0x5a_u8; size];
+            let (created, took) = time(|| create(&bytes));
+            let id = created.manifest.id;
+            let (got, verify) = time(|| store.get(&id));
+            got.expect("revalidate the bundle");
+            let _ = writeln!(
+                report,
+                "create {:>9} B into a near-empty store: {:>8.2} ms; full revalidation: {:>8.2} ms",
+                size,
+                took.as_secs_f64() * 1e3,
+                verify.as_secs_f64() * 1e3
+            );
+        }
+        let small = vec![1u8; 1024];
+        let ((), fill) = time(|| {
+            for _ in 3..entries {
+                create(&small);
+            }
+        });
+        let _ = writeln!(
+            report,
+            "filled the store to {entries} bundles in {:.2} s ({:.2} ms per create on average)",
+            fill.as_secs_f64(),
+            fill.as_secs_f64() * 1e3 / entries.saturating_sub(3).max(1) as f64
+        );
+        let (_, took) = time(|| create(&small));
+        let _ = writeln!(
+            report,
+            "create 1 KiB at {} bundles: {:.2} ms",
+            entries + 1,
+            took.as_secs_f64() * 1e3
+        );
+        let (found, lookup) = time(|| store.find_by_key(&request(next)));
+        assert!(
+            found.expect("look the last bundle up").is_some(),
+            "the replay lookup finds the last bundle"
+        );
+        let _ = writeln!(
+            report,
+            "replay lookup by key at {} bundles: {:.2} ms",
+            entries + 1,
+            lookup.as_secs_f64() * 1e3
+        );
+        let (swept, sweep) = time(|| store.sweep());
+        swept.expect("sweep the store");
+        let _ = writeln!(
+            report,
+            "startup sweep over {} bundles: {:.2} ms",
+            entries + 1,
+            sweep.as_secs_f64() * 1e3
+        );
+        report
+    }
+
+    #[test]
+    fn the_measurement_runs_on_a_small_store() {
+        let report = run(8);
+        assert_eq!(report.lines().count(), 7, "{report}");
+        assert!(report.contains("startup sweep over 9 bundles"), "{report}");
+    }
+
+    #[test]
+    #[ignore = "gh28: a measurement, not a check; prints the handoff store's timings"]
+    #[expect(
+        clippy::print_stdout,
+        reason = "the measurement's output is its report"
+    )]
+    fn handoff_store_timings() {
+        let entries = std::env::var("MAILGATE_HANDOFF_BENCH_ENTRIES")
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(1000);
+        print!("{}", run(entries));
+    }
+}

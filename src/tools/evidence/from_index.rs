@@ -8,7 +8,7 @@
 //! attachment whose text the index lacks (no extractor, too large, failed, cut). The
 //! investigation then reads those messages live and matches them as it matches any other, so
 //! the index only ever rules messages *out*, and only those it holds whole. Absence proved this
-//! way needs what an index search needs, decided by `index::source::Coverage` (the one rule):
+//! way needs what an index search needs, decided by `index::reader::Coverage` (the one rule):
 //! the folder's last sync round complete, nothing pending, and a sync within
 //! `MAILGATE_INDEX_MAX_STALENESS`, else the folder's coverage names `INDEX_STALE` /
 //! `INDEX_PARTIAL`; an index of another mailbox or another text analysis is not read at all
@@ -22,7 +22,7 @@ use super::investigate::FolderReason;
 use super::push_once;
 use super::signals::Signals;
 use crate::backends::model::{FolderSelector, MessageSummary};
-use crate::index::source::{Doubt, IndexReader, Scope};
+use crate::index::reader::{Doubt, IndexReader, Scope};
 use crate::index::status::IndexStatus;
 use crate::index::{CandidateQuery, Clue, IndexError, TextIndex};
 use crate::tools::args::InvestigationFolder;

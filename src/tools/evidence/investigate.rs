@@ -1231,7 +1231,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::tools::evidence::testutil::{demo_app, message_id};
+    use crate::tools::testutil::{demo_app, message_id};
 
     async fn investigate(app: &Arc<App>, args: Value) -> Result<Value, ToolError> {
         let args: InvestigateArgs = serde_json::from_value(args).expect("args parse");

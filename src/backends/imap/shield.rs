@@ -1,8 +1,8 @@
-//! A read guard under the IMAP protocol parser: it follows the server's bytes (quoted strings,
+//! A read shield under the IMAP protocol parser: it follows the server's bytes (quoted strings,
 //! `{n}` literals, parentheses, line kinds) and fails the connection on a response that would
 //! crash imap-proto, the parser async-imap uses.
 //!
-//! Why: imap-proto has two crashes a server can trigger, and the guard sees every byte before the
+//! Why: imap-proto has two crashes a server can trigger, and the shield sees every byte before the
 //! parser does, so each becomes an I/O error on one connection (the pool closes it; the call
 //! answers `BACKEND_UNAVAILABLE`, and a search is incomplete, never `NOT_FOUND`):
 //! * it parses nested lists (BODYSTRUCTURE, ENVELOPE) by recursion with no depth bound. A
@@ -17,7 +17,13 @@
 //!   `Outcome::parse`; found by the `imap_response` fuzz target). Status lines are told apart
 //!   by their second word, as imap-proto does; in them, `]` followed by a byte above 0x7F is
 //!   refused wherever it stands, and so is a literal (no server sends one there, and following
-//!   it would let the guard and the parser disagree about where lines begin).
+//!   it would let the shield and the parser disagree about where lines begin).
+//!
+//! Named a shield, not a guard, so it is not confused with the HTTP head checks
+//! (`transport::http::guard`).
+//!
+//! Who may call it: `conn` (every IMAP connection reads through a [`Shield`]) and the
+//! `imap_response` fuzz target (the [`Scanner`] alone).
 
 use std::io;
 use std::pin::Pin;
@@ -244,7 +250,7 @@ impl Scanner {
     }
 }
 
-/// A response the guard keeps from the parser.
+/// A response the shield keeps from the parser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum Refused {
     #[error("the mail server sent a response nested deeper than {MAX_PAREN_DEPTH} levels")]
@@ -255,7 +261,7 @@ pub(crate) enum Refused {
 
 /// `inner` with every byte read checked by a [`Scanner`].
 #[derive(Debug)]
-pub(crate) struct DepthGuard<S> {
+pub(crate) struct Shield<S> {
     inner: S,
     scanner: Scanner,
     refused: Option<Refused>,
@@ -265,7 +271,7 @@ pub(crate) struct DepthGuard<S> {
     eof: bool,
 }
 
-impl<S> DepthGuard<S> {
+impl<S> Shield<S> {
     pub(crate) fn new(inner: S) -> Self {
         Self {
             inner,
@@ -285,7 +291,7 @@ impl<S> DepthGuard<S> {
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for DepthGuard<S> {
+impl<S: AsyncRead + Unpin> AsyncRead for Shield<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -314,7 +320,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for DepthGuard<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for DepthGuard<S> {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Shield<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -410,7 +416,7 @@ mod tests {
         ] {
             assert_eq!(verdict(line), Err(Refused::StatusText), "{line:?}");
         }
-        // A literal in a status line would let the guard and the parser disagree on lines.
+        // A literal in a status line would let the shield and the parser disagree on lines.
         assert_eq!(
             verdict(b"* NO [BADCHARSET ({5}\r\nab]\xd7c)]\r\n"),
             Err(Refused::StatusText)
@@ -438,20 +444,20 @@ mod tests {
     async fn the_stream_fails_instead_of_handing_the_parser_a_deep_response() {
         use tokio::io::AsyncReadExt as _;
         let deep = nested(1_000);
-        let mut guarded = DepthGuard::new(&deep[..]);
+        let mut shielded = Shield::new(&deep[..]);
         let mut out = Vec::new();
-        let err = guarded.read_to_end(&mut out).await.expect_err("refused");
+        let err = shielded.read_to_end(&mut out).await.expect_err("refused");
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         let ok = nested(5);
         let mut out = Vec::new();
-        DepthGuard::new(&ok[..])
+        Shield::new(&ok[..])
             .read_to_end(&mut out)
             .await
             .expect("passes");
         assert_eq!(out, ok);
-        let mut guarded = DepthGuard::new(&ok[..]);
-        assert!(!guarded.hit_eof());
-        guarded.read_to_end(&mut Vec::new()).await.expect("reads");
-        assert!(guarded.hit_eof(), "the end of the stream is remembered");
+        let mut shielded = Shield::new(&ok[..]);
+        assert!(!shielded.hit_eof());
+        shielded.read_to_end(&mut Vec::new()).await.expect("reads");
+        assert!(shielded.hit_eof(), "the end of the stream is remembered");
     }
 }

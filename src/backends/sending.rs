@@ -1,9 +1,12 @@
-//! The send transport of the sending mailbox, chosen once at startup from its config: SMTP when
-//! the mailbox has an `smtp` block, Graph's `sendMail` for a Graph mailbox, the local outbox for
-//! a Maildir mailbox without one, and a refusal for an IMAP mailbox without SMTP. Each transport takes the outbound policy's
-//! [`SendPermit`] by value (the only value that can be sent) and says whether it files the Sent
-//! copy itself ([`Transport::files_sent_copy`]: Graph's `sendMail` does, SMTP does not), so the
-//! send tool files one copy, never two and never none.
+//! Mail sending: the send transport of the sending mailbox (not the MCP transports of
+//! `crate::transport`), chosen once at startup from its config: SMTP when the mailbox has an
+//! `smtp` block, Graph's `sendMail` for a Graph mailbox, the local outbox for a Maildir mailbox
+//! without one, and a refusal for an IMAP mailbox without SMTP. Each transport takes the outbound
+//! policy's [`SendPermit`] by value (the only value that can be sent) and says whether it files
+//! the Sent copy itself ([`Transport::files_sent_copy`]: Graph's `sendMail` does, SMTP does not),
+//! so the send tool files one copy, never two and never none.
+//!
+//! Who may call it: `tools::send` (opened once by `SendState::open`, used by `send_email`).
 
 use std::sync::Arc;
 
@@ -13,7 +16,7 @@ use super::outbox::{self, Outbox};
 use super::smtp::SmtpSender;
 use crate::config::env::Secret;
 use crate::config::{BackendSpec, MailboxEntry};
-use crate::policy::outbound::{SendPermit, SentMessage};
+use crate::outbound::{SendPermit, SentMessage};
 
 /// Why the transport could not be set up at startup.
 #[derive(Debug)]

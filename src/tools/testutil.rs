@@ -1,0 +1,40 @@
+//! The crate's shared test fixture: the demo corpus set up in a temp dir and served by a real
+//! [`App`], as startup builds it, plus a demo message's backend id by its corpus key.
+//!
+//! Invariant: test-only (`#[cfg(test)]` in `tools/mod.rs`); nothing here ships. The temp dir
+//! lives as long as the returned [`DemoApp`].
+//!
+//! Who may call it: unit tests anywhere in the crate (the tools', the HTTP transport's).
+
+use std::sync::Arc;
+
+use crate::tools::App;
+
+/// The demo app and the temp dir that holds its state folder and mailboxes.
+pub(crate) struct DemoApp {
+    pub(crate) app: Arc<App>,
+    _dir: tempfile::TempDir,
+}
+
+/// Sets the demo up in a fresh temp dir and builds the app over it.
+pub(crate) fn demo_app() -> DemoApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The state folder must be private (a tempdir itself may be 0755).
+    let config = crate::demo::setup(&dir.path().join("state"), false).expect("demo setup");
+    let home = dir.path().to_string_lossy().into_owned();
+    let env = crate::config::env::Env::from_pairs([
+        ("HOME", home.clone()),
+        ("MAILGATE_HOME", format!("{home}/state")),
+    ]);
+    let (settings, gates) = crate::startup::load_settings(&env, Some(&config)).expect("settings");
+    let app = crate::startup::build_app(&settings, gates, None).expect("app");
+    DemoApp { app, _dir: dir }
+}
+
+/// The Maildir id of the demo message with `key`.
+pub(crate) fn message_id(key: &str) -> String {
+    let corpus = crate::demo::corpus::corpus();
+    let (_, folder, message) =
+        crate::demo::corpus::find_by_key(&corpus, key).expect("demo key exists");
+    crate::backends::maildir::encode_id(folder.name, &message.unique)
+}
