@@ -146,22 +146,7 @@ pub(crate) fn check(text: &str, query: &str, index: &TantivyIndex) -> Result<(),
 }
 
 fn summary() -> MessageSummary {
-    MessageSummary {
-        id: "m".into(),
-        folder_id: "INBOX".into(),
-        subject: None,
-        from: None,
-        received: None,
-        sent: None,
-        is_read: false,
-        is_flagged: false,
-        has_attachments: false,
-        preview: String::new(),
-        attachments: Vec::new(),
-        attachments_listed: true,
-        gap: None,
-        categories: Vec::new(),
-    }
+    MessageSummary::blank("m", "INBOX")
 }
 
 #[cfg(test)]

@@ -162,6 +162,29 @@ pub(crate) struct MessageSummary {
     pub(crate) categories: Vec<String>,
 }
 
+#[cfg(any(test, fuzzing))]
+impl MessageSummary {
+    /// A summary with only an id and a folder: the base of test and fuzz fixtures.
+    pub(crate) fn blank(id: &str, folder_id: &str) -> Self {
+        MessageSummary {
+            id: id.into(),
+            folder_id: folder_id.into(),
+            subject: None,
+            from: None,
+            received: None,
+            sent: None,
+            is_read: false,
+            is_flagged: false,
+            has_attachments: false,
+            preview: String::new(),
+            attachments: Vec::new(),
+            attachments_listed: true,
+            gap: None,
+            categories: Vec::new(),
+        }
+    }
+}
+
 /// The words of a search query as a server-side search is given them: maximal runs of letters
 /// and digits, lower-cased. Punctuation, quotes and operators never reach a server's query
 /// language; the engine matches the caller's own tokens locally either way.

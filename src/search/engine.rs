@@ -421,20 +421,8 @@ pub(crate) mod tests {
 
     pub(crate) fn candidate(id: &str, subject: &str) -> MessageSummary {
         MessageSummary {
-            id: id.into(),
-            folder_id: "INBOX".into(),
             subject: Some(subject.into()),
-            from: None,
-            received: None,
-            sent: None,
-            is_read: false,
-            is_flagged: false,
-            has_attachments: false,
-            preview: String::new(),
-            attachments: Vec::new(),
-            attachments_listed: true,
-            gap: None,
-            categories: Vec::new(),
+            ..MessageSummary::blank(id, "INBOX")
         }
     }
 
