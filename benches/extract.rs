@@ -30,7 +30,7 @@
 //! server does not answer. Extractor errors (formats whose extractor is not in the build yet)
 //! are reported as such. `MAILGATE_BENCH_EXE=PATH` measures another build; a smoke run is
 //! `--smoke`, `MAILGATE_BENCH_SMOKE=1` or a run without `--bench` (a few seconds).
-#![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
+#![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
 #![expect(
     clippy::disallowed_methods,
     reason = "a bench binary reads its knobs, writes its scratch files and starts processes; the \

@@ -13,7 +13,7 @@
 //! Knobs: `MAILGATE_GRAPH_BENCH_MESSAGES` (messages per mailbox, default 300; 40 in a smoke
 //! run), `MAILGATE_GRAPH_BENCH_ROUNDS` (default 5; 1 in a smoke run). `MAILGATE_BENCH_EXE=PATH`
 //! measures another build. Figures are reported, not asserted.
-#![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
+#![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
 #![expect(
     clippy::disallowed_methods,
     reason = "a bench binary reads its own knobs and /proc; the library's rules are for the library"

@@ -35,7 +35,7 @@
 //! More than 32 clients exceed the transport's request slots: the 503s that follow count as
 //! HTTP errors. `MAILGATE_BENCH_EXE=PATH` measures another build; a smoke run is `--smoke`,
 //! `MAILGATE_BENCH_SMOKE=1` or a run without `--bench` (as `cargo test --all-targets` makes).
-#![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
+#![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
 #![expect(
     clippy::disallowed_methods,
     reason = "a bench binary reads its knobs, reads /proc, sets up its scratch directory and \

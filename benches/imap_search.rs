@@ -30,7 +30,7 @@
 //! `MAILGATE_IMAP_BENCH_FRESH=1` (always seed fresh users, never reuse), `MAILGATE_BENCH_EXE=PATH`
 //! (measure another build). A smoke run is `--smoke`, `MAILGATE_BENCH_SMOKE=1` or a run without
 //! `--bench`.
-#![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
+#![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
 #![expect(
     clippy::disallowed_methods,
     reason = "a bench binary reads its own knobs and the demo corpus; the library's rules are for \

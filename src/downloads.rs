@@ -341,7 +341,7 @@ pub(crate) fn plan(
 pub(crate) mod fuzz;
 
 #[cfg(test)]
-#[allow(
+#[expect(
     clippy::disallowed_methods,
     reason = "tests plant and inspect fixtures with std::fs inside a tempdir"
 )]

@@ -94,7 +94,7 @@ fn unique_name() -> String {
 }
 
 #[cfg(test)]
-#[allow(
+#[expect(
     clippy::disallowed_methods,
     reason = "the test checks the outbox folder's mode on the real filesystem"
 )]

@@ -7,10 +7,6 @@
 //! a refusal says how long until one token is there; a poisoned lock refuses (fails closed).
 //! Who may call it: the backends, before each rate-limited command; a refusal becomes
 //! `BackendError::Throttled`, i.e. `RATE_LIMITED` with a retry-after hint.
-#![allow(
-    dead_code,
-    reason = "the IMAP backend takes a token per command once issue 12's connection work lands"
-)]
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

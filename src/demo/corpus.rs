@@ -106,7 +106,7 @@ pub(crate) const OVERSIZED_ATTACHMENT_BYTES: usize = 2 * 1024 * 1024 + 4096;
 /// The file name of the oversized attachment (support / INBOX / `oversized`).
 #[cfg_attr(
     not(test),
-    allow(dead_code, reason = "named for the tests of other modules")
+    expect(dead_code, reason = "named for the tests of other modules")
 )]
 pub(crate) const OVERSIZED_ATTACHMENT_NAME: &str = "site-survey-raw-2026-07.bin";
 
@@ -116,7 +116,7 @@ const OVERSIZED_PLACEHOLDER: &[u8] = b"@@MAILGATE-DEMO-OVERSIZED-ATTACHMENT@@\r\
 /// The ZipCrypto password of `secure-statements-2026.zip`; the mail itself never states it.
 #[cfg_attr(
     not(test),
-    allow(dead_code, reason = "documented for the tour and integration tests")
+    expect(dead_code, reason = "documented for the tour and integration tests")
 )]
 pub(crate) const DEMO_ZIP_PASSWORD: &str = "demo-zip-2026";
 
@@ -238,7 +238,7 @@ pub(crate) fn oversized_attachment_bytes() -> Vec<u8> {
 /// Finds a message by its `X-Demo-Key` header (see the known-facts tables above).
 #[cfg_attr(
     not(test),
-    allow(dead_code, reason = "a lookup for tests of other modules")
+    expect(dead_code, reason = "a lookup for tests of other modules")
 )]
 pub(crate) fn find_by_key<'a>(
     corpus: &'a [DemoMailbox],

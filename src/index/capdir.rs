@@ -316,7 +316,7 @@ mod tests {
         d.atomic_write(Path::new("meta.json"), b"two")
             .expect("write");
         assert_eq!(d.atomic_read(Path::new("meta.json")).expect("read"), b"two");
-        #[allow(
+        #[expect(
             clippy::disallowed_methods,
             reason = "the test inspects its own tempdir"
         )]
@@ -327,7 +327,7 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
     }
 
-    #[allow(
+    #[expect(
         clippy::disallowed_methods,
         reason = "the test changes its own tempdir's files as another user would"
     )]
@@ -354,7 +354,7 @@ mod tests {
         chmod(&tmp.path().join("meta.json"), 0o600);
         assert_eq!(read(&d), (true, true));
         let other = tempfile::tempdir().expect("tmp");
-        #[allow(clippy::disallowed_methods, reason = "the test plants a second name")]
+        #[expect(clippy::disallowed_methods, reason = "the test plants a second name")]
         std::fs::hard_link(tmp.path().join("meta.json"), other.path().join("x")).expect("link");
         assert_eq!(read(&d), (false, false), "hard-linked");
         let error = d.atomic_read(Path::new("meta.json")).expect_err("refused");

@@ -292,7 +292,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let (tmp, dir) = alias_dir();
         drop(SyncState::open(&dir).expect("open"));
-        #[allow(
+        #[expect(
             clippy::disallowed_methods,
             reason = "the test opens its own tempdir's file up"
         )]

@@ -67,7 +67,7 @@ fn is_stub(file: &str) -> bool {
 
 /// Checks that depend on a stub ([`is_stub`]) are reported, loudly, as pending instead of
 /// failing while it is one; once it is replaced they fail like any other.
-#[allow(clippy::print_stderr, reason = "a pending check says so, loudly")]
+#[expect(clippy::print_stderr, reason = "a pending check says so, loudly")]
 fn pending_on_stub(file: &str, fails: &mut Vec<String>, pending: &[String]) {
     if is_stub(file) {
         for p in pending {
@@ -1188,7 +1188,7 @@ async fn a_search_cut_mid_fetch_is_incomplete_evidence() {
 /// BACKEND_UNAVAILABLE "the mail server sent a response mailgate cannot read" (Malformed, which
 /// is not retried) instead of reconnecting (notes/imaptests.md).
 #[tokio::test]
-#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
 async fn a_killed_server_process_is_replaced_by_a_new_connection() {
     let server = server_or_skip!("a_killed_server_process_is_replaced_by_a_new_connection");
     if !rustix::process::geteuid().is_root() {

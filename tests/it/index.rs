@@ -768,7 +768,7 @@ async fn the_python_and_typescript_sdks_read_source_and_indexed_through() {
     }
 }
 
-#[allow(clippy::print_stderr, reason = "a skipped check says why")]
+#[expect(clippy::print_stderr, reason = "a skipped check says why")]
 fn skip(why: &str) {
     eprintln!(
         "skipping part of the_python_and_typescript_sdks_read_source_and_indexed_through: {why}"

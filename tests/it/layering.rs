@@ -525,7 +525,7 @@ mod scanner {
             #[cfg(test)]
             use crate::test_import;
             #[cfg(test)]
-            #[allow(dead_code, reason = "x")]
+            #[expect(dead_code, reason = "x")]
             mod tests { use crate::test_mod::W; fn g() { let _ = "}"; } }
             #[cfg(test)]
             mod helpers;

@@ -1,7 +1,7 @@
 //! The single integration-test binary: every test starts the real `mailgate` binary as a child
 //! process (stdio MCP through rmcp's client, or the CLI) with a private, minimal environment.
-#![allow(clippy::unwrap_used, reason = "tests")]
-#![allow(
+#![expect(clippy::unwrap_used, reason = "tests")]
+#![expect(
     clippy::disallowed_methods,
     reason = "tests build their fixtures with std::fs"
 )]

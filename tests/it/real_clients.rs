@@ -22,7 +22,7 @@ fn clients_dir() -> PathBuf {
 }
 
 /// Whether `npm ci` ran; otherwise prints why the test did nothing.
-#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
 fn installed(test: &str) -> bool {
     let present = clients_dir()
         .join("node_modules/@modelcontextprotocol/sdk")
@@ -42,7 +42,7 @@ fn path() -> String {
 }
 
 /// Runs `node SCRIPT ARGS` in `cwd` with exactly `env`; prints its wall time.
-#[allow(
+#[expect(
     clippy::print_stderr,
     reason = "the measured time is part of the test's report"
 )]
@@ -120,7 +120,7 @@ async fn mcp_inspector_cli_calls_every_read_tool_with_every_argument() {
 
 /// The project venv's interpreter when the Python SDK is installed in it; otherwise prints why
 /// the test does nothing.
-#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
 async fn python_with_mcp(test: &str) -> Option<PathBuf> {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
     let probe = tokio::process::Command::new(&python)
@@ -169,7 +169,7 @@ async fn python_script(
         .output()
         .await
         .unwrap();
-    #[allow(
+    #[expect(
         clippy::print_stderr,
         reason = "the measured time is part of the test's report"
     )]

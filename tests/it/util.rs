@@ -550,7 +550,7 @@ pub(crate) const OTHER_UID: u32 = 65534;
 
 /// Only root can give a file to another user. CI runs the tests as root, so the tests that need
 /// it run there; elsewhere they print why they did nothing and pass.
-#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
 pub(crate) fn running_as_root(test: &str) -> bool {
     let root = rustix::process::geteuid().is_root();
     if !root {

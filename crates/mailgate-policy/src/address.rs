@@ -99,10 +99,6 @@ impl EmailAddress {
         Ok(EmailAddress(s.to_ascii_lowercase()))
     }
 
-    #[allow(
-        dead_code,
-        reason = "read by policy::outbound and the backends' send paths"
-    )]
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -15,9 +15,12 @@ use std::fmt;
 pub(crate) const ALIAS_MAX_LEN: usize = 64;
 
 /// The alias pattern, published in JSON schemas and error messages.
-#[allow(
-    dead_code,
-    reason = "for the tool input schemas; the unit tests check it against parse"
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "for the tool input schemas; the unit tests check it against parse"
+    )
 )]
 pub(crate) const ALIAS_PATTERN: &str = r"^[a-z0-9][a-z0-9_-]*$";
 

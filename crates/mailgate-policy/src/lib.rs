@@ -11,7 +11,7 @@
 //! keeps saying `crate::config`, `crate::gates`, …; and the fuzz targets, through `fuzzing`
 //! (compiled only under `cfg(fuzzing)`).
 #![forbid(unsafe_code)]
-#![allow(
+#![expect(
     rustdoc::private_intra_doc_links,
     reason = "items are `pub` for the mailgate crate only; their docs are read with \
               --document-private-items, where links to the private helpers they name resolve"

@@ -407,7 +407,7 @@ fn classify_open_failure(path: &Path, error: &io::Error, rule: ModeRule) -> Fail
 }
 
 #[cfg(test)]
-#[allow(
+#[expect(
     clippy::disallowed_methods,
     reason = "tests build fixtures on the real filesystem inside a tempdir"
 )]
@@ -580,7 +580,7 @@ mod tests {
 
     /// Only root can give a file away, so the ownership tests run only as root (as CI does);
     /// elsewhere they say why they did nothing.
-    #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+    #[expect(clippy::print_stderr, reason = "a skipped test says why")]
     fn running_as_root(test: &str) -> bool {
         let root = rustix::process::geteuid().is_root();
         if !root {

@@ -562,7 +562,7 @@ mod tests {
     /// The test Dovecot: `(imap port, domain, password)` from `scripts/mailserver.sh env`, or
     /// `None` after a loud SKIP line when it is not running (a failure instead where the IMAP
     /// tests are required: CI, or MAILGATE_IMAP_TESTS=require, as in tests/it/imap_server).
-    #[allow(
+    #[expect(
         clippy::disallowed_methods,
         clippy::print_stderr,
         reason = "a test finds the test mail server by its script and says loudly when it skips"

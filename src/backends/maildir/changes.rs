@@ -252,7 +252,7 @@ impl MaildirStore {
 }
 
 #[cfg(test)]
-#[allow(
+#[expect(
     clippy::disallowed_methods,
     reason = "tests build their Maildir with std::fs under a tempdir"
 )]

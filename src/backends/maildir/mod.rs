@@ -585,7 +585,7 @@ fn read_file(dir: &Dir, file: &MessageFile) -> Result<Vec<u8>, BackendError> {
 }
 
 #[cfg(test)]
-#[allow(
+#[expect(
     clippy::disallowed_methods,
     reason = "tests inspect the Maildir they built inside a tempdir"
 )]

@@ -1,4 +1,4 @@
-#![allow(
+#![expect(
     clippy::disallowed_methods,
     reason = "tests corrupt and inspect the store's files directly"
 )]
@@ -255,7 +255,7 @@ fn decode_refuses_what_encode_never_writes() {
 /// the command in the module doc (`cargo test --release …` works too, with a longer build).
 #[test]
 #[ignore = "a measurement, run by hand"]
-#[allow(clippy::print_stderr, reason = "the measurement is the output")]
+#[expect(clippy::print_stderr, reason = "the measurement is the output")]
 fn scan_timing() {
     let (_tmp, dir) = folder();
     let mut store = VectorStore::open(dir, MODEL).expect("store");

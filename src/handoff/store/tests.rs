@@ -1,4 +1,4 @@
-#![allow(
+#![expect(
     clippy::disallowed_methods,
     reason = "tests tamper with bundles on the real filesystem inside a tempdir"
 )]

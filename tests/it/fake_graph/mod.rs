@@ -7,16 +7,16 @@
 //! Per-folder `messages/delta` keeps its sync state server-side (`delta`), and can expire it.
 //! Self-contained on purpose: benches include it by path (`#[path = "../tests/it/fake_graph/mod.rs"]
 //! mod fake_graph;`), so it must not use `crate::util`. Fictional data only.
-#![allow(
+#![expect(
     dead_code,
     reason = "the `it` crate and the Graph bench each use a subset of the fake"
 )]
-#![allow(
+#![expect(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "test fixture: a poisoned lock or a bad seed is a bug in the test"
 )]
-#![allow(
+#![expect(
     clippy::disallowed_methods,
     reason = "test fixture: seeding reads `.eml` files with std::fs"
 )]

@@ -136,7 +136,7 @@ impl MailServer {
     /// The running servers, or `None` after a loud SKIP line when they cannot run here (not
     /// root and not running). Where the IMAP tests are required (CI, or
     /// MAILGATE_IMAP_TESTS=require) a missing server fails the test instead.
-    #[allow(clippy::print_stderr, reason = "a skipped test says why, loudly")]
+    #[expect(clippy::print_stderr, reason = "a skipped test says why, loudly")]
     pub(crate) fn get(test: &str) -> Option<&'static MailServer> {
         static SERVER: OnceLock<Found> = OnceLock::new();
         match SERVER.get_or_init(find) {

@@ -73,10 +73,6 @@ impl Env {
     }
 
     /// Builds an environment from explicit pairs (tests, `policy explain` fixtures).
-    #[allow(
-        dead_code,
-        reason = "constructor for tests and fixtures; unused in some builds"
-    )]
     pub fn from_pairs<I, K, V>(pairs: I) -> Env
     where
         I: IntoIterator<Item = (K, V)>,

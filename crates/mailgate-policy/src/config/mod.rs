@@ -310,10 +310,6 @@ impl Access {
 
 /// Which backend serves a mailbox. Paths are absolute when the config path was.
 #[derive(Clone, Debug)]
-#[allow(
-    dead_code,
-    reason = "read by the IMAP/SMTP backends, which are not written yet"
-)]
 pub enum BackendSpec {
     Graph,
     Imap {
@@ -868,10 +864,7 @@ impl CrashPoint {
 pub struct Settings {
     pub config: Config,
     /// Absolute path of the config file that was read.
-    #[allow(
-        dead_code,
-        reason = "for `policy explain` and logs; not read by every build yet"
-    )]
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the unit tests only"))]
     pub(crate) config_path: PathBuf,
     /// `None` when no home folder is known: fine until something needs the state folder
     /// ([`Settings::state_dir`] then names the variable to set).
@@ -1172,7 +1165,7 @@ fn absolute_var(value: &str, var: &'static str) -> Result<PathBuf, ConfigError> 
 }
 
 #[cfg(test)]
-#[allow(
+#[expect(
     clippy::disallowed_methods,
     reason = "tests write fixture config files inside a tempdir"
 )]
