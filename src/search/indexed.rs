@@ -481,21 +481,25 @@ fn pair(
             _ => unpaired.push(m),
         }
     }
-    if unpaired.is_empty() {
-        return merged;
-    }
     // Then by Message-ID and digest, among the index hits no live hit took.
-    let index_keys: Vec<Option<(String, [u8; 32])>> = merged
-        .iter()
-        .map(|m| {
-            let s = &m.summary;
-            (!m.live)
-                .then(|| message_id(s).map(|mid| (mid, summary_digest(s))))
-                .flatten()
-        })
-        .collect();
+    let index_keys: Vec<Option<(String, [u8; 32])>> = if unpaired.is_empty() {
+        Vec::new()
+    } else {
+        merged
+            .iter()
+            .map(|m| {
+                let s = &m.summary;
+                (!m.live)
+                    .then(|| message_id(s).map(|mid| (mid, summary_digest(s))))
+                    .flatten()
+            })
+            .collect()
+    };
+    // No index hit left to pair with (none, or a withheld index): no live hit's Message-ID
+    // needs looking up.
+    let pairable = index_keys.iter().any(Option::is_some);
     for m in unpaired {
-        let twin = message_id(&m).and_then(|mid| {
+        let twin = pairable.then(|| message_id(&m)).flatten().and_then(|mid| {
             let key = (mid, summary_digest(&m));
             (0..index_keys.len()).find(|&i| !merged[i].live && index_keys[i].as_ref() == Some(&key))
         });
