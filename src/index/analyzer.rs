@@ -34,11 +34,6 @@ pub(crate) fn unrepresentable(query: &str) -> Option<&'static str> {
     too_long.then_some(QUERY_TOKEN_TOO_LONG)
 }
 
-/// The tokens of a query as the index is asked for them (every one must occur).
-pub(crate) fn query_tokens(text: &str) -> Vec<String> {
-    crate::text::query_tokens(text)
-}
-
 /// The tokenizer registered under [`NAME`].
 #[derive(Clone, Default)]
 pub(crate) struct MailTokenizer;

@@ -353,7 +353,7 @@ impl TantivyIndex {
     }
 
     fn word_query(&self, word: &str) -> Option<Box<dyn Query>> {
-        let tokens = analyzer::query_tokens(word);
+        let tokens = crate::text::query_tokens(word);
         if tokens.is_empty() {
             return None;
         }
