@@ -52,7 +52,7 @@ use common::exe;
 
 /// The worker subcommand (`src/extract/worker.rs`).
 const WORKER: &str = "__extract-worker";
-/// The most `maxZipUncompressedBytes` allows (`crates/mailgate-policy/src/config/mod.rs`).
+/// The most `maxZipUncompressedBytes` allows (`crates/mailgate-policy/src/config/limits.rs`).
 const MAX_ZIP_UNCOMPRESSED: u64 = 200 << 20;
 
 struct Knobs {

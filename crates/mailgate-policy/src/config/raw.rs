@@ -3,7 +3,8 @@
 //! Invariant: these types say exactly which keys and JSON types the file may contain
 //! (`deny_unknown_fields` everywhere, so `allowSend`, credentials or typos are errors) and
 //! nothing else: no defaults beyond "absent", no bounds, no cross-field rules. All of that is
-//! decided in `config/mod.rs` (`Config::from_raw`), the only consumer of these types.
+//! decided in `config/mod.rs` (`Config::from_raw`) and the `backend` and `limits` modules it
+//! calls, the only consumers of these types.
 //!
 //! The reader ([`parse`]) is mechanism, not policy. It parses the bytes into a JSON tree while
 //! refusing duplicate object keys (which would otherwise be resolved silently, last one wins),
@@ -11,7 +12,7 @@
 //! error names its JSON path (`mailboxes[1].alias`) and the rule broken, and never the offending
 //! value: serde's own messages quote values, and a misplaced secret must not reach a log.
 //!
-//! Who may call it: `config/mod.rs` only.
+//! Who may call it: `config/mod.rs`, `config/backend.rs` and `config/limits.rs` only.
 
 use std::fmt;
 
@@ -29,7 +30,7 @@ pub(crate) struct RawConfig {
     pub(crate) mailboxes: Vec<RawMailbox>,
     pub(crate) allow_writes: Option<bool>,
     pub(crate) search_memory_path: Option<String>,
-    // Limits (catalog.md "Limits"); bounds are checked in mod.rs.
+    // Limits (catalog.md "Limits"); bounds are checked in limits.rs.
     pub(crate) max_concurrent_mailboxes: Option<u64>,
     pub(crate) max_mailboxes_per_search: Option<u64>,
     pub(crate) max_results_per_mailbox: Option<u64>,

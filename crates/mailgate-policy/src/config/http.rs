@@ -1,0 +1,33 @@
+//! The HTTP transport's variable names, and the one value decided here: whether
+//! `OUTLOOK_HTTP_ALLOW_NO_AUTH` lets the transport run without a bearer token.
+//!
+//! Invariant: the no-auth switch is a strict boolean ([`http_allow_no_auth`]), and `gates`
+//! validates it at startup with the gate variables, so a misspelled value aborts every command
+//! rather than only `serve --http`. The transport's other values (host, port, token, origins)
+//! are parsed and checked by the server crate's `transport::http::settings`, which owns the
+//! loopback and origin rules; their names live here so that the unknown-variable check knows
+//! them.
+//!
+//! Who calls it: `gates` (validation), the server crate's HTTP transport, `vars`.
+
+use super::values::parse_bool;
+use super::{ConfigError, env};
+
+/// `OUTLOOK_HTTP_ALLOW_NO_AUTH`: validated with the gates as a strict boolean (so a misspelled
+/// value aborts every command); the HTTP transport reads it through [`http_allow_no_auth`].
+pub const HTTP_ALLOW_NO_AUTH_VAR: &str = "OUTLOOK_HTTP_ALLOW_NO_AUTH";
+// The HTTP transport's other variables (the reference plugin's names, plus mailgate's origin
+// allowlist), read by the server crate's `transport::http::settings`.
+/// Loopback host the HTTP transport binds (default 127.0.0.1).
+pub const HTTP_HOST_VAR: &str = "OUTLOOK_HTTP_HOST";
+/// Port the HTTP transport binds (default 3010).
+pub const HTTP_PORT_VAR: &str = "OUTLOOK_HTTP_PORT";
+/// The bearer token HTTP clients must present; blank counts as missing.
+pub const HTTP_BEARER_TOKEN_VAR: &str = "OUTLOOK_HTTP_BEARER_TOKEN";
+/// Comma list of browser origins allowed besides the bound port's loopback origins.
+pub const HTTP_ALLOWED_ORIGINS_VAR: &str = "MAILGATE_HTTP_ALLOWED_ORIGINS";
+
+/// `OUTLOOK_HTTP_ALLOW_NO_AUTH` as a strict boolean; unset or blank is `false`.
+pub fn http_allow_no_auth(env: &env::Env) -> Result<bool, ConfigError> {
+    Ok(parse_bool(HTTP_ALLOW_NO_AUTH_VAR, env.raw(HTTP_ALLOW_NO_AUTH_VAR))? == Some(true))
+}
