@@ -112,11 +112,20 @@ fn parent_dir(path: &str) -> String {
     }
 }
 
+/// The one document whose headings are code-map entries.
+const MAP: &str = "ARCHITECTURE.md";
+
 fn read_claims(doc: &str) -> Claims {
-    claims_of(doc, &std::fs::read_to_string(repo().join(doc)).unwrap())
+    claims_of(
+        doc,
+        &std::fs::read_to_string(repo().join(doc)).unwrap(),
+        doc == MAP,
+    )
 }
 
-fn claims_of(doc: &str, text: &str) -> Claims {
+/// `entries`: whether headings are code-map entries (bare names resolved, coverage counted); in
+/// any other document a heading is prose like the body.
+fn claims_of(doc: &str, text: &str, entries: bool) -> Claims {
     let doc_dir = parent_dir(doc);
     let mut claims = Claims::default();
     let mut fenced = false;
@@ -140,7 +149,7 @@ fn claims_of(doc: &str, text: &str) -> Claims {
             }
             claims.named.push((n, file));
         }
-        let heading = line.starts_with('#');
+        let heading = entries && line.starts_with('#');
         let mut base: Option<String> = None;
         for token in backticked(line) {
             if !is_pathlike(token) {
@@ -248,15 +257,15 @@ fn unmapped(claims: &Claims) -> Vec<String> {
 
 #[test]
 fn every_path_the_architecture_names_exists() {
-    let claims = read_claims("ARCHITECTURE.md");
+    let claims = read_claims(MAP);
     let mut problems = claims.problems.clone();
-    problems.extend(missing_paths("ARCHITECTURE.md", &claims));
+    problems.extend(missing_paths(MAP, &claims));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]
 fn every_module_has_an_entry_in_the_architecture() {
-    let missing = unmapped(&read_claims("ARCHITECTURE.md"));
+    let missing = unmapped(&read_claims(MAP));
     assert!(
         missing.is_empty(),
         "no code-map heading in ARCHITECTURE.md names these files (add each to the entry of \
@@ -272,6 +281,7 @@ const GUIDES: &[&str] = &[
     "docs/operator.md",
     "docs/security-review.md",
     "docs/attacks.md",
+    "fuzz/README.md",
     "README.md",
     "CONTRIBUTING.md",
     "SECURITY.md",
@@ -286,6 +296,56 @@ fn every_path_the_guides_name_exists() {
         problems.extend(missing_paths(doc, &claims));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The most lines a file under the mapped trees may hold before its unit tests (issue 28, item
+/// 4: a file that long mixes jobs; split it along them). A split-off test file is all tests.
+const MAX_CODE_LINES: usize = 1_000;
+
+/// Lines of a Rust file before its `#[cfg(test)] mod tests` (with the attributes between the
+/// two), or all of them when it has none.
+fn code_lines(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let is_tests = |l: &str| {
+        ["mod tests", "pub(crate) mod tests", "pub(super) mod tests"]
+            .iter()
+            .any(|p| l.starts_with(p))
+    };
+    let Some(at) = lines.iter().position(|l| is_tests(l)) else {
+        return lines.len();
+    };
+    let mut start = at;
+    while start > 0 {
+        let above = lines[start - 1];
+        if above.starts_with("#[") || above.starts_with(")]") || above.starts_with(' ') {
+            start -= 1;
+        } else {
+            break;
+        }
+    }
+    start
+}
+
+#[test]
+fn no_source_file_holds_more_than_a_thousand_lines_of_code() {
+    let mut files = Vec::new();
+    for tree in MAPPED_TREES {
+        rust_files(&repo().join(tree), &mut files);
+    }
+    let mut long: Vec<String> = files
+        .iter()
+        .filter(|f| !is_test_file(&f.to_string_lossy()))
+        .filter_map(|f| {
+            let n = code_lines(&std::fs::read_to_string(f).unwrap());
+            (n > MAX_CODE_LINES).then(|| format!("{} ({n} lines)", f.display()))
+        })
+        .collect();
+    long.sort();
+    assert!(
+        long.is_empty(),
+        "over {MAX_CODE_LINES} lines before their tests (split them along their jobs):\n{}",
+        long.join("\n")
+    );
 }
 
 /// The internals guide's list of integration-test modules is complete: every `tests/it/` module
@@ -326,7 +386,7 @@ fn the_map_reader_resolves_headings_bodies_and_links() {
         [guide](internals.md#text), [web](https://example.com).\n\
         ```\n`src/fenced.rs`\n```\n\
         ### `lonely.rs`\n";
-    let claims = claims_of("docs/map.md", map);
+    let claims = claims_of("docs/map.md", map, true);
     let entries: Vec<&str> = claims.entries.iter().map(String::as_str).collect();
     assert_eq!(
         entries,
@@ -345,6 +405,9 @@ fn the_map_reader_resolves_headings_bodies_and_links() {
         [(3, "docs/internals.md".to_owned(), "text".to_owned())]
     );
     assert_eq!(normalize("docs/../ARCHITECTURE.md"), "ARCHITECTURE.md");
+    let code = "fn a() {}\n\n#[cfg(test)]\n#[expect(\n    dead_code,\n)]\nmod tests {\n}\n";
+    assert_eq!(code_lines(code), 2);
+    assert_eq!(code_lines("fn a() {}\nfn b() {}\n"), 2);
     assert_eq!(
         slug("### `src/tools/read/` — `mod.rs`, `search.rs`"),
         "srctoolsread--modrs-searchrs"
