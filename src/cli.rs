@@ -212,7 +212,10 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
             return Ok(2);
         }
     };
-    match app.call(tool, raw).await {
+    match app
+        .call(Arc::new(crate::caller::Caller::Operator), tool, raw)
+        .await
+    {
         Ok(out) => {
             let rendered = out.render();
             let value = rendered

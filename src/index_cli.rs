@@ -329,11 +329,11 @@ async fn sync_one(
 ) -> Result<Synced, StartupError> {
     let alias = &target.alias;
     let name = alias.as_str();
-    let Ok(resolved) = app.resolve(name) else {
-        return Err(StartupError::Usage(format!(
-            "{name} is not on the allowlist"
-        )));
-    };
+    // The operator's command: every allowlisted mailbox is theirs to index.
+    let backend = crate::caller::Caller::Operator
+        .grant(&app.config, alias)
+        .and_then(|granted| app.backends.get(&granted))
+        .ok_or_else(|| StartupError::Usage(format!("{name} is not on the allowlist")))?;
     let alias_dir = layout::open_alias(root, alias, true).map_err(|e| index_error(name, &e))?;
     let status_dir = alias_dir
         .try_clone()
@@ -384,7 +384,7 @@ async fn sync_one(
         hold,
     };
     let started = std::time::Instant::now();
-    let report = sync::sync_alias(&mut sync_target, resolved.backend, &opts)
+    let report = sync::sync_alias(&mut sync_target, backend, &opts)
         .await
         .map_err(|e| index_error(name, &e))?;
     display.finish();

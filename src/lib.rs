@@ -6,7 +6,7 @@
 // The policy core lives in crates/mailgate-policy (its fuzz targets build without the network
 // stack); re-exported here so that the rest of the crate keeps saying `crate::config::…`.
 pub(crate) use mailgate_policy::{
-    address, alias, config, dir_fd, gates, json_tree, outbound, path_guard,
+    address, alias, caller, config, dir_fd, gates, json_tree, outbound, path_guard,
 };
 
 pub(crate) mod backends;

@@ -11,7 +11,7 @@ use rmcp::model::{GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMes
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tools::App;
+use crate::tools::CallScope;
 
 /// One prompt: its listing and its expansion.
 struct PromptDef {
@@ -20,7 +20,7 @@ struct PromptDef {
     description: &'static str,
     /// (name, description, required)
     arguments: &'static [(&'static str, &'static str, bool)],
-    expand: fn(&App, JsonObject) -> Result<String, String>,
+    expand: fn(&CallScope, JsonObject) -> Result<String, String>,
 }
 
 const ALIAS_ARG: &str = "an alias from list_allowed_mailboxes";
@@ -97,7 +97,7 @@ pub(crate) fn list() -> Vec<Prompt> {
 
 /// Expands prompt `name` with `arguments`.
 pub(crate) fn get(
-    app: &App,
+    app: &CallScope,
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<GetPromptResult, ErrorData> {
@@ -128,7 +128,7 @@ struct ComposeArgs {
     mailbox: Option<String>,
 }
 
-fn compose_email(app: &App, raw: JsonObject) -> Result<String, String> {
+fn compose_email(app: &CallScope, raw: JsonObject) -> Result<String, String> {
     let args: ComposeArgs = crate::tools::decode(raw)?;
     let mut text = format!(
         "Draft an email as described below.\n\nDescription (from the user):\n{}\n\n",
@@ -173,7 +173,7 @@ struct SummarizeArgs {
     folder: Option<String>,
 }
 
-fn summarize_emails(app: &App, raw: JsonObject) -> Result<String, String> {
+fn summarize_emails(app: &CallScope, raw: JsonObject) -> Result<String, String> {
     let args: SummarizeArgs = crate::tools::decode(raw)?;
     let alias = known(app, &args.mailbox, "mailbox")?;
     let mut criteria = serde_json::Map::new();
@@ -209,7 +209,7 @@ struct TriageArgs {
     mailbox: String,
 }
 
-fn triage_inbox(app: &App, raw: JsonObject) -> Result<String, String> {
+fn triage_inbox(app: &CallScope, raw: JsonObject) -> Result<String, String> {
     let args: TriageArgs = crate::tools::decode(raw)?;
     let alias = known(app, &args.mailbox, "mailbox")?;
     let mut text = format!(
@@ -237,7 +237,7 @@ struct EvidenceArgs {
     mailboxes: Option<String>,
 }
 
-fn find_evidence(app: &App, raw: JsonObject) -> Result<String, String> {
+fn find_evidence(app: &CallScope, raw: JsonObject) -> Result<String, String> {
     let args: EvidenceArgs = crate::tools::decode(raw)?;
     let scope = match &args.mailboxes {
         None => "every allowed mailbox (search_mailboxes without `mailboxes`)".to_owned(),
@@ -270,11 +270,12 @@ fn find_evidence(app: &App, raw: JsonObject) -> Result<String, String> {
     ))
 }
 
-/// The alias `value` of argument `arg` when it is on the allowlist.
-fn known(app: &App, value: &str, arg: &str) -> Result<String, String> {
-    app.resolve(value)
-        .map(|r| r.alias.to_string())
-        .map_err(|_| format!("{arg}: not an alias on the allowlist"))
+/// The alias `value` of argument `arg` when the caller may reach it (an alias off the
+/// allowlist and one outside the caller's grants get the same answer).
+fn known(app: &CallScope, value: &str, arg: &str) -> Result<String, String> {
+    app.grant(value)
+        .map(|g| g.as_str().to_owned())
+        .ok_or_else(|| format!("{arg}: not an alias on the allowlist"))
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
-use crate::tools::{App, CallError, render_error};
+use crate::caller::Caller;
+use crate::tools::{App, CallError, CallScope, render_error};
 
 const INSTRUCTIONS: &str = "mailgate gives read access (and, where an operator opened a gate, \
     limited write, local-handoff or send access) to an allowlist of mailboxes named by alias. \
@@ -50,6 +51,26 @@ impl MailServer {
             app,
             gates_apply: false,
         }
+    }
+
+    /// Who this request is for. Over stdio, the operator. Over HTTP, the caller the transport
+    /// verified and put in the request's extensions (`transport::http::front`); a request
+    /// without one is refused, never served as the operator.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Arc<Caller>, ErrorData> {
+        if self.gates_apply {
+            return Ok(Arc::new(Caller::Operator));
+        }
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Arc<Caller>>())
+            .cloned()
+            .ok_or_else(|| ErrorData::invalid_request("no verified caller", None))
+    }
+
+    /// The app as this request's caller may use it.
+    fn scope(&self, context: &RequestContext<RoleServer>) -> Result<CallScope, ErrorData> {
+        Ok(CallScope::new(Arc::clone(&self.app), self.caller(context)?))
     }
 }
 
@@ -85,10 +106,10 @@ impl ServerHandler for MailServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         Ok(ListResourcesResult::with_all_items(crate::resources::list(
-            &self.app,
+            &self.scope(&context)?,
         )))
     }
 
@@ -105,9 +126,9 @@ impl ServerHandler for MailServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        crate::resources::read(Arc::clone(&self.app), &request.uri)
+        crate::resources::read(self.scope(&context)?, &request.uri)
             .await
             .map(Into::into)
     }
@@ -123,17 +144,18 @@ impl ServerHandler for MailServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        crate::prompts::get(&self.app, &request.name, request.arguments).map(Into::into)
+        crate::prompts::get(&self.scope(&context)?, &request.name, request.arguments)
+            .map(Into::into)
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        Ok(crate::resources::complete(&self.app, &request))
+        Ok(crate::resources::complete(&self.scope(&context)?, &request))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -145,10 +167,11 @@ impl ServerHandler for MailServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let caller = self.caller(&context)?;
         let raw = request.arguments.unwrap_or_default();
-        match self.app.call(&request.name, raw).await {
+        match self.app.call(caller, &request.name, raw).await {
             Ok(out) => Ok(out.render().into()),
             Err(err) => match err.into_tool_error() {
                 Some(err) => Ok(render_error(&err).into()),

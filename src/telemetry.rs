@@ -154,6 +154,10 @@ struct CallEvent<'a> {
     timestamp: String,
     tool: &'a str,
     argument_shape: BTreeMap<String, &'static str>,
+    /// The remote caller's principal label (plugin.json `principals[].label`); absent for the
+    /// operator. Never a token or a claim value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    principal: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     mailbox: Option<&'a str>,
     duration_ms: u128,
@@ -187,6 +191,7 @@ impl Journal {
         &self,
         tool: &str,
         argument_shape: BTreeMap<String, &'static str>,
+        principal: Option<&str>,
         mailbox: Option<&Alias>,
         elapsed: Duration,
         result: CallOutcome<'_>,
@@ -221,6 +226,7 @@ impl Journal {
             timestamp: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             tool,
             argument_shape,
+            principal,
             mailbox: mailbox.map(Alias::as_str),
             duration_ms: elapsed.as_millis(),
             outcome,

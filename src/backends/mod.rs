@@ -35,6 +35,7 @@ pub(crate) use model::{
 use model::{Flags, WellKnown};
 
 use crate::alias::Alias;
+use crate::caller::GrantedAlias;
 use crate::config::{BackendSpec, MailboxEntry};
 use crate::path_guard;
 
@@ -661,13 +662,15 @@ impl Registry {
         self.entries.iter().find(|m| &m.alias == alias)
     }
 
-    pub(crate) fn get(&self, alias: &Alias) -> Option<&Backend> {
-        self.entry(alias).map(|m| &m.backend)
+    /// The backend of a mailbox the caller was granted: a [`GrantedAlias`] is the only key
+    /// (`caller`), so no code reaches a mailbox its caller may not.
+    pub(crate) fn get(&self, alias: &GrantedAlias) -> Option<&Backend> {
+        self.entry(alias.alias()).map(|m| &m.backend)
     }
 
     /// The write handle of `alias`; `None` unless startup granted it writes.
-    pub(crate) fn writer(&self, alias: &Alias) -> Option<Writer<'_>> {
-        self.entry(alias)
+    pub(crate) fn writer(&self, alias: &GrantedAlias) -> Option<Writer<'_>> {
+        self.entry(alias.alias())
             .filter(|m| m.grants.write)
             .map(|m| Writer {
                 backend: &m.backend,
@@ -675,8 +678,8 @@ impl Registry {
     }
 
     /// The Sent-copy handle of `alias`; `None` unless it is the sending mailbox.
-    pub(crate) fn sent_folder(&self, alias: &Alias) -> Option<SentFolder<'_>> {
-        self.entry(alias)
+    pub(crate) fn sent_folder(&self, alias: &GrantedAlias) -> Option<SentFolder<'_>> {
+        self.entry(alias.alias())
             .filter(|m| m.grants.file_sent)
             .map(|m| SentFolder {
                 backend: &m.backend,
@@ -693,6 +696,8 @@ mod tests {
     #[tokio::test]
     async fn handles_follow_the_grants_startup_gave() {
         let alias = |name: &str| Alias::parse(name).expect("alias");
+        let granted =
+            |name: &str| crate::caller::test_grant(&alias(name), crate::config::Access::Full);
         let not_built = || Backend::NotBuilt(NotBuilt { kind: "graph" });
         let registry = Registry::new(vec![
             (alias("reader"), not_built(), Grants::default()),
@@ -713,25 +718,25 @@ mod tests {
                 },
             ),
         ]);
-        assert!(registry.writer(&alias("reader")).is_none());
-        assert!(registry.sent_folder(&alias("reader")).is_none());
-        assert!(registry.writer(&alias("sender")).is_none());
-        assert!(registry.sent_folder(&alias("writer")).is_none());
-        assert!(registry.writer(&alias("nobody")).is_none());
-        let writer = registry.writer(&alias("writer")).expect("granted");
+        assert!(registry.writer(&granted("reader")).is_none());
+        assert!(registry.sent_folder(&granted("reader")).is_none());
+        assert!(registry.writer(&granted("sender")).is_none());
+        assert!(registry.sent_folder(&granted("writer")).is_none());
+        assert!(registry.writer(&granted("nobody")).is_none());
+        let writer = registry.writer(&granted("writer")).expect("granted");
         // The one place an unbuilt kind is refused answers through the handle too.
         assert!(matches!(
             writer.create_draft(b"x").await,
             Err(BackendError::Unsupported("graph"))
         ));
-        let sent = registry.sent_folder(&alias("sender")).expect("granted");
+        let sent = registry.sent_folder(&granted("sender")).expect("granted");
         assert!(matches!(
             sent.file(b"x").await,
             Err(BackendError::Unsupported("graph"))
         ));
         assert!(matches!(
             registry
-                .get(&alias("reader"))
+                .get(&granted("reader"))
                 .expect("listed")
                 .ensure_built(),
             Err(BackendError::Unsupported("graph"))

@@ -219,7 +219,10 @@ async fn step(
         Value::Object(map) => map,
         _ => Default::default(),
     };
-    let value = match app.call(tool, raw).await {
+    let value = match app
+        .call(Arc::new(crate::caller::Caller::Operator), tool, raw)
+        .await
+    {
         Ok(o) => {
             let rendered = o.render();
             let v = rendered.structured_content.unwrap_or(Value::Null);

@@ -22,6 +22,7 @@ use super::tantivy_index::TantivyIndex;
 use super::{CandidateQuery, IndexError, IndexHits, IndexQuery, TextIndex};
 use crate::alias::Alias;
 use crate::backends::model::MessageSummary;
+use crate::caller::GrantedAlias;
 use crate::config::Settings;
 use crate::embed::vectors::VectorStore;
 
@@ -448,8 +449,9 @@ impl Indexes {
         }
     }
 
-    pub(crate) fn get(&self, alias: &Alias) -> Option<&IndexReader> {
-        self.readers.get(alias)
+    /// The index of a mailbox the caller was granted (the same key as the backend registry's).
+    pub(crate) fn get(&self, alias: &GrantedAlias) -> Option<&IndexReader> {
+        self.readers.get(alias.alias())
     }
 }
 

@@ -11,8 +11,6 @@ pub(crate) mod contacts;
 pub(crate) mod policy_view;
 pub(crate) mod uri;
 
-use std::sync::Arc;
-
 use rmcp::ErrorData;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, CompletionInfo, ReadResourceResult, Reference, Resource,
@@ -23,20 +21,22 @@ use serde_json::Value;
 
 use self::uri::{ResourceUri, View};
 use crate::backends::Categories;
+use crate::tools::CallScope;
 use crate::tools::args::{ListFoldersArgs, NoArgs};
 use crate::tools::{App, ErrorCode, ToolError, framing};
 
 const JSON: &str = "application/json";
 
-/// The fixed resources and, per allowlisted alias, its views (contacts without a query).
-pub(crate) fn list(app: &App) -> Vec<Resource> {
+/// The fixed resources and, per alias the caller may reach, its views (contacts without a
+/// query).
+pub(crate) fn list(app: &CallScope) -> Vec<Resource> {
     let mut out = fixed();
-    for m in &app.config.mailboxes {
+    for alias in app.granted() {
         for view in View::ALL {
             out.push(
                 Resource::new(
-                    format!("mailgate://{}/{}", m.alias, view.path()),
-                    format!("{} {}", m.alias, view.path()),
+                    format!("mailgate://{}/{}", alias, view.path()),
+                    format!("{} {}", alias, view.path()),
                 )
                 .with_mime_type(JSON),
             );
@@ -83,12 +83,12 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
 }
 
 /// Reads one resource.
-pub(crate) async fn read(app: Arc<App>, raw_uri: &str) -> Result<ReadResourceResult, ErrorData> {
+pub(crate) async fn read(app: CallScope, raw_uri: &str) -> Result<ReadResourceResult, ErrorData> {
     let parsed =
         ResourceUri::parse(raw_uri).map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
     let (json, untrusted) = match parsed {
         ResourceUri::Mailboxes => {
-            let out = crate::tools::list_allowed_mailboxes(Arc::clone(&app), NoArgs {})
+            let out = crate::tools::list_allowed_mailboxes(app.clone(), NoArgs {})
                 .await
                 .map_err(tool_error)?;
             (out.structured, out.untrusted)
@@ -103,7 +103,7 @@ pub(crate) async fn read(app: Arc<App>, raw_uri: &str) -> Result<ReadResourceRes
                         mailbox: resolved.alias.to_string(),
                         cursor: None,
                     };
-                    let out = crate::tools::list_folders(Arc::clone(&app), args)
+                    let out = crate::tools::list_folders(app.clone(), args)
                         .await
                         .map_err(tool_error)?;
                     (out.structured, out.untrusted)
@@ -125,7 +125,7 @@ pub(crate) async fn read(app: Arc<App>, raw_uri: &str) -> Result<ReadResourceRes
                         .map_err(tool_error)?;
                     (to_value(out), true)
                 }
-                View::Index => (to_value(index_view(&app, &resolved.alias)), false),
+                View::Index => (to_value(index_view(&app, &resolved.granted)), false),
             }
         }
     };
@@ -229,7 +229,7 @@ struct IndexOut {
     syncing: Option<bool>,
 }
 
-fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
+fn index_view(app: &App, alias: &crate::caller::GrantedAlias) -> IndexOut {
     let missing = |note: String| IndexOut {
         mailbox: alias.to_string(),
         note: Some(note),
@@ -295,7 +295,7 @@ fn index_view(app: &App, alias: &crate::alias::Alias) -> IndexOut {
 
 /// Completion of the `alias` of a resource template and the `mailbox`/`mailboxes` argument of
 /// a prompt: the allowlisted aliases starting with what was typed.
-pub(crate) fn complete(app: &App, request: &CompleteRequestParams) -> CompleteResult {
+pub(crate) fn complete(app: &CallScope, request: &CompleteRequestParams) -> CompleteResult {
     let wants_alias = match &request.r#ref {
         Reference::Resource(_) => request.argument.name == "alias",
         Reference::Prompt(_) => matches!(request.argument.name.as_str(), "mailbox" | "mailboxes"),
@@ -314,10 +314,9 @@ pub(crate) fn complete(app: &App, request: &CompleteRequestParams) -> CompleteRe
         .trim();
     let typed = typed.to_lowercase();
     let values: Vec<String> = app
-        .config
-        .mailboxes
+        .granted()
         .iter()
-        .map(|m| m.alias.to_string())
+        .map(|g| g.as_str().to_owned())
         .filter(|a| a.starts_with(&typed))
         .take(CompletionInfo::MAX_VALUES)
         .collect();

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::config::{Access, BackendSpec, Limits};
-use crate::tools::App;
+use crate::tools::CallScope;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -52,7 +52,9 @@ struct OutboundOut {
     max_per_hour: Option<u32>,
 }
 
-pub(crate) fn view(app: &App) -> PolicyOut {
+/// The policy as `app`'s caller sees it: a person's view lists only the mailboxes they reach,
+/// at the access they have there.
+pub(crate) fn view(app: &CallScope) -> PolicyOut {
     let g = &app.gates;
     let send = g.send.as_ref();
     PolicyOut {
@@ -68,18 +70,18 @@ pub(crate) fn view(app: &App) -> PolicyOut {
         },
         tools: app.tools.iter().map(|t| t.name).collect(),
         mailboxes: app
-            .config
-            .mailboxes
+            .granted()
             .iter()
-            .map(|m| MailboxOut {
+            .filter_map(|g| Some((g, app.config.mailbox(g.alias())?)))
+            .map(|(g, m)| MailboxOut {
                 alias: m.alias.to_string(),
                 backend: match &m.backend {
                     BackendSpec::Graph => "graph",
                     BackendSpec::Imap { .. } => "imap",
                     BackendSpec::Maildir { .. } => "maildir",
                 },
-                access: m.access,
-                indexed: app.indexes.get(&m.alias).is_some(),
+                access: g.access(),
+                indexed: app.indexes.get(g).is_some(),
             })
             .collect(),
         outbound: OutboundOut {

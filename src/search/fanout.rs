@@ -10,6 +10,7 @@ use super::indexed::{self, Answer, Mode, Target};
 use super::{SearchOutcome, SearchPlan};
 use crate::alias::Alias;
 use crate::backends::Registry;
+use crate::caller::GrantedAlias;
 use crate::index::reader::Indexes;
 
 /// Where each mailbox of a fan-out searches: the caller's choice, or by default the index and
@@ -31,12 +32,12 @@ pub(crate) struct Sources<'a> {
     pub(crate) semantic: Option<&'a crate::embed::Semantic>,
 }
 
-/// Searches every alias (already checked against the allowlist by the caller). With
+/// Searches every alias (granted to the call's caller, so already checked). With
 /// `shared_slots`, each mailbox search also holds a permit of that semaphore.
 pub(crate) async fn search_all(
     sources: Sources<'_>,
     requested: Option<Mode>,
-    aliases: &[Alias],
+    aliases: &[GrantedAlias],
     plan: &SearchPlan,
     concurrency: usize,
     shared_slots: Option<&tokio::sync::Semaphore>,
@@ -48,19 +49,19 @@ pub(crate) async fn search_all(
     } = sources;
     let workers = concurrency.clamp(1, aliases.len().max(1));
     futures::stream::iter(aliases.iter().cloned())
-        .map(|alias| async move {
+        .map(|granted| async move {
             // A batch shares one bound across its labels; a closed semaphore cannot happen
             // because nothing closes it, so a failed acquire just runs unbounded.
             let _slot = match shared_slots {
                 Some(s) => s.acquire().await.ok(),
                 None => None,
             };
-            let answer = match registry.get(&alias).map(|b| (b, b.ensure_built())) {
+            let answer = match registry.get(&granted).map(|b| (b, b.ensure_built())) {
                 Some((_, Err(err))) => Answer::from(SearchOutcome::failed(
                     super::error_warning(&err).unwrap_or(super::warning::MAILBOX_FAILED),
                 )),
                 Some((backend, Ok(()))) => {
-                    let index = indexes.get(&alias);
+                    let index = indexes.get(&granted);
                     let target = Target {
                         backend,
                         index,
@@ -73,7 +74,7 @@ pub(crate) async fn search_all(
                 }
                 None => Answer::from(SearchOutcome::failed(super::warning::MAILBOX_FAILED)),
             };
-            (alias, answer)
+            (granted.alias().clone(), answer)
         })
         .buffered(workers)
         .collect()

@@ -50,8 +50,11 @@ pub(crate) struct Position {
     pub(crate) second: u64,
 }
 
-/// What a cursor is bound to: the tool, the alias and the request's other arguments.
+/// What a cursor is bound to: the caller, the tool, the alias and the request's other
+/// arguments.
 pub(crate) struct Binding<'a> {
+    /// `CallScope::cursor_caller`: a cursor issued to one person is refused for another.
+    pub(crate) caller: &'a str,
     pub(crate) tool: &'static str,
     pub(crate) alias: &'a str,
     /// The request's arguments without `cursor` and the offsets it replaces.
@@ -132,6 +135,7 @@ fn mac(key: &Key, binding: &Binding<'_>, body: &[u8]) -> HmacSha256 {
         .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
     // Length-prefixed parts: no two different bindings feed the same bytes.
     for part in [
+        binding.caller.as_bytes(),
         binding.tool.as_bytes(),
         binding.alias.as_bytes(),
         canonical(binding.request).as_bytes(),
@@ -153,6 +157,7 @@ fn tag(key: &Key, binding: &Binding<'_>, body: &[u8]) -> Vec<u8> {
 pub(crate) fn fuzz(data: &[u8]) {
     let request = serde_json::json!({ "messageId": String::from_utf8_lossy(data) });
     let b = Binding {
+        caller: "operator",
         tool: "get_message",
         alias: "finance",
         request: &request,
@@ -177,6 +182,7 @@ pub(crate) fn fuzz(data: &[u8]) {
         "oracle: round trip"
     );
     let other = Binding {
+        caller: "operator",
         tool: "list_attachments",
         ..b
     };
@@ -214,6 +220,7 @@ mod tests {
 
     fn binding<'a>(tool: &'static str, alias: &'a str, request: &'a Value) -> Binding<'a> {
         Binding {
+            caller: "operator",
             tool,
             alias,
             request,

@@ -17,6 +17,7 @@ use super::{
 use crate::backends::BackendError;
 use crate::downloads::SafeFileName;
 use crate::handoff::{HandoffError, HandoffId, HandoffRequest, HandoffStore, Manifest};
+use crate::tools::CallScope;
 
 /// What both handoff tools return: never bytes, paths or the request fingerprint.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -164,7 +165,7 @@ fn map_error(err: &HandoffError) -> ToolError {
 }
 
 async fn create_attachment_handoff(
-    app: Arc<App>,
+    app: CallScope,
     args: CreateHandoffArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve_for_change(&args.mailbox)?;
@@ -237,7 +238,7 @@ async fn create_attachment_handoff(
 }
 
 async fn get_attachment_handoff(
-    app: Arc<App>,
+    app: CallScope,
     args: GetHandoffArgs,
 ) -> Result<ToolOutput, ToolError> {
     let store = store(&app)?;

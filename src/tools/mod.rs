@@ -19,6 +19,8 @@ pub(crate) mod output;
 mod read;
 pub(crate) use read::{list_allowed_mailboxes, list_folders};
 mod schema;
+mod scope;
+pub(crate) use scope::{CallScope, Resolved};
 pub(crate) mod send;
 mod strict;
 #[cfg(test)]
@@ -37,9 +39,8 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, To
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::alias::Alias;
-use crate::backends::{Backend, BackendError, Registry};
-use crate::config::{Access, Config, MailboxEntry};
+use crate::backends::{BackendError, Registry};
+use crate::config::Config;
 use crate::gates::{Gate, Gates};
 use crate::telemetry::Journal;
 
@@ -104,7 +105,7 @@ pub(crate) struct ToolDef {
     pub(crate) imap_capability: &'static str,
     pub(crate) input_schema: fn() -> Arc<JsonObject>,
     pub(crate) output_schema: Option<fn() -> Arc<JsonObject>>,
-    pub(crate) call: fn(Arc<App>, JsonObject) -> CallFuture,
+    pub(crate) call: fn(CallScope, JsonObject) -> CallFuture,
 }
 
 impl ToolDef {
@@ -134,13 +135,13 @@ impl ToolDef {
 
 /// Deserialise strictly, validate, then run the handler. Generic glue used by every ToolDef.
 pub(crate) async fn dispatch<A, F, Fut>(
-    app: Arc<App>,
+    app: CallScope,
     raw: JsonObject,
     f: F,
 ) -> Result<ToolOutput, CallError>
 where
     A: DeserializeOwned + Validate<Context = ()> + schemars::JsonSchema + 'static,
-    F: FnOnce(Arc<App>, A) -> Fut,
+    F: FnOnce(CallScope, A) -> Fut,
     Fut: Future<Output = Result<ToolOutput, ToolError>>,
 {
     // Not serde_json: its errors quote the rejected value or unknown name, and this message goes
@@ -575,13 +576,6 @@ pub(crate) struct App {
     pub(crate) semantic: Option<Arc<crate::embed::Semantic>>,
 }
 
-/// A mailbox a handler may use: the validated alias, its config entry and its pinned backend.
-pub(crate) struct Resolved<'a> {
-    pub(crate) alias: Alias,
-    pub(crate) entry: &'a MailboxEntry,
-    pub(crate) backend: &'a Backend,
-}
-
 /// The journal's view of a call's result (telemetry names no tool type, so the mapping is here).
 fn call_outcome(result: &Result<ToolOutput, CallError>) -> crate::telemetry::CallOutcome<'_> {
     use crate::telemetry::CallOutcome;
@@ -602,9 +596,11 @@ impl App {
         self.tools.iter().copied().find(|t| t.name == name)
     }
 
-    /// Runs one tool call end to end: lookup, validation, handler, journal.
+    /// Runs one tool call end to end for `caller`: lookup, validation, handler (in the
+    /// caller's [`CallScope`]), journal.
     pub(crate) async fn call(
         self: &Arc<Self>,
+        caller: Arc<crate::caller::Caller>,
         name: &str,
         raw: JsonObject,
     ) -> Result<ToolOutput, CallError> {
@@ -613,81 +609,29 @@ impl App {
         };
         let started = Instant::now();
         let shape = crate::telemetry::argument_shape(&(def.input_schema)(), &raw);
+        let scope = CallScope::new(Arc::clone(self), caller);
         let mailbox = raw
             .get("mailbox")
             .and_then(Value::as_str)
-            .and_then(|m| self.known_alias(m));
+            .and_then(|m| scope.grant(m));
         // The semaphore is never closed, so acquiring fails only in theory; then the call runs
         // unbounded rather than unanswered.
         let _slot = self.call_slots.acquire().await.ok();
         let result = CALL_ARRIVED
-            .scope(started, (def.call)(Arc::clone(self), raw))
+            .scope(started, (def.call)(scope.clone(), raw))
             .await
             .and_then(|out| within_answer_limit(def.name, out, &self.config.limits));
         if let Some(journal) = &self.journal {
             journal.record_call(
                 def.name,
                 shape,
-                mailbox.as_ref(),
+                scope.caller().label().map(|l| l.as_str()),
+                mailbox.as_ref().map(|g| g.alias()),
                 started.elapsed(),
                 call_outcome(&result),
             );
         }
         result
-    }
-
-    /// The alias if it is on the allowlist (used for metadata only).
-    fn known_alias(&self, mailbox: &str) -> Option<Alias> {
-        let alias = Alias::parse(&mailbox.to_lowercase()).ok()?;
-        self.config.mailbox(&alias).map(|_| alias)
-    }
-
-    /// Looks an alias up in the allowlist; unknown aliases fail before any backend is touched.
-    pub(crate) fn resolve(&self, mailbox: &str) -> Result<Resolved<'_>, ToolError> {
-        let unknown = || {
-            ToolError::new(
-                ErrorCode::UnknownMailbox,
-                "the mailbox alias is not on the allowlist",
-            )
-        };
-        let alias = Alias::parse(&mailbox.to_lowercase()).map_err(|_| unknown())?;
-        let entry = self.config.mailbox(&alias).ok_or_else(unknown)?;
-        let backend = self.backends.get(&alias).ok_or_else(unknown)?;
-        Ok(Resolved {
-            alias,
-            entry,
-            backend,
-        })
-    }
-
-    /// As [`App::resolve`], and refuses aliases narrowed to `read` (catalog.md "Per-alias
-    /// narrowing"); used by every write and handoff tool.
-    pub(crate) fn resolve_for_change(&self, mailbox: &str) -> Result<Resolved<'_>, ToolError> {
-        let resolved = self.resolve(mailbox)?;
-        if resolved.entry.access == Access::Read {
-            return Err(ToolError::new(
-                ErrorCode::PolicyDenied,
-                "this mailbox is narrowed to read access (plugin.json \"access\": \"read\")",
-            ));
-        }
-        Ok(resolved)
-    }
-
-    /// As [`App::resolve_for_change`], with the mailbox's write handle: the only way a handler
-    /// reaches a backend's writes. `None` from the registry means startup did not grant writes
-    /// to this alias (the write gate is closed), which the catalog already prevents.
-    pub(crate) fn resolve_writer(
-        &self,
-        mailbox: &str,
-    ) -> Result<(Resolved<'_>, crate::backends::Writer<'_>), ToolError> {
-        let resolved = self.resolve_for_change(mailbox)?;
-        let writer = self.backends.writer(&resolved.alias).ok_or_else(|| {
-            ToolError::new(
-                ErrorCode::PolicyDenied,
-                "writes are not enabled for this mailbox in this process",
-            )
-        })?;
-        Ok((resolved, writer))
     }
 }
 
@@ -851,7 +795,14 @@ mod tests {
             .map(|_| {
                 let app = Arc::clone(&app);
                 let raw = args.as_object().cloned().expect("object");
-                tokio::spawn(async move { app.call("search_mailbox", raw).await })
+                tokio::spawn(async move {
+                    app.call(
+                        Arc::new(crate::caller::Caller::Operator),
+                        "search_mailbox",
+                        raw,
+                    )
+                    .await
+                })
             })
             .collect();
         // A negative wait: unbounded, one of these searches answers in milliseconds.

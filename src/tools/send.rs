@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 
 use super::args::SendEmailArgs;
 use super::{
-    App, ErrorCode, Family, Hints, Mutates, ToolDef, ToolError, ToolOutput, handler, input_schema,
+    ErrorCode, Family, Hints, Mutates, ToolDef, ToolError, ToolOutput, handler, input_schema,
     output_schema,
 };
 use crate::backends::sending::{Transport, TransportSetupError};
@@ -46,6 +46,7 @@ use crate::gates::SendSettings;
 use crate::outbound::{
     Decision, DenyReason, OutboundPolicy, Proposal, SendPermit, SentMessage, Thread,
 };
+use crate::tools::CallScope;
 
 /// How long an idempotency receipt is kept.
 const RECEIPT_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -161,7 +162,7 @@ async fn transmit(transport: &Transport, permit: SendPermit) -> Result<SentMessa
     })
 }
 
-async fn send_email(app: Arc<App>, args: SendEmailArgs) -> Result<ToolOutput, ToolError> {
+async fn send_email(app: CallScope, args: SendEmailArgs) -> Result<ToolOutput, ToolError> {
     let (Some(settings), Some(state)) = (app.gates.send.as_ref(), app.send.as_ref()) else {
         return Err(ToolError::new(
             ErrorCode::Unsupported,
@@ -169,7 +170,14 @@ async fn send_email(app: Arc<App>, args: SendEmailArgs) -> Result<ToolOutput, To
         ));
     };
     let alias = settings.from_alias.as_str().to_owned();
-    let backend = app.backends.get(&settings.from_alias).ok_or_else(|| {
+    // The sending mailbox is the send gate's, and still the caller's to reach.
+    let granted = app.grant(&alias).ok_or_else(|| {
+        ToolError::new(
+            ErrorCode::PolicyDenied,
+            "the sending mailbox is not one this caller may reach",
+        )
+    })?;
+    let backend = app.backends.get(&granted).ok_or_else(|| {
         ToolError::new(
             ErrorCode::BackendUnavailable,
             "the sending mailbox has no backend",
@@ -214,7 +222,7 @@ async fn send_email(app: Arc<App>, args: SendEmailArgs) -> Result<ToolOutput, To
         ));
     }
 
-    let sent_folder = app.backends.sent_folder(&settings.from_alias);
+    let sent_folder = app.backends.sent_folder(&granted);
     let attempt = || send_once(state, backend, sent_folder.as_ref(), &alias, &args);
     let (out, replayed) = match &args.idempotency_key {
         None => match attempt().await {

@@ -8,12 +8,25 @@
 
 use std::sync::Arc;
 
-use crate::tools::App;
+use crate::caller::Caller;
+use crate::tools::{App, CallScope};
 
 /// The demo app and the temp dir that holds its state folder and mailboxes.
 pub(crate) struct DemoApp {
     pub(crate) app: Arc<App>,
     _dir: tempfile::TempDir,
+}
+
+impl DemoApp {
+    /// The app as the operator's calls see it (stdio and the CLI).
+    pub(crate) fn operator(&self) -> CallScope {
+        operator(&self.app)
+    }
+}
+
+/// `app` as the operator's calls see it.
+pub(crate) fn operator(app: &Arc<App>) -> CallScope {
+    CallScope::new(Arc::clone(app), Arc::new(Caller::Operator))
 }
 
 /// Sets the demo up in a fresh temp dir and builds the app over it.

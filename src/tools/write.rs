@@ -35,6 +35,7 @@ use crate::backends::model::FolderSelector;
 use crate::downloads::{self, PlanError, SafeFileName};
 use crate::handoff::HandoffId;
 use crate::mime::compose::{self, ComposeError, HeaderField, Outgoing, OutgoingAttachment};
+use crate::tools::CallScope;
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -197,7 +198,7 @@ pub(super) static TOOLS: &[ToolDef] = &[
     },
 ];
 
-async fn move_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, ToolError> {
+async fn move_messages(app: CallScope, args: MoveCopyArgs) -> Result<ToolOutput, ToolError> {
     let (resolved, writer) = app.resolve_writer(&args.mailbox)?;
     check_batch_size(&app, args.message_ids.len())?;
     let destination = FolderSelector::parse(Some(&args.destination_folder_id));
@@ -215,7 +216,7 @@ async fn move_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, 
     ))
 }
 
-async fn copy_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, ToolError> {
+async fn copy_messages(app: CallScope, args: MoveCopyArgs) -> Result<ToolOutput, ToolError> {
     let (resolved, writer) = app.resolve_writer(&args.mailbox)?;
     check_batch_size(&app, args.message_ids.len())?;
     let destination = FolderSelector::parse(Some(&args.destination_folder_id));
@@ -233,7 +234,7 @@ async fn copy_messages(app: Arc<App>, args: MoveCopyArgs) -> Result<ToolOutput, 
     ))
 }
 
-async fn mark_messages(app: Arc<App>, args: MarkArgs) -> Result<ToolOutput, ToolError> {
+async fn mark_messages(app: CallScope, args: MarkArgs) -> Result<ToolOutput, ToolError> {
     let (resolved, writer) = app.resolve_writer(&args.mailbox)?;
     check_batch_size(&app, args.message_ids.len())?;
     let results = writer.mark_messages(&args.message_ids, args.read).await?;
@@ -328,7 +329,7 @@ fn batch_output(
     )
 }
 
-async fn download_attachments(app: Arc<App>, args: DownloadArgs) -> Result<ToolOutput, ToolError> {
+async fn download_attachments(app: CallScope, args: DownloadArgs) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve_for_change(&args.mailbox)?;
     let Some(root) = app.downloads.clone() else {
         return Err(ToolError::new(
@@ -479,7 +480,7 @@ enum DraftSource<'a> {
 /// At most this many Message-IDs are carried in a reply draft's `References`.
 const MAX_REFERENCES: usize = 20;
 
-async fn create_draft(app: Arc<App>, args: CreateDraftArgs) -> Result<ToolOutput, ToolError> {
+async fn create_draft(app: CallScope, args: CreateDraftArgs) -> Result<ToolOutput, ToolError> {
     let (resolved, writer) = app.resolve_writer(&args.mailbox)?;
     // The composer's refusal names the field; every value it refuses is the caller's own
     // (the subject and the addresses), since the values taken from mail (attachment names,

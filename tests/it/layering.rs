@@ -65,6 +65,36 @@ fn policy_crate_modules_have_no_import_circles() {
 }
 
 /// Every circle of `graph`, each with the files that make each of its steps.
+/// Where a handler could act as the operator (issue 29, item 1). The types keep a person inside
+/// their grants (a `GrantedAlias` is the only key to a mailbox, made only from a caller), so the
+/// one way out would be code that makes the operator caller, or a test grant, for itself. Only
+/// the transports and the operator's own commands may: nothing under the tool core, the
+/// resources, the prompts or the search engine names either outside test code.
+#[test]
+fn no_handler_acts_as_the_operator() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect_rs(&src, &src, &mut files);
+    let handlers = ["tools/", "resources/", "search/", "prompts.rs"];
+    let mut found = Vec::new();
+    for rel in files
+        .iter()
+        .filter(|r| handlers.iter().any(|h| r.starts_with(h)))
+    {
+        if rel.ends_with("tests.rs") || rel.ends_with("testutil.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(src.join(rel)).expect("read a source file");
+        let (body, _) = without_test_code(&code_only(&text));
+        for needle in ["Caller::Operator", "test_grant"] {
+            if body.contains(needle) {
+                found.push(format!("{rel} names {needle}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("; "));
+}
+
 fn circle_problems(graph: &Graph) -> Vec<String> {
     circles(graph)
         .iter()

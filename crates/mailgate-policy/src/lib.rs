@@ -19,6 +19,7 @@
 
 pub mod address;
 pub mod alias;
+pub mod caller;
 pub mod compose;
 pub mod config;
 pub mod dir_fd;

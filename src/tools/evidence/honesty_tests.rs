@@ -277,7 +277,10 @@ fn investigate(app: &Arc<App>, criteria: Value) -> Value {
         .build()
         .expect("runtime");
     let out = rt
-        .block_on(super::investigate_documents(Arc::clone(app), args))
+        .block_on(super::investigate_documents(
+            crate::tools::testutil::operator(app),
+            args,
+        ))
         .expect("answers");
     out.structured
 }

@@ -22,8 +22,6 @@
 //! checks become the size checks; `EXTRACTION_BUSY` is reported as such (retryable) instead of
 //! as `EXTRACTION_FAILED`; `keywords` match the name and the text but only make a candidate.
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -32,6 +30,7 @@ use super::signals::{self, Haystack, Signals};
 use super::{MatchedSignalsOut, NameMatchOut, any_kind, push_once, union};
 use crate::backends::AttachmentMeta;
 use crate::extract::pipeline::{self, NotRead, Wait};
+use crate::tools::CallScope;
 use crate::tools::args::EvidenceArgs;
 use crate::tools::output::{self, bounded};
 use crate::tools::{App, ErrorCode, ToolError, ToolOutput};
@@ -196,7 +195,7 @@ pub(crate) struct EvidenceOut {
 }
 
 pub(crate) async fn inspect_attachment_evidence(
-    app: Arc<App>,
+    app: CallScope,
     args: EvidenceArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
@@ -591,18 +590,24 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::tools::testutil::{demo_app, message_id};
+    use crate::tools::testutil::{demo_app, message_id, operator};
 
-    async fn inspect(app: &Arc<App>, args: Value) -> Result<Value, ToolError> {
+    async fn inspect(app: &std::sync::Arc<App>, args: Value) -> Result<Value, ToolError> {
         let args: EvidenceArgs = serde_json::from_value(args).expect("args parse");
-        let out = inspect_attachment_evidence(Arc::clone(app), args).await?;
+        let out = inspect_attachment_evidence(operator(app), args).await?;
         assert!(out.untrusted, "evidence is framed untrusted");
         Ok(out.structured)
     }
 
     /// The attachment id of the attachment called `name` in demo message `key`.
-    async fn attachment_id(app: &App, mailbox: &str, key: &str, name: &str) -> String {
-        let r = app.resolve(mailbox).expect("alias");
+    async fn attachment_id(
+        app: &std::sync::Arc<App>,
+        mailbox: &str,
+        key: &str,
+        name: &str,
+    ) -> String {
+        let scope = operator(app);
+        let r = scope.resolve(mailbox).expect("alias");
         r.backend
             .list_attachments(&message_id(key))
             .await
@@ -659,7 +664,8 @@ mod tests {
         assert_eq!(hit["coverage"]["complete"], true);
         assert_eq!(hit["attachment"]["extractor"], "text");
         let sha = hit["attachment"]["sha256"].as_str().expect("sha256");
-        let r = demo.app.resolve("finance").expect("alias");
+        let scope = demo.operator();
+        let r = scope.resolve("finance").expect("alias");
         let (_, bytes) = r
             .backend
             .attachment(&mid, &aid, u64::MAX)

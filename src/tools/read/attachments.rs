@@ -2,8 +2,6 @@
 //! extraction pipeline, or bounded raw bytes) and the fetch, pipeline and error mapping that the
 //! handoff, write and evidence tools share.
 
-use std::sync::Arc;
-
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
@@ -12,6 +10,7 @@ use crate::extract::pipeline::{
     Cap, Failure, Locked, NoExtractor, NotRead, Pipeline, Wait, sniffed_format,
 };
 use crate::extract::{self, Format};
+use crate::tools::CallScope;
 use crate::tools::args::{AttachmentContentArgs, ContentMode, ListAttachmentsArgs};
 use crate::tools::cursor;
 use crate::tools::output::{
@@ -20,12 +19,13 @@ use crate::tools::output::{
 use crate::tools::{App, ErrorCode, ToolError, ToolOutput};
 
 pub(super) async fn list_attachments(
-    app: Arc<App>,
+    app: CallScope,
     args: ListAttachmentsArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
     let request = serde_json::json!({ "messageId": args.message_id, "limit": args.limit });
     let binding = cursor::Binding {
+        caller: app.cursor_caller(),
         tool: "list_attachments",
         alias: resolved.alias.as_str(),
         request: &request,
@@ -228,7 +228,7 @@ fn not_read_error(why: NotRead) -> ToolError {
 }
 
 pub(super) async fn get_attachment_content(
-    app: Arc<App>,
+    app: CallScope,
     args: AttachmentContentArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
@@ -242,6 +242,7 @@ pub(super) async fn get_attachment_content(
         "raw": raw,
     });
     let binding = cursor::Binding {
+        caller: app.cursor_caller(),
         tool: "get_attachment_content",
         alias: resolved.alias.as_str(),
         request: &request,
@@ -401,7 +402,7 @@ mod tests {
         let app = &demo.app;
         let held: Vec<_> = (0..app.config.limits.max_concurrent_extractions)
             .map(|_| {
-                Arc::clone(&app.extraction_slots)
+                std::sync::Arc::clone(&app.extraction_slots)
                     .try_acquire_owned()
                     .expect("a free slot")
             })

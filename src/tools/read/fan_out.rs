@@ -10,8 +10,9 @@ use futures::StreamExt;
 use super::search::{
     criteria_binding, graph_names_note, plan, plan_warnings, requested_mode, with_warnings,
 };
-use crate::alias::Alias;
+use crate::caller::GrantedAlias;
 use crate::search::{SearchStatus, fanout, warning};
+use crate::tools::CallScope;
 use crate::tools::args::{Criteria, SearchBatchArgs, SearchMailboxesArgs};
 use crate::tools::cursor;
 use crate::tools::output::{
@@ -19,25 +20,28 @@ use crate::tools::output::{
 };
 use crate::tools::{App, ErrorCode, ToolError, ToolOutput};
 
-/// Resolves an optional alias list (default: all) against the allowlist.
-fn resolve_many(app: &App, mailboxes: Option<&[String]>) -> Result<Vec<Alias>, ToolError> {
+/// Resolves an optional alias list (default: every alias the caller may reach) against the
+/// caller's grants.
+fn resolve_many(
+    app: &CallScope,
+    mailboxes: Option<&[String]>,
+) -> Result<Vec<GrantedAlias>, ToolError> {
     Ok(match mailboxes {
         Some(list) => list
             .iter()
-            .map(|m| app.resolve(m).map(|r| r.alias))
+            .map(|m| app.resolve(m).map(|r| r.granted))
             .collect::<Result<_, _>>()?,
-        None => app
-            .config
-            .mailboxes
-            .iter()
-            .map(|m| m.alias.clone())
-            .collect(),
+        None => app.granted(),
     })
 }
 
 /// The mailboxes one fan-out answer searches: at most `maxMailboxesPerSearch` of `aliases`
 /// from `from` on, and where the next answer starts when some are left.
-fn mailbox_window(app: &App, aliases: &[Alias], from: u64) -> (Vec<Alias>, Option<u64>) {
+fn mailbox_window(
+    app: &App,
+    aliases: &[GrantedAlias],
+    from: u64,
+) -> (Vec<GrantedAlias>, Option<u64>) {
     let cap = app.config.limits.max_mailboxes_per_search.max(1);
     let start = usize::try_from(from)
         .unwrap_or(usize::MAX)
@@ -58,8 +62,9 @@ const FAN_OUT: &str = "*";
 
 /// What `search_mailboxes` with `request` (see [`fan_out_request`]) binds its cursors to; the
 /// position is the next mailbox.
-fn fan_out_binding(request: &serde_json::Value) -> cursor::Binding<'_> {
+fn fan_out_binding<'a>(caller: &'a str, request: &'a serde_json::Value) -> cursor::Binding<'a> {
     cursor::Binding {
+        caller,
         tool: "search_mailboxes",
         alias: FAN_OUT,
         request,
@@ -67,8 +72,8 @@ fn fan_out_binding(request: &serde_json::Value) -> cursor::Binding<'_> {
 }
 
 async fn fan_out(
-    app: &App,
-    aliases: &[Alias],
+    app: &CallScope,
+    aliases: &[GrantedAlias],
     criteria: &Criteria,
     slots: Option<&tokio::sync::Semaphore>,
 ) -> Result<(SearchStatus, Vec<SearchProjection>), ToolError> {
@@ -100,6 +105,7 @@ async fn fan_out(
                 SearchProjection::new(alias.as_str(), &with_warnings(o, &extra), with_names);
             p.next_cursor = more.then(|| {
                 let binding = cursor::Binding {
+                    caller: app.cursor_caller(),
                     tool: "search_mailbox",
                     alias: alias.as_str(),
                     request: &request,
@@ -113,12 +119,12 @@ async fn fan_out(
 }
 
 pub(super) async fn search_mailboxes(
-    app: Arc<App>,
+    app: CallScope,
     args: SearchMailboxesArgs,
 ) -> Result<ToolOutput, ToolError> {
     let aliases = resolve_many(&app, args.mailboxes.as_deref())?;
     let request = fan_out_request(args.mailboxes.as_deref(), &args.criteria);
-    let binding = fan_out_binding(&request);
+    let binding = fan_out_binding(app.cursor_caller(), &request);
     let from = binding.start(args.cursor.as_deref())?;
     let (window, next) = mailbox_window(&app, &aliases, from);
     let (status, results) = fan_out(&app, &window, &args.criteria, None).await?;
@@ -175,7 +181,7 @@ fn label_cost(results: &[SearchProjection]) -> (usize, usize, usize, usize) {
 }
 
 pub(super) async fn search_mailboxes_batch(
-    app: Arc<App>,
+    app: CallScope,
     args: SearchBatchArgs,
 ) -> Result<ToolOutput, ToolError> {
     let limits = &app.config.limits;
@@ -192,6 +198,7 @@ pub(super) async fn search_mailboxes_batch(
     // A continuation runs the labels a budget left, from the first of them.
     let batch_request = serde_json::Value::from(format!("{:?}", args.queries));
     let batch_binding = cursor::Binding {
+        caller: app.cursor_caller(),
         tool: "search_mailboxes_batch",
         alias: FAN_OUT,
         request: &batch_request,
@@ -212,13 +219,13 @@ pub(super) async fn search_mailboxes_batch(
     let slots = Arc::new(tokio::sync::Semaphore::new(
         limits.max_concurrent_mailboxes.max(1),
     ));
-    let jobs: Vec<(Criteria, Vec<Alias>)> = labelled
+    let jobs: Vec<(Criteria, Vec<GrantedAlias>)> = labelled
         .iter()
         .map(|(q, aliases, _)| (q.criteria.clone(), aliases.clone()))
         .collect();
     let mut stream = futures::stream::iter(jobs)
         .map(|(criteria, aliases)| {
-            let app = Arc::clone(&app);
+            let app = app.clone();
             let slots = Arc::clone(&slots);
             async move { fan_out(&app, &aliases, &criteria, Some(&slots)).await }
         })
@@ -267,7 +274,7 @@ pub(super) async fn search_mailboxes_batch(
             out.status = SearchStatus::worst([status, SearchStatus::SearchIncomplete]);
             out.warnings.push(warning::MAILBOX_LIMIT.to_owned());
             let request = fan_out_request(q.mailboxes.as_deref(), &q.criteria);
-            out.next_cursor = Some(fan_out_binding(&request).at(*n));
+            out.next_cursor = Some(fan_out_binding(app.cursor_caller(), &request).at(*n));
         }
         results.push(out);
     }

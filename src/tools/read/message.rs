@@ -1,19 +1,18 @@
 //! `get_message`: one whole message, its body bounded and its recipient and attachment lists
 //! paged, so no sender-sized list can grow the answer past a bound the tests compute.
 
-use std::sync::Arc;
-
 use super::attachments::no_offsets_with_cursor;
 use crate::backends::MessageDetail;
+use crate::tools::CallScope;
 use crate::tools::args::{GetMessageArgs, MessageFormat};
 use crate::tools::cursor;
 use crate::tools::output::{
     self, AttachmentOut, GetMessageOut, MessageOut, MessageSummaryOut, bounded,
 };
-use crate::tools::{App, ToolError, ToolOutput};
+use crate::tools::{ToolError, ToolOutput};
 
 pub(super) async fn get_message(
-    app: Arc<App>,
+    app: CallScope,
     args: GetMessageArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
@@ -22,6 +21,7 @@ pub(super) async fn get_message(
         "format": args.format.map(|f| format!("{f:?}")),
     });
     let binding = cursor::Binding {
+        caller: app.cursor_caller(),
         tool: "get_message",
         alias: resolved.alias.as_str(),
         request: &request,

@@ -20,6 +20,7 @@ use message::get_message;
 use search::{list_messages, search_mailbox};
 
 use crate::backends::model::FolderSelector;
+use crate::tools::CallScope;
 use crate::tools::args::{
     AttachmentContentArgs, FolderStatsArgs, GetMessageArgs, ListAttachmentsArgs, ListFoldersArgs,
     NoArgs, SearchBatchArgs, SearchMailboxArgs, SearchMailboxesArgs,
@@ -31,8 +32,8 @@ use crate::tools::output::{
     SearchProjection, bounded,
 };
 use crate::tools::{
-    App, Family, Mutates, READ_HINTS, ToolDef, ToolError, ToolOutput, evidence, handler,
-    input_schema, output_schema,
+    Family, Mutates, READ_HINTS, ToolDef, ToolError, ToolOutput, evidence, handler, input_schema,
+    output_schema,
 };
 
 /// Folder-tree budget (reference §5.6).
@@ -46,7 +47,7 @@ const fn read_tool(
     description: &'static str,
     input_schema: fn() -> Arc<rmcp::model::JsonObject>,
     output_schema: fn() -> Arc<rmcp::model::JsonObject>,
-    call: fn(Arc<App>, rmcp::model::JsonObject) -> crate::tools::CallFuture,
+    call: fn(CallScope, rmcp::model::JsonObject) -> crate::tools::CallFuture,
 ) -> ToolDef {
     ToolDef {
         name,
@@ -193,23 +194,18 @@ pub(super) static TOOLS: &[ToolDef] = &[
 ];
 
 pub(crate) async fn list_allowed_mailboxes(
-    app: Arc<App>,
+    app: CallScope,
     _args: NoArgs,
 ) -> Result<ToolOutput, ToolError> {
-    let mailboxes: Vec<String> = app
-        .config
-        .mailboxes
-        .iter()
-        .map(|m| m.alias.as_str().to_owned())
-        .collect();
+    // The caller's mailboxes: every allowlisted one for the operator, a person's grants.
+    let granted = app.granted();
+    let mailboxes: Vec<String> = granted.iter().map(|g| g.as_str().to_owned()).collect();
     // The reference's smoke test compares this answer to exactly `{"mailboxes":[...]}`, so
     // the per-alias access appears only when it says something: some alias is narrowed.
-    let read_only: Vec<&str> = app
-        .config
-        .mailboxes
+    let read_only: Vec<&str> = granted
         .iter()
-        .filter(|m| m.access == crate::config::Access::Read)
-        .map(|m| m.alias.as_str())
+        .filter(|g| g.access() == crate::config::Access::Read)
+        .map(|g| g.as_str())
         .collect();
     let mut summary = format!("Allowed mailboxes: {}.", mailboxes.join(", "));
     let mailbox_access = (!read_only.is_empty()).then(|| {
@@ -217,12 +213,11 @@ pub(crate) async fn list_allowed_mailboxes(
             " Read-only (write and handoff tools refused): {}.",
             read_only.join(", ")
         ));
-        app.config
-            .mailboxes
+        granted
             .iter()
-            .map(|m| MailboxAccessOut {
-                alias: m.alias.as_str().to_owned(),
-                access: m.access.as_str().to_owned(),
+            .map(|g| MailboxAccessOut {
+                alias: g.as_str().to_owned(),
+                access: g.access().as_str().to_owned(),
             })
             .collect()
     });
@@ -236,11 +231,12 @@ pub(crate) async fn list_allowed_mailboxes(
 }
 
 pub(crate) async fn list_folders(
-    app: Arc<App>,
+    app: CallScope,
     args: ListFoldersArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
     let binding = cursor::Binding {
+        caller: app.cursor_caller(),
         tool: "list_folders",
         alias: resolved.alias.as_str(),
         request: &serde_json::Value::Null,
@@ -270,7 +266,7 @@ pub(crate) async fn list_folders(
     Ok(ToolOutput::trusted(summary, out))
 }
 
-async fn get_folder_stats(app: Arc<App>, args: FolderStatsArgs) -> Result<ToolOutput, ToolError> {
+async fn get_folder_stats(app: CallScope, args: FolderStatsArgs) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
     let stats = resolved
         .backend

@@ -3,13 +3,12 @@
 //! `search_mailbox` and `list_messages` answer here; the fan-out and investigate reuse `plan`,
 //! `mode_of` and `search_one`.
 
-use std::sync::Arc;
-
-use crate::alias::Alias;
 use crate::backends::model::{Filters, SortBy, SortOrder};
+use crate::caller::GrantedAlias;
 use crate::config::Limits;
 use crate::search::indexed::{self, Answer, Mode, Target};
 use crate::search::{SearchOutcome, SearchPlan, SearchStatus, fanout, warning};
+use crate::tools::CallScope;
 use crate::tools::args::SourceArg;
 use crate::tools::args::{Criteria, SearchMailboxArgs, SortByArg, SortOrderArg};
 use crate::tools::cursor;
@@ -111,7 +110,7 @@ pub(super) fn requested_mode(criteria: &Criteria) -> Option<Mode> {
 /// or `hybrid` on a mailbox without an index is a clear error naming the operator's command.
 pub(in crate::tools) fn mode_of<'a>(
     app: &'a App,
-    alias: &Alias,
+    alias: &GrantedAlias,
     requested: Option<Mode>,
 ) -> Result<(Mode, Option<&'a crate::index::reader::IndexReader>), ToolError> {
     let index = app.indexes.get(alias);
@@ -135,7 +134,7 @@ pub(super) async fn search_one(
     criteria: &Criteria,
     plan: &SearchPlan,
 ) -> Result<Answer, ToolError> {
-    let (mode, index) = mode_of(app, &resolved.alias, requested_mode(criteria))?;
+    let (mode, index) = mode_of(app, &resolved.granted, requested_mode(criteria))?;
     // Categories live on the backend only: the index keeps none, and a backend without them
     // cannot be asked (never a silent ignore).
     let mode = if plan.filters.categories.is_empty() {
@@ -166,7 +165,7 @@ pub(super) async fn search_one(
 }
 
 async fn single_search(
-    app: Arc<App>,
+    app: CallScope,
     args: SearchMailboxArgs,
     allow_query: bool,
 ) -> Result<ToolOutput, ToolError> {
@@ -176,6 +175,7 @@ async fn single_search(
     resolved.backend.ensure_built()?;
     let request = criteria_binding(&args.criteria);
     let binding = cursor::Binding {
+        caller: app.cursor_caller(),
         tool: if allow_query {
             "search_mailbox"
         } else {
@@ -280,14 +280,14 @@ fn unproven_note(outcome: &SearchOutcome) -> String {
 }
 
 pub(super) async fn search_mailbox(
-    app: Arc<App>,
+    app: CallScope,
     args: SearchMailboxArgs,
 ) -> Result<ToolOutput, ToolError> {
     single_search(app, args, true).await
 }
 
 pub(super) async fn list_messages(
-    app: Arc<App>,
+    app: CallScope,
     args: SearchMailboxArgs,
 ) -> Result<ToolOutput, ToolError> {
     single_search(app, args, false).await

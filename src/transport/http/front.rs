@@ -141,7 +141,7 @@ impl Front {
         B: hyper::body::Body<Data = Bytes> + Send + 'static,
         B::Error: std::error::Error + Send + Sync + 'static,
     {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         if let Err(refusal) = self.guard.check_site(&parts.uri, &parts.headers) {
             return refused(refusal);
         }
@@ -153,9 +153,13 @@ impl Front {
             "/health" | "/healthz" => return method_not_allowed("GET"),
             _ => return json(StatusCode::NOT_FOUND, r#"{"error":"not_found"}"#),
         }
-        if let Err(refusal) = self.guard.check_bearer(&parts.headers) {
-            return refused(refusal);
-        }
+        let caller = match self.guard.authenticate(&parts.headers) {
+            Ok(caller) => caller,
+            Err(refusal) => return refused(refusal),
+        };
+        // The server reads the caller from here (`MailServer::caller`); rmcp hands handlers the
+        // request's parts.
+        parts.extensions.insert(Arc::new(caller));
         if parts.method != Method::POST {
             return method_not_allowed("POST");
         }

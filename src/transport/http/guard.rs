@@ -14,6 +14,7 @@ use http::{HeaderMap, HeaderValue, Uri};
 use subtle::ConstantTimeEq as _;
 
 use super::settings::{Auth, TokenDigest, serialize_origin};
+use crate::caller::Caller;
 
 /// Why a request was refused on its head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,9 +82,11 @@ impl Guard {
     }
 
     /// The bearer token, for `/mcp`.
-    pub(crate) fn check_bearer(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    /// The request's verified caller, from its `Authorization` header. The loopback modes (the
+    /// static bearer, or none with `OUTLOOK_HTTP_ALLOW_NO_AUTH`) serve the one operator.
+    pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
         let Auth::Bearer(expected) = &self.auth else {
-            return Ok(());
+            return Ok(Caller::Operator);
         };
         let presented = single(headers, &AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -94,7 +97,7 @@ impl Guard {
             .ok_or(Refusal::Unauthorized)?;
         let presented = TokenDigest::of(presented);
         if bool::from(presented.0.ct_eq(&expected.0)) {
-            Ok(())
+            Ok(Caller::Operator)
         } else {
             Err(Refusal::Unauthorized)
         }
@@ -222,7 +225,7 @@ pub(crate) fn fuzz(data: &[u8]) {
             );
         }
     }
-    if guard.check_bearer(&headers).is_ok() {
+    if guard.authenticate(&headers).is_ok() {
         let value = text(AUTHORIZATION).expect("oracle: an accepted bearer is text");
         let (scheme, token) = value.split_once(' ').expect("oracle: scheme and token");
         assert!(
@@ -364,14 +367,17 @@ mod tests {
     #[test]
     fn the_bearer_must_match_and_the_scheme_is_case_insensitive() {
         let g = guard(Auth::Bearer(TokenDigest::of("s3cret-token-0123456789")));
-        let check = |pairs: &[(&str, &str)]| g.check_bearer(&headers(pairs));
+        let check = |pairs: &[(&str, &str)]| {
+            g.authenticate(&headers(pairs))
+                .map(|c| matches!(c, Caller::Operator))
+        };
         assert_eq!(
             check(&[("authorization", "Bearer s3cret-token-0123456789")]),
-            Ok(())
+            Ok(true)
         );
         assert_eq!(
             check(&[("authorization", "bearer s3cret-token-0123456789 ")]),
-            Ok(())
+            Ok(true)
         );
         for bad in [
             "Bearer s3cret-token-012345678",
@@ -396,7 +402,10 @@ mod tests {
             Err(Refusal::Unauthorized),
             "repeated"
         );
-        assert_eq!(guard(Auth::Open).check_bearer(&headers(&[])), Ok(()));
+        assert!(matches!(
+            guard(Auth::Open).authenticate(&headers(&[])),
+            Ok(Caller::Operator)
+        ));
     }
 
     #[test]
@@ -427,7 +436,7 @@ mod tests {
         fn only_the_token_passes(token in "[!-~]{1,40}") {
             let g = guard(Auth::Bearer(TokenDigest::of("the-one-token-0123456789")));
             let value = format!("Bearer {token}");
-            let ok = g.check_bearer(&headers(&[("authorization", &value)])).is_ok();
+            let ok = g.authenticate(&headers(&[("authorization", &value)])).is_ok();
             prop_assert_eq!(ok, token == "the-one-token-0123456789");
         }
     }

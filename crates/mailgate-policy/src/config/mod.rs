@@ -44,6 +44,7 @@ mod http;
 pub mod imap;
 mod limits;
 mod load;
+mod principals;
 pub(crate) mod raw;
 mod state;
 mod values;
@@ -66,6 +67,7 @@ pub use http::{
 pub use limits::Limits;
 pub(crate) use load::{CONFIG_PATH_VAR, JOURNAL_VAR, SEARCH_MEMORY_VAR};
 pub use load::{LOG_LEVEL_VAR, MAILGATE_LOG_VAR, Settings, read_config, resolve_settings};
+pub use principals::{Grant, Identity, MAX_CLAIM_CHARS, Principal, PrincipalLabel};
 pub use state::{
     CrashPoint, DOWNLOAD_DIR, INDEX_HOLD_VAR, INDEX_MAX_STALENESS_VAR, handoff_ttl,
     index_max_staleness, state_dir,
@@ -82,6 +84,7 @@ use crate::address::EmailAddress;
 use crate::alias::Alias;
 use backend::backend_spec;
 use limits::limits_from_raw;
+use principals::principals_from_raw;
 use raw::{RawAccess, RawConfig};
 
 /// The validated `plugin.json`.
@@ -95,6 +98,9 @@ pub struct Config {
     /// `searchMemoryPath`, resolved against the config directory; [`read_config`] replaces it
     /// with `PLUGIN_SEARCH_MEMORY_PATH` when that is set.
     pub search_memory_path: Option<PathBuf>,
+    /// The per-person policy of remote HTTP (`principals`), in the file's order (the first
+    /// match is the caller); empty when the file has none.
+    pub principals: Vec<Principal>,
 }
 
 /// One allowlisted mailbox.
@@ -204,12 +210,14 @@ impl Config {
             .search_memory_path
             .map(|path| file_path(&path, "searchMemoryPath", base_dir))
             .transpose()?;
+        let principals = principals_from_raw(raw.principals.unwrap_or_default(), &mailboxes)?;
 
         Ok(Config {
             mailboxes,
             limits,
             allow_writes: raw.allow_writes.unwrap_or(false),
             search_memory_path,
+            principals,
         })
     }
 }

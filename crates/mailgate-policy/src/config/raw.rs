@@ -12,7 +12,8 @@
 //! error names its JSON path (`mailboxes[1].alias`) and the rule broken, and never the offending
 //! value: serde's own messages quote values, and a misplaced secret must not reach a log.
 //!
-//! Who may call it: `config/mod.rs`, `config/backend.rs` and `config/limits.rs` only.
+//! Who may call it: `config/mod.rs`, `config/backend.rs`, `config/limits.rs` and
+//! `config/principals.rs` only.
 
 use std::fmt;
 
@@ -54,6 +55,29 @@ pub(crate) struct RawConfig {
     pub(crate) max_zip_uncompressed_bytes: Option<u64>,
     pub(crate) max_container_entries: Option<u64>,
     pub(crate) max_container_uncompressed_bytes: Option<u64>,
+    /// The per-person policy of remote HTTP (principals.rs).
+    pub(crate) principals: Option<Vec<RawPrincipal>>,
+}
+
+/// One `principals[]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct RawPrincipal {
+    pub(crate) label: String,
+    #[serde(rename = "match")]
+    pub(crate) matcher: RawMatch,
+    pub(crate) aliases: Vec<String>,
+    pub(crate) access: Option<RawAccess>,
+}
+
+/// `match`: which verified claim makes a token this principal's (exactly one, checked in
+/// principals.rs).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMatch {
+    pub(crate) sub: Option<String>,
+    pub(crate) email: Option<String>,
+    pub(crate) group: Option<String>,
 }
 
 /// One `mailboxes[]` entry.

@@ -62,8 +62,9 @@ use crate::backends::model::MessageSummary;
 use crate::backends::{Backend, BackendError};
 use crate::extract;
 use crate::search::indexed::Mode;
+use crate::tools::CallScope;
 use crate::tools::args::{InvestigateArgs, InvestigationFolder};
-use crate::tools::{App, ErrorCode, ToolError, ToolOutput, cursor};
+use crate::tools::{ErrorCode, ToolError, ToolOutput, cursor};
 
 /// Attachment listings in flight at once within one folder.
 const LISTING_CONCURRENCY: usize = 4;
@@ -82,7 +83,7 @@ struct FolderScan<'a, 'r> {
 }
 
 pub(crate) async fn investigate_documents(
-    app: Arc<App>,
+    app: CallScope,
     args: InvestigateArgs,
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
@@ -90,6 +91,7 @@ pub(crate) async fn investigate_documents(
     // A continuation runs the investigation again and shows the matches after those shown.
     let request = serde_json::Value::from(format!("{c:?}"));
     let binding = cursor::Binding {
+        caller: app.cursor_caller(),
         tool: "investigate_documents",
         alias: resolved.alias.as_str(),
         request: &request,
@@ -131,7 +133,7 @@ pub(crate) async fn investigate_documents(
         },
     };
     let (mode, index) =
-        crate::tools::read::mode_of(&app, &resolved.alias, c.source.map(Mode::from))?;
+        crate::tools::read::mode_of(&app, &resolved.granted, c.source.map(Mode::from))?;
     let view = match (mode, index) {
         (Mode::Index | Mode::Hybrid, Some(reader)) => Some(IndexView {
             reader,
@@ -369,11 +371,11 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::tools::testutil::{demo_app, message_id};
+    use crate::tools::testutil::{demo_app, message_id, operator};
 
-    async fn investigate(app: &Arc<App>, args: Value) -> Result<Value, ToolError> {
+    async fn investigate(app: &Arc<crate::tools::App>, args: Value) -> Result<Value, ToolError> {
         let args: InvestigateArgs = serde_json::from_value(args).expect("args parse");
-        let out = investigate_documents(Arc::clone(app), args).await?;
+        let out = investigate_documents(operator(app), args).await?;
         assert!(out.untrusted, "investigations are framed untrusted");
         Ok(out.structured)
     }
@@ -647,6 +649,7 @@ mod tests {
             let parsed: InvestigateArgs = serde_json::from_value(args.clone()).expect("args");
             let request = Value::from(format!("{:?}", parsed.criteria));
             let past = cursor::Binding {
+                caller: "operator",
                 tool: "investigate_documents",
                 alias: "personal",
                 request: &request,
