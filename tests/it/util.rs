@@ -640,7 +640,8 @@ pub(crate) struct HttpServer {
 
 impl HttpServer {
     /// The bearer token [`HttpServer::start`] gives the server when neither the world nor
-    /// `extra_env` sets `OUTLOOK_HTTP_BEARER_TOKEN` and `OUTLOOK_HTTP_ALLOW_NO_AUTH` is not `true`.
+    /// `extra_env` sets `OUTLOOK_HTTP_BEARER_TOKEN`, `OUTLOOK_HTTP_ALLOW_NO_AUTH` is not `true` and
+    /// no OAuth issuer is set.
     pub(crate) const TOKEN: &str = "test-only-http-bearer-0123456789abcdef";
 
     /// Starts `mailgate ARGS` with exactly the world's environment plus `extra_env`, in the world's
@@ -661,7 +662,9 @@ impl HttpServer {
         };
         let mut cmd = world.command(args);
         let mut token = given(TOKEN_VAR);
-        if token.is_none() && given("OUTLOOK_HTTP_ALLOW_NO_AUTH").as_deref() != Some("true") {
+        let open = given("OUTLOOK_HTTP_ALLOW_NO_AUTH").as_deref() == Some("true");
+        let oauth = given("MAILGATE_HTTP_OAUTH_ISSUER").is_some();
+        if token.is_none() && !open && !oauth {
             cmd.env(TOKEN_VAR, Self::TOKEN);
             token = Some(Self::TOKEN.to_owned());
         }

@@ -27,6 +27,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::guard::{Guard, Refusal};
+use super::oauth::{self, ResourceServer};
 use crate::server::MailServer;
 use crate::tools::App;
 
@@ -77,6 +78,8 @@ impl Default for Limits {
 /// The request handler shared by every connection.
 pub(crate) struct Front {
     guard: Guard,
+    /// The OAuth resource server, when people authenticate by token (else the guard's bearer).
+    oauth: Option<Arc<ResourceServer>>,
     mcp: StreamableHttpService<MailServer, NeverSessionManager>,
     slots: Arc<Semaphore>,
     limits: Limits,
@@ -88,6 +91,7 @@ impl Front {
     pub(crate) fn new(
         app: Arc<App>,
         guard: Guard,
+        oauth: Option<Arc<ResourceServer>>,
         limits: Limits,
         cancel: CancellationToken,
     ) -> Self {
@@ -108,6 +112,7 @@ impl Front {
         );
         Self {
             guard,
+            oauth,
             mcp,
             slots: Arc::new(Semaphore::new(limits.requests)),
             limits,
@@ -145,6 +150,14 @@ impl Front {
         if let Err(refusal) = self.guard.check_site(&parts.uri, &parts.headers) {
             return refused(refusal);
         }
+        if let Some(oauth) = &self.oauth
+            && oauth.is_metadata_path(parts.uri.path())
+        {
+            return match parts.method {
+                Method::GET | Method::HEAD => json_bytes(StatusCode::OK, oauth.metadata()),
+                _ => method_not_allowed("GET"),
+            };
+        }
         match parts.uri.path() {
             "/mcp" => {}
             "/health" | "/healthz" if matches!(parts.method, Method::GET | Method::HEAD) => {
@@ -153,9 +166,18 @@ impl Front {
             "/health" | "/healthz" => return method_not_allowed("GET"),
             _ => return json(StatusCode::NOT_FOUND, r#"{"error":"not_found"}"#),
         }
-        let caller = match self.guard.authenticate(&parts.headers) {
-            Ok(caller) => caller,
-            Err(refusal) => return refused(refusal),
+        let caller = match &self.oauth {
+            Some(oauth) => match oauth.authenticate(&parts.headers).await {
+                Ok(caller) => caller,
+                Err(denial) => {
+                    tracing::info!(reason = denial.code(), "an HTTP request was refused");
+                    return oauth_refused(oauth.refusal(denial));
+                }
+            },
+            None => match self.guard.authenticate(&parts.headers) {
+                Ok(caller) => caller,
+                Err(refusal) => return refused(refusal),
+            },
         };
         // The server reads the caller from here (`MailServer::caller`); rmcp hands handlers the
         // request's parts.
@@ -227,6 +249,19 @@ fn json_bytes(status: StatusCode, body: Bytes) -> Response<Body> {
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn oauth_refused(refusal: oauth::Refusal) -> Response<Body> {
+    let mut response = json(refusal.status, refusal.body);
+    if let Some(challenge) = refusal.www_authenticate {
+        response.headers_mut().insert("www-authenticate", challenge);
+    }
+    if refusal.status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("30"));
+    }
     response
 }
 
@@ -307,6 +342,7 @@ mod tests {
         let front = Front::new(
             Arc::clone(&demo.app),
             guard,
+            None,
             limits,
             CancellationToken::new(),
         );

@@ -85,8 +85,11 @@ impl Guard {
     /// The request's verified caller, from its `Authorization` header. The loopback modes (the
     /// static bearer, or none with `OUTLOOK_HTTP_ALLOW_NO_AUTH`) serve the one operator.
     pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
-        let Auth::Bearer(expected) = &self.auth else {
-            return Ok(Caller::Operator);
+        let expected = match &self.auth {
+            Auth::Bearer(expected) => expected,
+            Auth::Open => return Ok(Caller::Operator),
+            // People are authenticated by the resource server (`front`), never here: fail closed.
+            Auth::ResourceServer(_) => return Err(Refusal::Unauthorized),
         };
         let presented = single(headers, &AUTHORIZATION)
             .and_then(|v| v.to_str().ok())

@@ -10,6 +10,7 @@
 
 mod front;
 mod guard;
+pub(crate) mod oauth;
 mod settings;
 
 use std::convert::Infallible;
@@ -26,10 +27,11 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use settings::HttpSettings;
 
-use crate::error::StartupError;
+use crate::error::{HttpConfigError, StartupError};
 use crate::tools::App;
 use front::{Front, Limits};
 use guard::Guard;
+use oauth::ResourceServer;
 use settings::Auth;
 
 /// The guard's fuzz oracle, for `crate::fuzzing::http_guard`.
@@ -40,6 +42,17 @@ pub(crate) fn fuzz_guard(data: &[u8]) {
 
 /// Serves `app` over HTTP until SIGINT or SIGTERM.
 pub(crate) async fn serve_http(app: Arc<App>, settings: HttpSettings) -> Result<(), StartupError> {
+    let oauth = match &settings.auth {
+        Auth::ResourceServer(oauth) => {
+            if app.config.principals.is_empty() {
+                return Err(HttpConfigError::NoPrincipals.into());
+            }
+            let server = ResourceServer::new(oauth.clone(), app.config.principals.clone())
+                .map_err(|e| StartupError::Transport(e.to_string()))?;
+            Some(Arc::new(server))
+        }
+        _ => None,
+    };
     let stop = shutdown_signal()?;
     let listener = TcpListener::bind(settings.addr).await.map_err(|e| {
         StartupError::Transport(format!("cannot listen on {}: {}", settings.addr, e.kind()))
@@ -53,7 +66,7 @@ pub(crate) async fn serve_http(app: Arc<App>, settings: HttpSettings) -> Result<
     announce(bound, app.tools.len(), &settings.auth)?;
     let limits = Limits::default();
     let cancel = CancellationToken::new();
-    let front = front_for(app, &settings, bound.port(), &limits, &cancel);
+    let front = front_for(app, oauth, &settings, bound.port(), &limits, &cancel);
     serve(listener, front, limits, cancel, stop).await;
     Ok(())
 }
@@ -63,6 +76,7 @@ fn announce(bound: SocketAddr, tools: usize, auth: &Auth) -> Result<(), StartupE
     let auth = match auth {
         Auth::Bearer(_) => "bearer token required",
         Auth::Open => "NO authentication",
+        Auth::ResourceServer(_) => "OAuth 2.1 access tokens of the configured issuer",
     };
     let mut stderr = std::io::stderr().lock();
     writeln!(
@@ -92,13 +106,20 @@ fn shutdown_signal() -> Result<impl Future<Output = ()>, StartupError> {
 /// The front for a listener bound on `port`, with `cancel` to stop its handlers at shutdown.
 fn front_for(
     app: Arc<App>,
+    oauth: Option<Arc<ResourceServer>>,
     settings: &HttpSettings,
     port: u16,
     limits: &Limits,
     cancel: &CancellationToken,
 ) -> Arc<Front> {
     let guard = Guard::new(port, &settings.extra_origins, settings.auth.clone());
-    Arc::new(Front::new(app, guard, limits.clone(), cancel.child_token()))
+    Arc::new(Front::new(
+        app,
+        guard,
+        oauth,
+        limits.clone(),
+        cancel.child_token(),
+    ))
 }
 
 /// The accept loop; returns once `stop` completed and the connections are done, or cancelled
@@ -197,6 +218,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let front = front_for(
             Arc::clone(&demo.app),
+            None,
             &settings,
             addr.port(),
             &limits,

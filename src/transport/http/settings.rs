@@ -12,13 +12,17 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use sha2::{Digest as _, Sha256};
 
+use super::oauth::{OAuthSettings, acceptable_url};
 use crate::config::env::Env;
 use crate::config::{
-    HTTP_ALLOWED_ORIGINS_VAR, HTTP_BEARER_TOKEN_VAR, HTTP_HOST_VAR, HTTP_PORT_VAR,
-    http_allow_no_auth,
+    HTTP_ALLOWED_ORIGINS_VAR, HTTP_BEARER_TOKEN_VAR, HTTP_HOST_VAR, HTTP_OAUTH_ISSUER_VAR,
+    HTTP_OAUTH_SCOPES_VAR, HTTP_PORT_VAR, HTTP_PUBLIC_URL_VAR, http_allow_no_auth,
+    http_oauth_accept_plain_jwt,
 };
 use crate::error::HttpConfigError;
 
+/// The scope a token needs when `MAILGATE_HTTP_OAUTH_SCOPES` is unset.
+const DEFAULT_SCOPE: &str = "mail.read";
 /// The reference plugin's default port.
 pub(crate) const DEFAULT_PORT: u16 = 3010;
 /// Tokens shorter than this are accepted (a reference user's environment must keep working) but
@@ -32,6 +36,8 @@ pub(crate) enum Auth {
     Bearer(TokenDigest),
     /// No authentication (`OUTLOOK_HTTP_ALLOW_NO_AUTH=true` and no token).
     Open,
+    /// The OAuth 2.1 resource server (`MAILGATE_HTTP_OAUTH_ISSUER`): people, by token.
+    ResourceServer(OAuthSettings),
 }
 
 /// SHA-256 of the configured bearer token. Comparing digests gives a fixed-length, constant-time
@@ -90,8 +96,10 @@ impl HttpSettings {
             .secret(HTTP_BEARER_TOKEN_VAR)
             .map(|secret| secret.expose().trim().to_owned())
             .filter(|token| !token.is_empty());
-        let auth = match token {
-            Some(token) => {
+        let auth = match (oauth(env)?, token) {
+            (Some(_), Some(_)) => return Err(HttpConfigError::OAuthWithBearer),
+            (Some(settings), None) => Auth::ResourceServer(settings),
+            (None, Some(token)) => {
                 if token.chars().count() < SHORT_TOKEN_CHARS {
                     warnings.push(
                         "OUTLOOK_HTTP_BEARER_TOKEN is shorter than 16 characters; any program on \
@@ -101,7 +109,7 @@ impl HttpSettings {
                 }
                 Auth::Bearer(TokenDigest::of(&token))
             }
-            None if http_allow_no_auth(env)? => {
+            (None, None) if http_allow_no_auth(env)? => {
                 warnings.push(
                     "serving HTTP WITHOUT authentication (OUTLOOK_HTTP_ALLOW_NO_AUTH=true): any \
                      program on this machine that can reach the port can read the allowlisted \
@@ -109,7 +117,7 @@ impl HttpSettings {
                 );
                 Auth::Open
             }
-            None => return Err(HttpConfigError::NoToken),
+            (None, None) => return Err(HttpConfigError::NoToken),
         };
         let extra_origins = match env.get(HTTP_ALLOWED_ORIGINS_VAR) {
             Some(list) => parse_origins(list)?,
@@ -122,6 +130,48 @@ impl HttpSettings {
             warnings,
         })
     }
+}
+
+/// The resource server's settings, when `MAILGATE_HTTP_OAUTH_ISSUER` is set (blank is unset).
+fn oauth(env: &Env) -> Result<Option<OAuthSettings>, HttpConfigError> {
+    let Some(issuer) = env
+        .get(HTTP_OAUTH_ISSUER_VAR)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+    else {
+        return Ok(None);
+    };
+    let url = |value: &str, var: &'static str| {
+        url::Url::parse(value)
+            .ok()
+            .filter(acceptable_url)
+            .ok_or(HttpConfigError::OAuthUrl { var })
+    };
+    url(issuer, HTTP_OAUTH_ISSUER_VAR)?;
+    let issuer = issuer.to_owned();
+    let resource = env
+        .get(HTTP_PUBLIC_URL_VAR)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .ok_or(HttpConfigError::PublicUrlMissing)?;
+    let resource = url(resource, HTTP_PUBLIC_URL_VAR)?;
+    let scopes: Vec<String> = env
+        .get(HTTP_OAUTH_SCOPES_VAR)
+        .unwrap_or(DEFAULT_SCOPE)
+        .split_ascii_whitespace()
+        .map(str::to_owned)
+        .collect();
+    // RFC 6749 §3.3 scope-token: %x21 / %x23-5B / %x5D-7E.
+    let scope_char = |c: char| matches!(c, '\x21' | '\x23'..='\x5B' | '\x5D'..='\x7E');
+    if scopes.is_empty() || scopes.iter().any(|s| !s.chars().all(scope_char)) {
+        return Err(HttpConfigError::Scopes);
+    }
+    Ok(Some(OAuthSettings {
+        issuer,
+        resource,
+        scopes,
+        accept_plain_jwt: http_oauth_accept_plain_jwt(env)?,
+    }))
 }
 
 /// A host for binding: an IP literal (IPv6 with or without brackets) or `localhost`, which is
@@ -383,5 +433,79 @@ mod tests {
             !err.to_string().contains("intranet"),
             "values are not shown"
         );
+    }
+
+    /// Issue 29's interface: the issuer turns the resource server on, needs the public URL,
+    /// never runs beside the static token, and takes scopes of RFC 6749's characters.
+    #[test]
+    fn the_resource_server_needs_its_urls_and_never_the_static_token() {
+        const ISSUER: (&str, &str) = (HTTP_OAUTH_ISSUER_VAR, "https://login.example.com/t/v2.0");
+        const PUBLIC: (&str, &str) = (HTTP_PUBLIC_URL_VAR, "https://mail.example.com/mcp");
+        let s = resolve(&[ISSUER, PUBLIC], "").expect("starts");
+        match &s.auth {
+            Auth::ResourceServer(o) => {
+                assert_eq!(o.issuer, "https://login.example.com/t/v2.0");
+                assert_eq!(o.resource.as_str(), "https://mail.example.com/mcp");
+                assert_eq!(o.scopes, ["mail.read"]);
+                assert!(!o.accept_plain_jwt);
+            }
+            _ => panic!("the resource server is on"),
+        }
+        let scoped = resolve(
+            &[ISSUER, PUBLIC, (HTTP_OAUTH_SCOPES_VAR, " mail.read  mcp ")],
+            "",
+        )
+        .expect("starts");
+        assert!(
+            matches!(&scoped.auth, Auth::ResourceServer(o) if o.scopes == ["mail.read", "mcp"])
+        );
+        let err = |pairs: &[(&str, &str)]| resolve(pairs, "").err();
+        assert!(matches!(
+            err(&[ISSUER, PUBLIC, TOKEN]),
+            Some(HttpConfigError::OAuthWithBearer)
+        ));
+        assert!(matches!(
+            err(&[ISSUER]),
+            Some(HttpConfigError::PublicUrlMissing)
+        ));
+        for bad in [
+            "http://login.example.com/",
+            "not a url",
+            "https://u:p@login.example.com/",
+        ] {
+            assert!(
+                matches!(
+                    err(&[(HTTP_OAUTH_ISSUER_VAR, bad), PUBLIC]),
+                    Some(HttpConfigError::OAuthUrl {
+                        var: HTTP_OAUTH_ISSUER_VAR
+                    })
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            err(&[ISSUER, (HTTP_PUBLIC_URL_VAR, "http://mail.example.com/mcp")]),
+            Some(HttpConfigError::OAuthUrl {
+                var: HTTP_PUBLIC_URL_VAR
+            })
+        ));
+        for scopes in ["mail\"read", "a\\b"] {
+            assert!(
+                matches!(
+                    err(&[ISSUER, PUBLIC, (HTTP_OAUTH_SCOPES_VAR, scopes)]),
+                    Some(HttpConfigError::Scopes)
+                ),
+                "{scopes:?}"
+            );
+        }
+        // Loopback http is the test and proxy case.
+        let local = resolve(
+            &[
+                (HTTP_OAUTH_ISSUER_VAR, "http://127.0.0.1:9000"),
+                (HTTP_PUBLIC_URL_VAR, "http://localhost:3010/mcp"),
+            ],
+            "",
+        );
+        assert!(local.is_ok());
     }
 }

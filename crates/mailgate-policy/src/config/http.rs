@@ -26,6 +26,26 @@ pub const HTTP_PORT_VAR: &str = "OUTLOOK_HTTP_PORT";
 pub const HTTP_BEARER_TOKEN_VAR: &str = "OUTLOOK_HTTP_BEARER_TOKEN";
 /// Comma list of browser origins allowed besides the bound port's loopback origins.
 pub const HTTP_ALLOWED_ORIGINS_VAR: &str = "MAILGATE_HTTP_ALLOWED_ORIGINS";
+// Remote access for people (issue 29): the OAuth 2.1 resource server and TLS.
+/// The authorization server's issuer URL; setting it turns the resource server on.
+pub const HTTP_OAUTH_ISSUER_VAR: &str = "MAILGATE_HTTP_OAUTH_ISSUER";
+/// The canonical resource URL clients use (`https://mail.example.com/mcp`), the tokens' `aud`.
+pub const HTTP_PUBLIC_URL_VAR: &str = "MAILGATE_HTTP_PUBLIC_URL";
+/// Scopes every token must grant, space-separated (default `mail.read`).
+pub const HTTP_OAUTH_SCOPES_VAR: &str = "MAILGATE_HTTP_OAUTH_SCOPES";
+/// Strict boolean: also accept access tokens typed `JWT` (issuers that predate RFC 9068).
+pub const HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR: &str = "MAILGATE_HTTP_OAUTH_ACCEPT_PLAIN_JWT";
+/// PEM certificate chain and private key of the TLS listener.
+pub const HTTP_TLS_CERT_VAR: &str = "MAILGATE_HTTP_TLS_CERT";
+pub const HTTP_TLS_KEY_VAR: &str = "MAILGATE_HTTP_TLS_KEY";
+
+/// `MAILGATE_HTTP_OAUTH_ACCEPT_PLAIN_JWT` as a strict boolean; unset or blank is `false`.
+pub fn http_oauth_accept_plain_jwt(env: &env::Env) -> Result<bool, ConfigError> {
+    Ok(parse_bool(
+        HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR,
+        env.raw(HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR),
+    )? == Some(true))
+}
 
 /// `OUTLOOK_HTTP_ALLOW_NO_AUTH` as a strict boolean; unset or blank is `false`.
 pub fn http_allow_no_auth(env: &env::Env) -> Result<bool, ConfigError> {

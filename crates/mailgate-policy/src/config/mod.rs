@@ -62,7 +62,9 @@ pub(crate) use gate_vars::{
 };
 pub use http::{
     HTTP_ALLOW_NO_AUTH_VAR, HTTP_ALLOWED_ORIGINS_VAR, HTTP_BEARER_TOKEN_VAR, HTTP_HOST_VAR,
-    HTTP_PORT_VAR, http_allow_no_auth,
+    HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR, HTTP_OAUTH_ISSUER_VAR, HTTP_OAUTH_SCOPES_VAR, HTTP_PORT_VAR,
+    HTTP_PUBLIC_URL_VAR, HTTP_TLS_CERT_VAR, HTTP_TLS_KEY_VAR, http_allow_no_auth,
+    http_oauth_accept_plain_jwt,
 };
 pub use limits::Limits;
 pub(crate) use load::{CONFIG_PATH_VAR, JOURNAL_VAR, SEARCH_MEMORY_VAR};

@@ -1,0 +1,302 @@
+//! The OAuth 2.1 resource server end to end (issue 29, items 1, 2 and 5): the real binary serving
+//! HTTP with `MAILGATE_HTTP_OAUTH_ISSUER` pointed at the fake authorization server of
+//! `oauth_issuer`, its Protected Resource Metadata, and the refusal matrix, each case one request
+//! whose status and challenge are checked: no token, malformed, `alg: none`, HS256 keyed by the
+//! public key, an unknown `kid` (one refetch, then 401), wrong `iss`, missing or wrong `aud`,
+//! expired, `nbf` ahead, a missing scope (403), a person who is no principal (403), an issuer
+//! that is down (503). Then a valid person through rmcp's client: only their aliases, another
+//! person's alias refused as unknown, and a cursor issued to one person refused for another.
+
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use crate::oauth_issuer::{FakeIssuer, Signer, claims, now, unsigned};
+use crate::util::{DemoEntry, HttpServer, World, config_over_shared_demo};
+
+const RESOURCE: &str = "https://mail.example.com/mcp";
+
+/// The demo's `finance` and `personal` over the shared demo, with two principals: `ana` (sub
+/// `a-1`) reaches `finance`, `bo` (sub `b-1`) reaches both.
+async fn start(issuer: &FakeIssuer) -> (World, HttpServer) {
+    start_in(World::new(), issuer).await
+}
+
+async fn start_in(world: World, issuer: &FakeIssuer) -> (World, HttpServer) {
+    let entry = |alias, address| DemoEntry {
+        alias,
+        address,
+        access: "full",
+        maildir: true,
+    };
+    let config = config_over_shared_demo(
+        &world,
+        &[
+            entry("finance", "finance@example.com"),
+            entry("personal", "personal@example.com"),
+        ],
+        r#", "principals": [
+            {"label": "ana", "match": {"sub": "a-1"}, "aliases": ["finance"]},
+            {"label": "bo", "match": {"sub": "b-1"}, "aliases": ["finance", "personal"]}]"#,
+    );
+    let url = issuer.url();
+    let server = HttpServer::start(
+        &world,
+        &["serve", "--http", "127.0.0.1:0", "--config", &config],
+        &[
+            ("MAILGATE_HTTP_OAUTH_ISSUER", url.as_str()),
+            ("MAILGATE_HTTP_PUBLIC_URL", RESOURCE),
+        ],
+    )
+    .await;
+    (world, server)
+}
+
+/// One `initialize` POST with `token` (if any): status, `WWW-Authenticate`, body.
+async fn post(server: &HttpServer, token: Option<&str>) -> (u16, String, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"}}});
+    let mut request = reqwest::Client::new()
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, challenge, response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn every_refusal_of_the_matrix_is_decided_with_its_challenge() {
+    let key = Signer::new("k1");
+    let issuer = FakeIssuer::start(&[&key]).await;
+    let (_world, server) = start(&issuer).await;
+    let iss = issuer.url();
+    let valid = |sub: &str| claims(&iss, RESOURCE, sub);
+
+    // The metadata, at the path-specific and the root well-known URL.
+    let base = server.url.trim_end_matches("/mcp").to_owned();
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let doc: Value = reqwest::get(format!("{base}{path}"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(doc["resource"], RESOURCE, "{path}");
+        assert_eq!(doc["authorization_servers"], json!([iss]), "{path}");
+    }
+
+    let (status, challenge, _) = post(&server, None).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge,
+        "Bearer resource_metadata=\"https://mail.example.com/.well-known/oauth-protected-resource/mcp\", scope=\"mail.read\""
+    );
+
+    let mutate = |f: &dyn Fn(&mut Value)| {
+        let mut c = valid("a-1");
+        f(&mut c);
+        key.sign(&c)
+    };
+    let mut hs256 = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    hs256.typ = Some("at+jwt".into());
+    hs256.kid = Some("k1".into());
+    let public = key.jwk["x"].as_str().unwrap().as_bytes().to_vec();
+    let forged = jsonwebtoken::encode(
+        &hs256,
+        &valid("a-1"),
+        &jsonwebtoken::EncodingKey::from_secret(&public).unwrap(),
+    )
+    .unwrap();
+    let invalid: Vec<(&str, String, &str)> = vec![
+        ("malformed", "not-a-jwt".into(), "not a well-formed JWT"),
+        ("alg none", unsigned(&valid("a-1")), "algorithm"),
+        ("HS256 keyed by the public key", forged, "algorithm"),
+        (
+            "wrong issuer",
+            mutate(&|c| c["iss"] = json!("https://evil.example.org")),
+            "another issuer",
+        ),
+        (
+            "missing audience",
+            mutate(&|c| {
+                c.as_object_mut().unwrap().remove("aud");
+            }),
+            "claims",
+        ),
+        (
+            "wrong audience",
+            mutate(&|c| c["aud"] = json!("https://other.example.com/mcp")),
+            "another resource",
+        ),
+        (
+            "expired",
+            mutate(&|c| c["exp"] = json!(now() - 120)),
+            "expired",
+        ),
+        (
+            "nbf ahead",
+            mutate(&|c| c["nbf"] = json!(now() + 600)),
+            "not valid yet",
+        ),
+        (
+            "signed by a stranger",
+            Signer::new("k1").sign(&valid("a-1")),
+            "signature",
+        ),
+    ];
+    for (name, token, why) in &invalid {
+        let (status, challenge, _) = post(&server, Some(token)).await;
+        assert_eq!(status, 401, "{name}");
+        assert!(
+            challenge.starts_with("Bearer error=\"invalid_token\"") && challenge.contains(why),
+            "{name}: {challenge}"
+        );
+        assert!(
+            !challenge.contains(token.as_str()),
+            "{name}: the token is echoed"
+        );
+    }
+
+    let (status, challenge, _) =
+        post(&server, Some(&mutate(&|c| c["scope"] = json!("openid")))).await;
+    assert_eq!(status, 403, "missing scope");
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains("scope=\"mail.read\""), "{challenge}");
+
+    let (status, _, body) = post(&server, Some(&key.sign(&valid("nobody")))).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (403, r#"{"error":"not_a_principal"}"#)
+    );
+
+    let (status, _, _) = post(&server, Some(&key.sign(&valid("a-1")))).await;
+    assert_eq!(status, 200, "a valid token of a principal");
+
+    // Key rotation: a new kid is fetched once; another unknown kid within the refresh interval
+    // is refused without asking the issuer again.
+    let fetched = issuer.jwks_fetches().await;
+    let rotated = Signer::new("k2");
+    issuer.serve(&[&key, &rotated]).await;
+    let (status, _, _) = post(&server, Some(&rotated.sign(&valid("a-1")))).await;
+    assert_eq!(status, 200, "a rotated key is fetched and accepted");
+    let after_rotation = issuer.jwks_fetches().await;
+    assert_eq!(
+        after_rotation, 1,
+        "one refetch (the mock was reset: {fetched} before)"
+    );
+    let (status, challenge, _) = post(&server, Some(&Signer::new("k3").sign(&valid("a-1")))).await;
+    assert_eq!(status, 401, "an unknown kid");
+    assert!(challenge.contains("signing key is unknown"), "{challenge}");
+    assert_eq!(
+        issuer.jwks_fetches().await,
+        after_rotation,
+        "no second refetch"
+    );
+}
+
+#[tokio::test]
+async fn an_issuer_that_cannot_be_reached_fails_closed() {
+    let key = Signer::new("k1");
+    let issuer = FakeIssuer::start(&[&key]).await;
+    issuer.go_down().await;
+    let (_world, server) = start(&issuer).await;
+    let token = key.sign(&claims(&issuer.url(), RESOURCE, "a-1"));
+    let (status, _, body) = post(&server, Some(&token)).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (503, r#"{"error":"authorization_server_unavailable"}"#)
+    );
+}
+
+/// A person through rmcp's Streamable HTTP client: their aliases only, another's refused like
+/// an unknown one, and a cursor that does not cross from one person to another.
+#[tokio::test]
+async fn a_person_reaches_only_their_aliases_and_their_own_cursors() {
+    let key = Signer::new("k1");
+    let issuer = FakeIssuer::start(&[&key]).await;
+    let (world, server) = start_in(World::new().with("MAILGATE_JOURNAL", "true"), &issuer).await;
+    let client = |sub: &str| {
+        let token = key.sign(&claims(&issuer.url(), RESOURCE, sub));
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token),
+        );
+        ().serve(transport)
+    };
+    let ana = client("a-1").await.unwrap();
+    let bo = client("b-1").await.unwrap();
+    let call = async |who: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+                      tool: &'static str,
+                      args: Value| {
+        let out = who
+            .call_tool(
+                CallToolRequestParams::new(tool).with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        let structured = out.structured_content.clone().unwrap_or(Value::Null);
+        (out.is_error == Some(true), structured, out)
+    };
+    let (_, listed, _) = call(&ana, "list_allowed_mailboxes", json!({})).await;
+    assert_eq!(listed["mailboxes"], json!(["finance"]));
+    let (_, listed, _) = call(&bo, "list_allowed_mailboxes", json!({})).await;
+    assert_eq!(listed["mailboxes"], json!(["finance", "personal"]));
+    let (refused, _, out) = call(&ana, "list_folders", json!({"mailbox": "personal"})).await;
+    assert!(refused, "another person's alias is refused");
+    let text = format!("{:?}", out.content);
+    assert!(
+        text.contains("UNKNOWN_MAILBOX") || text.contains("not on the allowlist"),
+        "{text}"
+    );
+
+    let args = json!({"mailbox": "finance", "criteria": {"maxResults": 1}});
+    let (_, first, _) = call(&ana, "search_mailbox", args.clone()).await;
+    let mut next = args;
+    next["cursor"] = first["nextCursor"].clone();
+    assert!(next["cursor"].is_string(), "{first}");
+    let (refused, _, _) = call(&ana, "search_mailbox", next.clone()).await;
+    assert!(!refused, "the person who got the cursor goes on");
+    let (refused, _, out) = call(&bo, "search_mailbox", next).await;
+    assert!(refused, "another person's cursor is refused");
+    assert!(
+        format!("{:?}", out.content).contains("cursor"),
+        "{:?}",
+        out.content
+    );
+    ana.cancel().await.unwrap();
+    bo.cancel().await.unwrap();
+    // The journal names each call's principal by its label, never a token or a claim value.
+    let journal = std::fs::read_to_string(world.state().join("journal.jsonl")).unwrap();
+    let principals: Vec<String> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "tool_call")
+        .map(|e| e["principal"].as_str().unwrap_or("-").to_owned())
+        .collect();
+    assert!(principals.iter().any(|p| p == "ana") && principals.iter().any(|p| p == "bo"));
+    assert!(
+        principals.iter().all(|p| p == "ana" || p == "bo"),
+        "{principals:?}"
+    );
+    assert!(
+        !journal.contains("a-1") && !journal.contains("eyJ"),
+        "no claim value, no token"
+    );
+}
