@@ -91,7 +91,11 @@ enum Command {
 #[derive(Subcommand)]
 enum PolicyCommand {
     /// Print the catalog, mailboxes, outbound rules, disk roots, limits and permissions in force
-    Explain,
+    Explain {
+        /// Print instead what the remote person of plugin.json principals LABEL reaches over HTTP
+        #[arg(long, value_name = "LABEL")]
+        principal: Option<String>,
+    },
     /// Exit non-zero when the configuration would fail at startup
     Check,
     /// Write policy/catalog.toml and policy/catalogs/*.json (the golden files) into DIR
@@ -252,9 +256,16 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
 
 fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i32, StartupError> {
     match command {
-        PolicyCommand::Explain => {
+        PolicyCommand::Explain { principal: None } => {
             let (s, gates) = settings(env, config)?;
             write_out(&crate::report::explain(&s, &gates))?;
+            Ok(0)
+        }
+        PolicyCommand::Explain {
+            principal: Some(label),
+        } => {
+            let (s, _gates) = settings(env, config)?;
+            write_out(&crate::report::explain_principal(&s, env, &label)?)?;
             Ok(0)
         }
         PolicyCommand::Check => {

@@ -99,6 +99,8 @@ pub(crate) enum HttpConfigError {
          printable ASCII without quotes or backslashes"
     )]
     Scopes,
+    #[error("MAILGATE_HTTP_PERSON_REQUESTS_PER_MINUTE must be a whole number from 1 to 100000")]
+    PersonRate,
     #[error(
         "the OAuth resource server has no principals: list the people in plugin.json \
          \"principals\" (nobody could call it otherwise)"

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::config::{Access, BackendSpec, Settings};
+use crate::error::StartupError;
 use crate::gates::Gates;
 use crate::tools::catalog;
 use crate::tools::{self, Family, ToolDef};
@@ -409,10 +410,31 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
     );
     let _ = writeln!(
         out,
-        "http: `serve --http` serves the read catalog ({} tools) whatever the gates; loopback \
-         only, bearer token required",
+        "http: `serve --http` serves the read catalog ({} tools) whatever the gates; on \
+         loopback with the bearer token, or to people by OAuth token (MAILGATE_HTTP_OAUTH_ISSUER), \
+         each reaching only their principal's aliases",
         catalog::build(&Gates::read_only()).len()
     );
+    if !settings.config.principals.is_empty() {
+        let _ = writeln!(
+            out,
+            "principals (remote people; `--principal LABEL` for one):"
+        );
+        for p in &settings.config.principals {
+            let aliases: Vec<String> = p
+                .grants
+                .iter()
+                .map(|g| format!("{} ({})", g.alias, g.access.as_str()))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  - {} by {}: {}",
+                p.label,
+                p.identity.kind(),
+                aliases.join(", ")
+            );
+        }
+    }
     let _ = writeln!(out, "mailboxes:");
     for m in &settings.config.mailboxes {
         let kind = match &m.backend {
@@ -508,6 +530,59 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
     }
     graph_section(&mut out, settings, g, &tools);
     out
+}
+
+/// What the remote person `label` (plugin.json `principals`) reaches over HTTP: their
+/// mailboxes at their access, the tools, and what a token must carry. Claim values are not
+/// printed, only their kind: the label is the name this output, logs and the journal use.
+pub(crate) fn explain_principal(
+    settings: &Settings,
+    env: &crate::config::env::Env,
+    label: &str,
+) -> Result<String, StartupError> {
+    let principal = settings
+        .config
+        .principals
+        .iter()
+        .find(|p| p.label.as_str() == label)
+        .ok_or_else(|| {
+            StartupError::Usage(format!(
+                "no principal is labelled {label:?} in plugin.json \"principals\""
+            ))
+        })?;
+    let caller = crate::caller::Caller::person(principal);
+    let tools = catalog::build(&Gates::read_only());
+    let mut out = String::new();
+    let _ = writeln!(out, "principal: {}", principal.label);
+    let _ = writeln!(
+        out,
+        "matched by: the token's {} claim{} (exact; value in plugin.json)",
+        principal.identity.kind(),
+        match principal.identity {
+            crate::config::Identity::Email(_) => ", only when email_verified is true",
+            _ => "",
+        }
+    );
+    let _ = writeln!(out, "mailboxes:");
+    for granted in caller.granted(&settings.config) {
+        let _ = writeln!(out, "  - {} access={}", granted, granted.access().as_str());
+    }
+    let _ = writeln!(
+        out,
+        "tools ({} over HTTP, read-only whatever the gates): {}",
+        tools.len(),
+        tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ")
+    );
+    let var = |name: &str| env.get(name).map(str::trim).filter(|v| !v.is_empty());
+    let issuer = var(crate::config::HTTP_OAUTH_ISSUER_VAR);
+    let _ = writeln!(
+        out,
+        "token: issuer {}; audience {}; scopes {}",
+        issuer.unwrap_or("(MAILGATE_HTTP_OAUTH_ISSUER not set: the resource server is off)"),
+        var(crate::config::HTTP_PUBLIC_URL_VAR).unwrap_or("(MAILGATE_HTTP_PUBLIC_URL not set)"),
+        var(crate::config::HTTP_OAUTH_SCOPES_VAR).unwrap_or("mail.read"),
+    );
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -120,6 +120,15 @@ pub(crate) fn build_app(
         )),
         extractor: crate::extract::Extractor::worker(),
         call_slots: tokio::sync::Semaphore::new(crate::tools::MAX_CALLS_IN_FLIGHT),
+        person_slots: settings
+            .config
+            .principals
+            .iter()
+            .map(|p| {
+                let share = tokio::sync::Semaphore::new(crate::tools::PERSON_CALLS_IN_FLIGHT);
+                (p.label.clone(), share)
+            })
+            .collect(),
         gates,
         backends: Registry::new(entries),
         journal,

@@ -163,6 +163,20 @@ pub fn http_guard(data: &[u8]) {
 }
 
 // ----------------------------------------------------------------------------------------------
+// http_oauth
+// ----------------------------------------------------------------------------------------------
+
+/// Bytes → the OAuth resource server's token header rules and signature check, and its
+/// `Authorization` parser (`transport::http::oauth::fuzz`); the first byte picks which.
+///
+/// Oracles, beyond "no panic": no HMAC or `none` header passes; nothing verifies under a key
+/// whose private half was thrown away; an extracted token is the trimmed tail of one `Bearer`
+/// value.
+pub fn http_oauth(data: &[u8]) {
+    crate::transport::http::oauth::fuzz(data);
+}
+
+// ----------------------------------------------------------------------------------------------
 // embeddings
 // ----------------------------------------------------------------------------------------------
 

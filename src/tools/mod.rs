@@ -531,6 +531,9 @@ pub(crate) fn render_error(err: &ToolError) -> CallToolResult {
 /// call keeps the deadline it had on arrival ([`call_deadline`]): it is answered, late calls with
 /// `SEARCH_INCOMPLETE` and the deadline warning, never dropped.
 pub(crate) const MAX_CALLS_IN_FLIGHT: usize = 4;
+/// How many of those one remote person may hold at once, so one person's burst cannot starve
+/// the others (issue 29, item 4); the operator's calls are bounded by the process-wide slots only.
+pub(crate) const PERSON_CALLS_IN_FLIGHT: usize = 2;
 
 tokio::task_local! {
     /// When the running tool call arrived (set by [`App::call`]).
@@ -562,6 +565,9 @@ pub(crate) struct App {
     pub(crate) extractor: crate::extract::Extractor,
     /// Process-wide bound on tool calls running at once ([`MAX_CALLS_IN_FLIGHT`]).
     pub(crate) call_slots: tokio::sync::Semaphore,
+    /// Each remote person's share of the call slots ([`PERSON_CALLS_IN_FLIGHT`]), by label.
+    pub(crate) person_slots:
+        std::collections::HashMap<crate::config::PrincipalLabel, tokio::sync::Semaphore>,
     /// The outbound policy and transport; `Some` exactly when the send gate is open.
     pub(crate) send: Option<send::SendState>,
     /// The download root (security.md §3), opened at startup only when the write gate is open.
@@ -616,6 +622,16 @@ impl App {
             .and_then(|m| scope.grant(m));
         // The semaphore is never closed, so acquiring fails only in theory; then the call runs
         // unbounded rather than unanswered.
+        // A person waits for their own share first, so their queued calls never hold process
+        // slots another person could use.
+        let share = scope
+            .caller()
+            .label()
+            .and_then(|label| self.person_slots.get(label));
+        let _person_slot = match share {
+            Some(share) => share.acquire().await.ok(),
+            None => None,
+        };
         let _slot = self.call_slots.acquire().await.ok();
         let result = CALL_ARRIVED
             .scope(started, (def.call)(scope.clone(), raw))
@@ -775,6 +791,45 @@ mod tests {
             lacking.message.contains("MOVE (RFC 6851)"),
             "{}",
             lacking.message
+        );
+    }
+
+    /// Issue 29, item 4: a person whose share of the call slots is taken waits, while another
+    /// person's call is answered. (Fails with the share removed from `App::call`.)
+    #[tokio::test]
+    async fn one_persons_burst_never_takes_another_persons_slots() {
+        let demo = testutil::demo_app_with_principals(serde_json::json!([
+            {"label": "ana", "match": {"sub": "a-1"}, "aliases": ["personal"]},
+            {"label": "bo", "match": {"sub": "b-1"}, "aliases": ["personal"]}
+        ]));
+        let app = Arc::clone(&demo.app);
+        let person = |i: usize| Arc::new(crate::caller::Caller::person(&app.config.principals[i]));
+        let held = app.person_slots[&app.config.principals[0].label]
+            .acquire_many(u32::try_from(PERSON_CALLS_IN_FLIGHT).expect("small"))
+            .await
+            .expect("open");
+        let raw = || {
+            serde_json::json!({"mailbox": "personal"})
+                .as_object()
+                .cloned()
+                .expect("object")
+        };
+        let ana = tokio::spawn({
+            let (app, caller) = (Arc::clone(&app), person(0));
+            async move { app.call(caller, "list_folders", raw()).await }
+        });
+        let bo = app.call(person(1), "list_folders", raw()).await;
+        assert!(bo.is_ok(), "bo is served while ana's share is taken");
+        assert!(!ana.is_finished(), "ana waits for her own share");
+        assert_eq!(
+            app.call_slots.available_permits(),
+            MAX_CALLS_IN_FLIGHT,
+            "and holds no process slot while she waits"
+        );
+        drop(held);
+        assert!(
+            ana.await.expect("joined").is_ok(),
+            "and is served once it frees"
         );
     }
 

@@ -31,9 +31,28 @@ pub(crate) fn operator(app: &Arc<App>) -> CallScope {
 
 /// Sets the demo up in a fresh temp dir and builds the app over it.
 pub(crate) fn demo_app() -> DemoApp {
+    demo_app_with(None)
+}
+
+/// As [`demo_app`], with `principals` (the JSON of plugin.json's key) added to the demo's config.
+pub(crate) fn demo_app_with_principals(principals: serde_json::Value) -> DemoApp {
+    demo_app_with(Some(principals))
+}
+
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the test rewrites the demo config it just set up, inside its tempdir"
+)]
+fn demo_app_with(principals: Option<serde_json::Value>) -> DemoApp {
     let dir = tempfile::tempdir().expect("tempdir");
     // The state folder must be private (a tempdir itself may be 0755).
     let config = crate::demo::setup(&dir.path().join("state"), false).expect("demo setup");
+    if let Some(principals) = principals {
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&config).expect("read")).expect("json");
+        json["principals"] = principals;
+        std::fs::write(&config, json.to_string()).expect("write");
+    }
     let home = dir.path().to_string_lossy().into_owned();
     let env = crate::config::env::Env::from_pairs([
         ("HOME", home.clone()),

@@ -25,22 +25,7 @@ async fn start(issuer: &FakeIssuer) -> (World, HttpServer) {
 }
 
 async fn start_in(world: World, issuer: &FakeIssuer) -> (World, HttpServer) {
-    let entry = |alias, address| DemoEntry {
-        alias,
-        address,
-        access: "full",
-        maildir: true,
-    };
-    let config = config_over_shared_demo(
-        &world,
-        &[
-            entry("finance", "finance@example.com"),
-            entry("personal", "personal@example.com"),
-        ],
-        r#", "principals": [
-            {"label": "ana", "match": {"sub": "a-1"}, "aliases": ["finance"]},
-            {"label": "bo", "match": {"sub": "b-1"}, "aliases": ["finance", "personal"]}]"#,
-    );
+    let config = two_people(&world);
     let url = issuer.url();
     let server = HttpServer::start(
         &world,
@@ -52,6 +37,26 @@ async fn start_in(world: World, issuer: &FakeIssuer) -> (World, HttpServer) {
     )
     .await;
     (world, server)
+}
+
+/// The config of [`start`]: `finance` and `personal`, principals `ana` and `bo`.
+fn two_people(world: &World) -> String {
+    let entry = |alias, address| DemoEntry {
+        alias,
+        address,
+        access: "full",
+        maildir: true,
+    };
+    config_over_shared_demo(
+        world,
+        &[
+            entry("finance", "finance@example.com"),
+            entry("personal", "personal@example.com"),
+        ],
+        r#", "principals": [
+            {"label": "ana", "match": {"sub": "a-1"}, "aliases": ["finance"]},
+            {"label": "bo", "match": {"sub": "b-1"}, "aliases": ["finance", "personal"]}]"#,
+    )
 }
 
 /// One `initialize` POST with `token` (if any): status, `WWW-Authenticate`, body.
@@ -298,5 +303,94 @@ async fn a_person_reaches_only_their_aliases_and_their_own_cursors() {
     assert!(
         !journal.contains("a-1") && !journal.contains("eyJ"),
         "no claim value, no token"
+    );
+}
+
+/// `policy explain --principal LABEL` prints what that person reaches, naming claim kinds, never
+/// claim values; an unknown label is a usage error.
+#[tokio::test]
+async fn policy_explain_shows_one_persons_reach() {
+    let world = World::new();
+    let config = two_people(&world);
+    let out = world
+        .run_with(
+            &[(
+                "MAILGATE_HTTP_OAUTH_ISSUER",
+                "https://login.example.com/t/v2.0",
+            )],
+            &[
+                "policy",
+                "explain",
+                "--principal",
+                "ana",
+                "--config",
+                &config,
+            ],
+        )
+        .await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("principal: ana"), "{text}");
+    assert!(text.contains("matched by: the token's sub claim"), "{text}");
+    assert!(text.contains("  - finance access=read"), "{text}");
+    assert!(!text.contains("personal"), "only ana's mailboxes: {text}");
+    assert!(text.contains("tools (12 over HTTP"), "{text}");
+    assert!(
+        text.contains("issuer https://login.example.com/t/v2.0"),
+        "{text}"
+    );
+    assert!(!text.contains("a-1"), "no claim value: {text}");
+    let all = world.run(&["policy", "explain", "--config", &config]).await;
+    let all = String::from_utf8_lossy(&all.stdout);
+    assert!(
+        all.contains("  - bo by sub: finance (read), personal (read)"),
+        "{all}"
+    );
+    let unknown = world
+        .run(&[
+            "policy",
+            "explain",
+            "--principal",
+            "carol",
+            "--config",
+            &config,
+        ])
+        .await;
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no principal is labelled"));
+}
+
+/// Each person has their own request rate (issue 29, item 4): one spent is `429` with
+/// `Retry-After` for that person alone.
+#[tokio::test]
+async fn one_persons_rate_limit_leaves_the_others_served() {
+    let key = Signer::new("k1");
+    let issuer = FakeIssuer::start(&[&key]).await;
+    let world = World::new().with("MAILGATE_HTTP_PERSON_REQUESTS_PER_MINUTE", "2");
+    let (_world, server) = start_in(world, &issuer).await;
+    let token = |sub: &str| key.sign(&claims(&issuer.url(), RESOURCE, sub));
+    let ana = token("a-1");
+    for _ in 0..2 {
+        assert_eq!(post(&server, Some(&ana)).await.0, 200);
+    }
+    let spent = reqwest::Client::new()
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(&ana)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(spent.status().as_u16(), 429);
+    let wait: u64 = spent.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert_eq!(
+        post(&server, Some(&token("b-1"))).await.0,
+        200,
+        "bo is still served"
     );
 }

@@ -257,10 +257,10 @@ fn oauth_refused(refusal: oauth::Refusal) -> Response<Body> {
     if let Some(challenge) = refusal.www_authenticate {
         response.headers_mut().insert("www-authenticate", challenge);
     }
-    if refusal.status == StatusCode::SERVICE_UNAVAILABLE {
+    if let Some(seconds) = refusal.retry_after {
         response
             .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("30"));
+            .insert(RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
 }

@@ -16,11 +16,13 @@ use super::oauth::{OAuthSettings, acceptable_url};
 use crate::config::env::Env;
 use crate::config::{
     HTTP_ALLOWED_ORIGINS_VAR, HTTP_BEARER_TOKEN_VAR, HTTP_HOST_VAR, HTTP_OAUTH_ISSUER_VAR,
-    HTTP_OAUTH_SCOPES_VAR, HTTP_PORT_VAR, HTTP_PUBLIC_URL_VAR, http_allow_no_auth,
-    http_oauth_accept_plain_jwt,
+    HTTP_OAUTH_SCOPES_VAR, HTTP_PERSON_RATE_VAR, HTTP_PORT_VAR, HTTP_PUBLIC_URL_VAR,
+    http_allow_no_auth, http_oauth_accept_plain_jwt,
 };
 use crate::error::HttpConfigError;
 
+/// Requests per minute per remote person when `MAILGATE_HTTP_PERSON_REQUESTS_PER_MINUTE` is unset.
+const DEFAULT_PERSON_RATE: u32 = 120;
 /// The scope a token needs when `MAILGATE_HTTP_OAUTH_SCOPES` is unset.
 const DEFAULT_SCOPE: &str = "mail.read";
 /// The reference plugin's default port.
@@ -166,11 +168,21 @@ fn oauth(env: &Env) -> Result<Option<OAuthSettings>, HttpConfigError> {
     if scopes.is_empty() || scopes.iter().any(|s| !s.chars().all(scope_char)) {
         return Err(HttpConfigError::Scopes);
     }
+    let per_minute = match env.get(HTTP_PERSON_RATE_VAR) {
+        None => DEFAULT_PERSON_RATE,
+        Some(v) => v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=100_000).contains(n))
+            .ok_or(HttpConfigError::PersonRate)?,
+    };
     Ok(Some(OAuthSettings {
         issuer,
         resource,
         scopes,
         accept_plain_jwt: http_oauth_accept_plain_jwt(env)?,
+        requests_per_minute: per_minute,
     }))
 }
 
@@ -496,6 +508,15 @@ mod tests {
                     Some(HttpConfigError::Scopes)
                 ),
                 "{scopes:?}"
+            );
+        }
+        for rate in ["0", "x", "100001", "-1"] {
+            assert!(
+                matches!(
+                    err(&[ISSUER, PUBLIC, (HTTP_PERSON_RATE_VAR, rate)]),
+                    Some(HttpConfigError::PersonRate)
+                ),
+                "{rate}"
             );
         }
         // Loopback http is the test and proxy case.

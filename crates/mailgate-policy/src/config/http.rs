@@ -35,6 +35,8 @@ pub const HTTP_PUBLIC_URL_VAR: &str = "MAILGATE_HTTP_PUBLIC_URL";
 pub const HTTP_OAUTH_SCOPES_VAR: &str = "MAILGATE_HTTP_OAUTH_SCOPES";
 /// Strict boolean: also accept access tokens typed `JWT` (issuers that predate RFC 9068).
 pub const HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR: &str = "MAILGATE_HTTP_OAUTH_ACCEPT_PLAIN_JWT";
+/// Requests per minute one remote person may make (default 120); a burst of that many is allowed.
+pub const HTTP_PERSON_RATE_VAR: &str = "MAILGATE_HTTP_PERSON_REQUESTS_PER_MINUTE";
 /// PEM certificate chain and private key of the TLS listener.
 pub const HTTP_TLS_CERT_VAR: &str = "MAILGATE_HTTP_TLS_CERT";
 pub const HTTP_TLS_KEY_VAR: &str = "MAILGATE_HTTP_TLS_KEY";

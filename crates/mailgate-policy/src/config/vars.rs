@@ -35,6 +35,7 @@ const KNOWN: &[&str] = &[
     super::HTTP_PUBLIC_URL_VAR,
     super::HTTP_OAUTH_SCOPES_VAR,
     super::HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR,
+    super::HTTP_PERSON_RATE_VAR,
     super::HTTP_TLS_CERT_VAR,
     super::HTTP_TLS_KEY_VAR,
     super::INDEX_MAX_STALENESS_VAR,

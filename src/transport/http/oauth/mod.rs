@@ -17,6 +17,8 @@
 mod keys;
 pub(crate) mod token;
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -26,6 +28,7 @@ use keys::{KeyCache, Lookup};
 pub(crate) use keys::{KeysError, acceptable_url};
 use token::{Rules, TokenError};
 
+use crate::backends::rate::TokenBucket;
 use crate::caller::Caller;
 use crate::config::Principal;
 
@@ -44,6 +47,8 @@ pub(crate) struct OAuthSettings {
     pub(crate) scopes: Vec<String>,
     /// Accept `typ: JWT` access tokens (issuers that predate RFC 9068).
     pub(crate) accept_plain_jwt: bool,
+    /// Requests one person may make per minute (a token bucket of that many).
+    pub(crate) requests_per_minute: u32,
 }
 
 /// Why a request was not given a caller.
@@ -58,6 +63,8 @@ pub(crate) enum Denial {
     NotAPrincipal,
     /// The issuer's keys could not be had.
     IssuerUnavailable,
+    /// The person's request rate is spent; retry after this long.
+    RateLimited(Duration),
 }
 
 impl Denial {
@@ -69,6 +76,7 @@ impl Denial {
             Denial::Scope => "insufficient_scope",
             Denial::NotAPrincipal => "not_a_principal",
             Denial::IssuerUnavailable => "issuer_unavailable",
+            Denial::RateLimited(_) => "rate_limited",
         }
     }
 }
@@ -78,6 +86,8 @@ pub(crate) struct Refusal {
     pub(crate) status: StatusCode,
     pub(crate) body: &'static str,
     pub(crate) www_authenticate: Option<HeaderValue>,
+    /// Seconds until a retry can succeed (`Retry-After`).
+    pub(crate) retry_after: Option<u64>,
 }
 
 /// The resource server: settings, the issuer's keys, the principals.
@@ -85,6 +95,8 @@ pub(crate) struct ResourceServer {
     settings: OAuthSettings,
     keys: KeyCache,
     principals: Vec<Principal>,
+    /// Each principal's request rate, by position in `principals`.
+    rates: Vec<TokenBucket>,
     metadata_url: String,
     metadata: Bytes,
 }
@@ -96,6 +108,10 @@ impl ResourceServer {
     ) -> Result<Self, KeysError> {
         let keys = KeyCache::new(&settings.issuer)?;
         let metadata_url = metadata_url(&settings.resource);
+        let rates = principals
+            .iter()
+            .map(|_| TokenBucket::new(settings.requests_per_minute, Duration::from_secs(60)))
+            .collect();
         let metadata = serde_json::json!({
             "resource": settings.resource.as_str(),
             "authorization_servers": [settings.issuer],
@@ -109,6 +125,7 @@ impl ResourceServer {
             settings,
             keys,
             principals,
+            rates,
             metadata_url,
             metadata,
         })
@@ -149,6 +166,14 @@ impl ResourceServer {
         let principal = claims
             .principal(&self.principals)
             .ok_or(Denial::NotAPrincipal)?;
+        let at = self
+            .principals
+            .iter()
+            .position(|p| std::ptr::eq(p, principal))
+            .ok_or(Denial::NotAPrincipal)?;
+        if let Some(rate) = self.rates.get(at) {
+            rate.try_take().map_err(Denial::RateLimited)?;
+        }
         Ok(Caller::person(principal))
     }
 
@@ -174,11 +199,13 @@ impl ResourceServer {
                 status: StatusCode::UNAUTHORIZED,
                 body: r#"{"error":"unauthorized"}"#,
                 www_authenticate: challenge(None),
+                retry_after: None,
             },
             Denial::Invalid(e) => Refusal {
                 status: StatusCode::UNAUTHORIZED,
                 body: r#"{"error":"invalid_token"}"#,
                 www_authenticate: challenge(Some(("invalid_token", &e.to_string()))),
+                retry_after: None,
             },
             Denial::Scope => Refusal {
                 status: StatusCode::FORBIDDEN,
@@ -187,16 +214,25 @@ impl ResourceServer {
                     "insufficient_scope",
                     "the token lacks a required scope",
                 ))),
+                retry_after: None,
             },
             Denial::NotAPrincipal => Refusal {
                 status: StatusCode::FORBIDDEN,
                 body: r#"{"error":"not_a_principal"}"#,
                 www_authenticate: None,
+                retry_after: None,
             },
             Denial::IssuerUnavailable => Refusal {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 body: r#"{"error":"authorization_server_unavailable"}"#,
                 www_authenticate: None,
+                retry_after: Some(30),
+            },
+            Denial::RateLimited(wait) => Refusal {
+                status: StatusCode::TOO_MANY_REQUESTS,
+                body: r#"{"error":"rate_limited"}"#,
+                www_authenticate: None,
+                retry_after: Some(wait.as_secs().max(1)),
             },
         }
     }
@@ -225,6 +261,90 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
+/// Fuzz oracle (`fuzzing::http_oauth`): untrusted bytes as an access token and as an
+/// `Authorization` value. The first byte picks which; the rest is the input.
+///
+/// Oracles, beyond "no panic": a header the token rules accept names an allowed asymmetric
+/// algorithm; no input verifies under a key whose private half nobody has (a key generated per
+/// process and thrown away); an extracted bearer token is a non-empty, trimmed part of the one
+/// header value, after a `Bearer` scheme.
+#[cfg(fuzzing)]
+pub(crate) fn fuzz(data: &[u8]) {
+    use std::sync::OnceLock;
+
+    use aws_lc_rs::rand::SystemRandom;
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+    static KEY: OnceLock<jsonwebtoken::jwk::Jwk> = OnceLock::new();
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode % 2 == 1 {
+        let Ok(value) = HeaderValue::from_bytes(rest) else {
+            return;
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, value.clone());
+        if let Some(token) = bearer(&headers) {
+            let text = value
+                .to_str()
+                .expect("oracle: a token comes from a text value");
+            assert!(!token.is_empty(), "oracle: an empty token is no token");
+            assert_eq!(token, token.trim(), "oracle: the token is trimmed");
+            assert!(
+                text.ends_with(token),
+                "oracle: the token is the value's tail"
+            );
+            let scheme = text.split_once(' ').map(|(s, _)| s).unwrap_or_default();
+            assert!(
+                scheme.eq_ignore_ascii_case("bearer"),
+                "oracle: only the Bearer scheme"
+            );
+        }
+        return;
+    }
+    let Ok(token) = std::str::from_utf8(rest) else {
+        return;
+    };
+    let rules = Rules {
+        issuer: "https://login.example.com/t",
+        resource: "https://mail.example.com/mcp",
+        accept_plain_jwt: mode % 4 == 2,
+    };
+    let Ok(head) = token::head(token, &rules) else {
+        return;
+    };
+    assert!(
+        !matches!(
+            head.alg,
+            jsonwebtoken::Algorithm::HS256
+                | jsonwebtoken::Algorithm::HS384
+                | jsonwebtoken::Algorithm::HS512
+        ),
+        "oracle: no HMAC algorithm passes the header check"
+    );
+    let jwk = KEY.get_or_init(|| {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+            .expect("oracle setup: keygen");
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref())
+            .expect("oracle setup: key");
+        let point = pair.public_key().as_ref();
+        serde_json::from_value(serde_json::json!({
+            "kty": "EC", "crv": "P-256", "kid": "k1", "alg": "ES256",
+            "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+            "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+        }))
+        .expect("oracle setup: jwk")
+    });
+    assert!(
+        token::verify(token, &head, jwk, &rules).is_err(),
+        "oracle: nothing verifies under a key whose private half is gone"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +356,7 @@ mod tests {
                 resource: Url::parse(token::tests::RESOURCE).expect("url"),
                 scopes: vec!["mail.read".into()],
                 accept_plain_jwt: false,
+                requests_per_minute: 120,
             },
             Vec::new(),
         )
