@@ -54,11 +54,20 @@ pub(crate) enum StartupError {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HttpConfigError {
     #[error(
-        "{address} is not a loopback address: the HTTP transport binds only 127.0.0.0/8, ::1 or \
-         localhost (for remote use, put a reviewed HTTPS + OAuth 2.1 proxy in front of a loopback \
-         mailgate)"
+        "{address} is not a loopback address: the HTTP transport leaves loopback only with the \
+         OAuth resource server (MAILGATE_HTTP_OAUTH_ISSUER) and TLS (MAILGATE_HTTP_TLS_CERT and \
+         MAILGATE_HTTP_TLS_KEY); the static bearer token is a loopback-only mode"
     )]
     NotLoopback { address: String },
+    #[error("MAILGATE_HTTP_TLS_CERT and MAILGATE_HTTP_TLS_KEY are set together or not at all")]
+    TlsIncomplete,
+    #[error("{var} must be an absolute path")]
+    TlsPath { var: &'static str },
+    #[error(
+        "MAILGATE_HTTP_BEHIND_PROXY needs the OAuth resource server and a loopback address (the \
+         proxy terminates TLS and forwards to mailgate on this machine)"
+    )]
+    ProxyMode,
     #[error("{source_name} is not a host: use an IP address or localhost")]
     BadHost { source_name: &'static str },
     #[error("{source_name} must be a port number from 0 to 65535")]

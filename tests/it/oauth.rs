@@ -394,3 +394,119 @@ async fn one_persons_rate_limit_leaves_the_others_served() {
         "bo is still served"
     );
 }
+
+/// TLS (issue 29, item 3): with the resource server and TLS the transport leaves loopback (it
+/// binds 0.0.0.0 here), serves people over https, and a SIGHUP swaps in a renewed certificate
+/// for new connections; without TLS the same address is refused at startup.
+#[tokio::test]
+async fn tls_takes_people_off_loopback_and_a_sighup_reloads_the_certificate() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let key = Signer::new("k1");
+    let issuer = FakeIssuer::start(&[&key]).await;
+    let world = World::new();
+    let config = two_people(&world);
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let tls_dir = world.dir.path().join("tls");
+    std::fs::create_dir(&tls_dir).unwrap();
+    let install = |leaf: &str| {
+        for (from, to) in [("pem", "cert.pem"), ("key", "key.pem")] {
+            let target = tls_dir.join(to);
+            let bytes =
+                std::fs::read(fixtures.join(format!("test-only-leaf-{leaf}.{from}"))).unwrap();
+            // Written then renamed, as a certificate renewal tool does.
+            let partial = tls_dir.join(format!("{to}.new"));
+            std::fs::write(&partial, bytes).unwrap();
+            std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o600)).unwrap();
+            std::fs::rename(&partial, &target).unwrap();
+        }
+    };
+    install("1");
+    let url = issuer.url();
+    let cert = tls_dir.join("cert.pem").display().to_string();
+    let tls_key = tls_dir.join("key.pem").display().to_string();
+    let env = [
+        ("MAILGATE_HTTP_OAUTH_ISSUER", url.as_str()),
+        ("MAILGATE_HTTP_PUBLIC_URL", RESOURCE),
+        ("MAILGATE_HTTP_TLS_CERT", cert.as_str()),
+        ("MAILGATE_HTTP_TLS_KEY", tls_key.as_str()),
+        ("MAILGATE_LOG", "info"),
+    ];
+    let plain = world
+        .run_with(
+            &env[..2],
+            &["serve", "--http", "0.0.0.0:0", "--config", &config],
+        )
+        .await;
+    assert!(!plain.status.success());
+    assert!(String::from_utf8_lossy(&plain.stderr).contains("not a loopback address"));
+
+    let server = HttpServer::start(
+        &world,
+        &["serve", "--http", "0.0.0.0:0", "--config", &config],
+        &env,
+    )
+    .await;
+    assert!(server.url.starts_with("https://0.0.0.0:"), "{}", server.url);
+    let port = server.addr().port();
+    let ca = std::fs::read(fixtures.join("test-only-ca.pem")).unwrap();
+    // A new client per request: a new connection, so the certificate it sees is the current one.
+    let leaf = async || {
+        let client = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+            .tls_info(true)
+            .build()
+            .unwrap();
+        let response = client
+            .get(format!(
+                "https://localhost:{port}/.well-known/oauth-protected-resource"
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let info = response
+            .extensions()
+            .get::<reqwest::tls::TlsInfo>()
+            .unwrap();
+        let der = info.peer_certificate().unwrap().to_vec();
+        if der.windows(6).any(|w| w == b"leaf 1") {
+            1
+        } else {
+            2
+        }
+    };
+    assert_eq!(leaf().await, 1);
+
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+        .build()
+        .unwrap();
+    let token = key.sign(&claims(&issuer.url(), RESOURCE, "a-1"));
+    let answer = client
+        .post(format!("https://localhost:{port}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(&token)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200, "a person over https");
+
+    install("2");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(server.pid()).unwrap()),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    // The reload is asynchronous: wait for the log line that reports it, then look.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !server.stderr().contains("TLS certificate and key reloaded") {
+        assert!(std::time::Instant::now() < deadline, "{}", server.stderr());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        leaf().await,
+        2,
+        "new connections get the renewed certificate"
+    );
+}

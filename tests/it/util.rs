@@ -724,9 +724,10 @@ impl HttpServer {
     pub(crate) fn addr(&self) -> std::net::SocketAddr {
         self.url
             .strip_prefix("http://")
+            .or_else(|| self.url.strip_prefix("https://"))
             .and_then(|rest| rest.split('/').next())
             .and_then(|addr| addr.parse().ok())
-            .expect("the announced URL is http://ADDR/mcp")
+            .expect("the announced URL is http(s)://ADDR/mcp")
     }
 
     /// The server's process id.

@@ -36,6 +36,9 @@ pub(crate) struct Guard {
     port: u16,
     /// ASCII origin serializations (and possibly `null`).
     origins: Vec<String>,
+    /// With the resource server: the public URL's authority as clients write it in `Host`
+    /// (`mail.example.com`, or with its port when the URL names one), lower-cased.
+    public: Option<String>,
     auth: Auth,
 }
 
@@ -51,8 +54,25 @@ impl Guard {
         Self {
             port,
             origins,
+            public: None,
             auth,
         }
+    }
+
+    /// The guard of a server people reach by its public URL (directly over TLS, or through the
+    /// operator's TLS-terminating proxy): that URL's host and origin are this server's own too.
+    pub(crate) fn reached_by_public_url(mut self) -> Self {
+        self.public = match &self.auth {
+            Auth::ResourceServer(o) => {
+                self.origins.push(o.resource.origin().ascii_serialization());
+                o.resource.host_str().map(|host| match o.resource.port() {
+                    Some(port) => format!("{host}:{port}").to_ascii_lowercase(),
+                    None => host.to_ascii_lowercase(),
+                })
+            }
+            _ => None,
+        };
+        self
     }
 
     /// `Host` and `Origin`, for every route.
@@ -110,6 +130,13 @@ impl Guard {
     /// here, strictly: the `http` crate's `Authority` reads `localhost:1,x[::1]:4100` as host
     /// `localhost`, port 4100 (found by the `http_guard` fuzz target).
     fn is_own_authority(&self, value: &str) -> bool {
+        if self
+            .public
+            .as_deref()
+            .is_some_and(|public| value.eq_ignore_ascii_case(public))
+        {
+            return true;
+        }
         let (host, port) = match value.rsplit_once(':') {
             // A colon inside brackets belongs to an IPv6 literal without a port.
             Some((host, port)) if !port.contains(']') => (host, port),
@@ -124,6 +151,7 @@ impl Guard {
         LOOPBACK_NAMES
             .iter()
             .map(|name| format!("{name}:{}", self.port))
+            .chain(self.public.clone())
             .collect()
     }
 
@@ -263,6 +291,55 @@ mod tests {
 
     fn site(pairs: &[(&str, &str)]) -> Result<(), Refusal> {
         guard(Auth::Open).check_site(&Uri::from_static("/mcp"), &headers(pairs))
+    }
+
+    /// With the resource server reached by its public URL, that URL's host (as clients write it)
+    /// and origin are the server's own; without `reached_by_public_url`, they are not.
+    #[test]
+    fn the_public_url_is_own_only_when_people_reach_it() {
+        let oauth = crate::transport::http::oauth::OAuthSettings {
+            issuer: "https://login.example.com/t".into(),
+            resource: url::Url::parse("https://mail.example.com/mcp").expect("url"),
+            scopes: vec!["mail.read".into()],
+            accept_plain_jwt: false,
+            requests_per_minute: 120,
+        };
+        let direct = Guard::new(PORT, &[], Auth::ResourceServer(oauth.clone()));
+        let public = Guard::new(PORT, &[], Auth::ResourceServer(oauth)).reached_by_public_url();
+        let site = |g: &Guard, host: &str, origin: Option<&str>| {
+            let mut pairs = vec![("host", host)];
+            pairs.extend(origin.map(|o| ("origin", o)));
+            g.check_site(&Uri::from_static("/mcp"), &headers(&pairs))
+        };
+        assert_eq!(site(&direct, "mail.example.com", None), Err(Refusal::Host));
+        assert_eq!(site(&public, "mail.example.com", None), Ok(()));
+        assert_eq!(site(&public, "MAIL.Example.com", None), Ok(()));
+        assert_eq!(
+            site(&public, "mail.example.com:8443", None),
+            Err(Refusal::Host)
+        );
+        assert_eq!(site(&public, "evil.example.com", None), Err(Refusal::Host));
+        assert_eq!(
+            site(
+                &public,
+                "mail.example.com",
+                Some("https://mail.example.com")
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            site(
+                &public,
+                "mail.example.com",
+                Some("https://evil.example.com")
+            ),
+            Err(Refusal::Origin)
+        );
+        assert!(
+            public
+                .hosts_with_port()
+                .contains(&"mail.example.com".to_owned())
+        );
     }
 
     #[test]

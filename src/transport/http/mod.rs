@@ -12,6 +12,7 @@ mod front;
 mod guard;
 pub(crate) mod oauth;
 mod settings;
+mod tls;
 
 use std::convert::Infallible;
 use std::io::Write as _;
@@ -33,6 +34,7 @@ use front::{Front, Limits};
 use guard::Guard;
 use oauth::ResourceServer;
 use settings::Auth;
+use tls::Tls;
 
 /// The guard's fuzz oracle, for `crate::fuzzing::http_guard`.
 #[cfg(fuzzing)]
@@ -53,6 +55,17 @@ pub(crate) async fn serve_http(app: Arc<App>, settings: HttpSettings) -> Result<
         }
         _ => None,
     };
+    let tls = match &settings.tls {
+        Some(files) => {
+            let tls = Arc::new(
+                Tls::load(files.clone()).map_err(|e| StartupError::Transport(e.to_string()))?,
+            );
+            tls.reload_on_sighup()
+                .map_err(|e| StartupError::Transport(format!("SIGHUP handler: {}", e.kind())))?;
+            Some(tls)
+        }
+        None => None,
+    };
     let stop = shutdown_signal()?;
     let listener = TcpListener::bind(settings.addr).await.map_err(|e| {
         StartupError::Transport(format!("cannot listen on {}: {}", settings.addr, e.kind()))
@@ -63,16 +76,16 @@ pub(crate) async fn serve_http(app: Arc<App>, settings: HttpSettings) -> Result<
     for warning in &settings.warnings {
         tracing::warn!("{warning}");
     }
-    announce(bound, app.tools.len(), &settings.auth)?;
+    announce(bound, tls.is_some(), app.tools.len(), &settings.auth)?;
     let limits = Limits::default();
     let cancel = CancellationToken::new();
     let front = front_for(app, oauth, &settings, bound.port(), &limits, &cancel);
-    serve(listener, front, limits, cancel, stop).await;
+    serve(listener, tls, front, limits, cancel, stop).await;
     Ok(())
 }
 
 /// The one line that tells the operator (and the tests) where the server is.
-fn announce(bound: SocketAddr, tools: usize, auth: &Auth) -> Result<(), StartupError> {
+fn announce(bound: SocketAddr, tls: bool, tools: usize, auth: &Auth) -> Result<(), StartupError> {
     let auth = match auth {
         Auth::Bearer(_) => "bearer token required",
         Auth::Open => "NO authentication",
@@ -81,7 +94,8 @@ fn announce(bound: SocketAddr, tools: usize, auth: &Auth) -> Result<(), StartupE
     let mut stderr = std::io::stderr().lock();
     writeln!(
         stderr,
-        "mailgate: serving MCP over HTTP at http://{bound}/mcp ({tools} read-only tools; {auth})"
+        "mailgate: serving MCP over HTTP at {scheme}://{bound}/mcp ({tools} read-only tools; {auth})",
+        scheme = if tls { "https" } else { "http" }
     )
     .map_err(|e| StartupError::Output(e.kind()))
 }
@@ -112,7 +126,10 @@ fn front_for(
     limits: &Limits,
     cancel: &CancellationToken,
 ) -> Arc<Front> {
-    let guard = Guard::new(port, &settings.extra_origins, settings.auth.clone());
+    let mut guard = Guard::new(port, &settings.extra_origins, settings.auth.clone());
+    if settings.tls.is_some() || settings.behind_proxy {
+        guard = guard.reached_by_public_url();
+    }
     Arc::new(Front::new(
         app,
         guard,
@@ -126,6 +143,7 @@ fn front_for(
 /// (`cancel`) after the grace period.
 async fn serve(
     listener: TcpListener,
+    tls: Option<Arc<Tls>>,
     front: Arc<Front>,
     limits: Limits,
     cancel: CancellationToken,
@@ -167,11 +185,29 @@ async fn serve(
             let front = Arc::clone(&front);
             async move { Ok::<_, Infallible>(front.handle(request).await) }
         });
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let Some(tls) = &tls else {
+            let connection =
+                graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+            tokio::spawn(async move {
+                // A connection error (a reset, a head timeout, a malformed request) concerns only
+                // that connection; hyper has already answered what it could.
+                let _ = connection.await;
+                drop(slot);
+            });
+            continue;
+        };
+        // The handshake runs in the connection's task, under the head timeout, so a client
+        // that stalls it holds one connection slot and never the accept loop.
+        let acceptor = tls.acceptor();
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
+        let handshake_timeout = limits.head_timeout;
         tokio::spawn(async move {
-            // A connection error (a reset, a head timeout, a malformed request) concerns only
-            // that connection; hyper has already answered what it could.
-            let _ = connection.await;
+            let accepted = tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await;
+            if let Ok(Ok(stream)) = accepted {
+                let connection = builder.serve_connection(TokioIo::new(stream), service);
+                let _ = watcher.watch(connection).await;
+            }
             drop(slot);
         });
     }
@@ -214,6 +250,8 @@ mod tests {
             auth: Auth::Bearer(settings::TokenDigest::of(TOKEN)),
             extra_origins: Vec::new(),
             warnings: Vec::new(),
+            tls: None,
+            behind_proxy: false,
         };
         let cancel = CancellationToken::new();
         let front = front_for(
@@ -225,9 +263,16 @@ mod tests {
             &cancel,
         );
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let server = tokio::spawn(serve(listener, Arc::clone(&front), limits, cancel, async {
-            let _ = rx.await;
-        }));
+        let server = tokio::spawn(serve(
+            listener,
+            None,
+            Arc::clone(&front),
+            limits,
+            cancel,
+            async {
+                let _ = rx.await;
+            },
+        ));
         (addr, front, tx, server, demo)
     }
 

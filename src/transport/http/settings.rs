@@ -13,11 +13,13 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use sha2::{Digest as _, Sha256};
 
 use super::oauth::{OAuthSettings, acceptable_url};
+use super::tls::TlsFiles;
 use crate::config::env::Env;
 use crate::config::{
     HTTP_ALLOWED_ORIGINS_VAR, HTTP_BEARER_TOKEN_VAR, HTTP_HOST_VAR, HTTP_OAUTH_ISSUER_VAR,
     HTTP_OAUTH_SCOPES_VAR, HTTP_PERSON_RATE_VAR, HTTP_PORT_VAR, HTTP_PUBLIC_URL_VAR,
-    http_allow_no_auth, http_oauth_accept_plain_jwt,
+    HTTP_TLS_CERT_VAR, HTTP_TLS_KEY_VAR, http_allow_no_auth, http_behind_proxy,
+    http_oauth_accept_plain_jwt,
 };
 use crate::error::HttpConfigError;
 
@@ -68,6 +70,10 @@ pub(crate) struct HttpSettings {
     pub(crate) extra_origins: Vec<String>,
     /// Warnings for stderr (no auth, a short token): printed by the caller at startup.
     pub(crate) warnings: Vec<&'static str>,
+    /// The TLS listener's files; `None` serves plain HTTP (loopback only).
+    pub(crate) tls: Option<TlsFiles>,
+    /// Behind a TLS-terminating reverse proxy on this machine (`MAILGATE_HTTP_BEHIND_PROXY`).
+    pub(crate) behind_proxy: bool,
 }
 
 impl HttpSettings {
@@ -88,11 +94,6 @@ impl HttpSettings {
         } else {
             parse_cli_addr(cli_addr.trim())?
         };
-        if !addr.ip().is_loopback() {
-            return Err(HttpConfigError::NotLoopback {
-                address: addr.ip().to_string(),
-            });
-        }
         let mut warnings = Vec::new();
         let token = env
             .secret(HTTP_BEARER_TOKEN_VAR)
@@ -125,12 +126,50 @@ impl HttpSettings {
             Some(list) => parse_origins(list)?,
             None => Vec::new(),
         };
+        let tls = tls_files(env)?;
+        let people = matches!(auth, Auth::ResourceServer(_));
+        // Off loopback only people, by token, over TLS (invariant 9).
+        let may_leave_loopback = people && tls.is_some();
+        if !(addr.ip().is_loopback() || may_leave_loopback) {
+            return Err(HttpConfigError::NotLoopback {
+                address: addr.ip().to_string(),
+            });
+        }
+        let behind_proxy = http_behind_proxy(env)?;
+        if behind_proxy && !(people && addr.ip().is_loopback()) {
+            return Err(HttpConfigError::ProxyMode);
+        }
         Ok(Self {
             addr,
             auth,
             extra_origins,
             warnings,
+            tls,
+            behind_proxy,
         })
+    }
+}
+
+/// The TLS files: both variables or neither, absolute paths.
+fn tls_files(env: &Env) -> Result<Option<TlsFiles>, HttpConfigError> {
+    let path = |var: &'static str| {
+        env.get(var)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                let path = std::path::PathBuf::from(v);
+                if path.is_absolute() {
+                    Ok(path)
+                } else {
+                    Err(HttpConfigError::TlsPath { var })
+                }
+            })
+            .transpose()
+    };
+    match (path(HTTP_TLS_CERT_VAR)?, path(HTTP_TLS_KEY_VAR)?) {
+        (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert, key })),
+        (None, None) => Ok(None),
+        _ => Err(HttpConfigError::TlsIncomplete),
     }
 }
 
@@ -519,6 +558,37 @@ mod tests {
                 "{rate}"
             );
         }
+        // Off loopback only with the resource server and TLS; the proxy mode on loopback only.
+        const CERT: (&str, &str) = (HTTP_TLS_CERT_VAR, "/etc/mailgate/cert.pem");
+        const KEY: (&str, &str) = (HTTP_TLS_KEY_VAR, "/etc/mailgate/key.pem");
+        let wide = |pairs: &[(&str, &str)]| resolve(pairs, "0.0.0.0:443");
+        assert!(wide(&[ISSUER, PUBLIC, CERT, KEY]).is_ok_and(|s| s.tls.is_some()));
+        for pairs in [&[ISSUER, PUBLIC][..], &[TOKEN, CERT, KEY][..]] {
+            assert!(matches!(
+                wide(pairs).err(),
+                Some(HttpConfigError::NotLoopback { .. })
+            ));
+        }
+        assert!(matches!(
+            err(&[ISSUER, PUBLIC, CERT]),
+            Some(HttpConfigError::TlsIncomplete)
+        ));
+        assert!(matches!(
+            err(&[ISSUER, PUBLIC, CERT, (HTTP_TLS_KEY_VAR, "key.pem")]),
+            Some(HttpConfigError::TlsPath {
+                var: HTTP_TLS_KEY_VAR
+            })
+        ));
+        const PROXY: (&str, &str) = ("MAILGATE_HTTP_BEHIND_PROXY", "true");
+        assert!(resolve(&[ISSUER, PUBLIC, PROXY], "").is_ok_and(|s| s.behind_proxy));
+        assert!(matches!(
+            err(&[TOKEN, PROXY]),
+            Some(HttpConfigError::ProxyMode)
+        ));
+        assert!(matches!(
+            wide(&[ISSUER, PUBLIC, CERT, KEY, PROXY]).err(),
+            Some(HttpConfigError::ProxyMode)
+        ));
         // Loopback http is the test and proxy case.
         let local = resolve(
             &[

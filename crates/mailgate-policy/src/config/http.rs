@@ -37,6 +37,9 @@ pub const HTTP_OAUTH_SCOPES_VAR: &str = "MAILGATE_HTTP_OAUTH_SCOPES";
 pub const HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR: &str = "MAILGATE_HTTP_OAUTH_ACCEPT_PLAIN_JWT";
 /// Requests per minute one remote person may make (default 120); a burst of that many is allowed.
 pub const HTTP_PERSON_RATE_VAR: &str = "MAILGATE_HTTP_PERSON_REQUESTS_PER_MINUTE";
+/// Strict boolean: mailgate listens on loopback behind a TLS-terminating reverse proxy that
+/// serves `MAILGATE_HTTP_PUBLIC_URL`; `Host` and `Origin` are then checked against that URL.
+pub const HTTP_BEHIND_PROXY_VAR: &str = "MAILGATE_HTTP_BEHIND_PROXY";
 /// PEM certificate chain and private key of the TLS listener.
 pub const HTTP_TLS_CERT_VAR: &str = "MAILGATE_HTTP_TLS_CERT";
 pub const HTTP_TLS_KEY_VAR: &str = "MAILGATE_HTTP_TLS_KEY";
@@ -47,6 +50,11 @@ pub fn http_oauth_accept_plain_jwt(env: &env::Env) -> Result<bool, ConfigError> 
         HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR,
         env.raw(HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR),
     )? == Some(true))
+}
+
+/// `MAILGATE_HTTP_BEHIND_PROXY` as a strict boolean; unset or blank is `false`.
+pub fn http_behind_proxy(env: &env::Env) -> Result<bool, ConfigError> {
+    Ok(parse_bool(HTTP_BEHIND_PROXY_VAR, env.raw(HTTP_BEHIND_PROXY_VAR))? == Some(true))
 }
 
 /// `OUTLOOK_HTTP_ALLOW_NO_AUTH` as a strict boolean; unset or blank is `false`.

@@ -36,6 +36,7 @@ const KNOWN: &[&str] = &[
     super::HTTP_OAUTH_SCOPES_VAR,
     super::HTTP_OAUTH_ACCEPT_PLAIN_JWT_VAR,
     super::HTTP_PERSON_RATE_VAR,
+    super::HTTP_BEHIND_PROXY_VAR,
     super::HTTP_TLS_CERT_VAR,
     super::HTTP_TLS_KEY_VAR,
     super::INDEX_MAX_STALENESS_VAR,
