@@ -281,6 +281,7 @@ const GUIDES: &[&str] = &[
     "docs/operator.md",
     "docs/security-review.md",
     "docs/attacks.md",
+    "docs/remote.md",
     "fuzz/README.md",
     "README.md",
     "CONTRIBUTING.md",
