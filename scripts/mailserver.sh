@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Loopback-only IMAP + SMTP test mail server for mailgate's IMAP/SMTP integration tests (issue
 # 12): real Dovecot and Postfix from Debian's packages, installed when missing, configured in a
-# private folder and started without systemd; nothing can leave the machine.
+# private folder and started without systemd; nothing can leave the machine. The install step
+# also brings nginx-light, the TLS-terminating proxy of the resource server's proxy test
+# (tests/it/oauth.rs), which that test starts itself on loopback; it never runs as a daemon.
 #
 #   scripts/mailserver.sh up        install (when missing) + configure + start + selftest; when
 #                                   this instance already runs with this script's config, only
@@ -55,7 +57,7 @@ need_root() { [ "$(id -u)" = 0 ] || die "must run as root"; }
 cmd_install() {
   need_root
   if command -v dovecot >/dev/null && [ -x /usr/lib/postfix/sbin/master ] \
-     && [ -e /usr/lib/dovecot/lmtp ] && [ -e /usr/lib/dovecot/imap ]; then
+     && [ -e /usr/lib/dovecot/lmtp ] && [ -e /usr/lib/dovecot/imap ] && [ -x /usr/sbin/nginx ]; then
     log "packages already installed"; return 0
   fi
   # Never let package scripts start daemons on their default (0.0.0.0) ports.
@@ -67,9 +69,9 @@ cmd_install() {
   echo "postfix postfix/mailname string localhost" | debconf-set-selections
   [ -n "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock || true)" ] || apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    dovecot-imapd dovecot-lmtpd postfix openssl >/dev/null \
+    dovecot-imapd dovecot-lmtpd postfix openssl nginx-light >/dev/null \
     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-         --no-install-recommends dovecot-imapd dovecot-lmtpd postfix openssl >/dev/null; }
+         --no-install-recommends dovecot-imapd dovecot-lmtpd postfix openssl nginx-light >/dev/null; }
   [ "$created_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
   log "installed: dovecot $(dovecot --version | cut -d' ' -f1), postfix $(postconf -d -h mail_version 2>/dev/null)"
 }

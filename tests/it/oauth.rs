@@ -510,3 +510,152 @@ async fn tls_takes_people_off_loopback_and_a_sighup_reloads_the_certificate() {
         "new connections get the renewed certificate"
     );
 }
+
+/// The proxy case (issue 29, item 3): Debian's nginx terminates TLS for a loopback mailgate in
+/// `MAILGATE_HTTP_BEHIND_PROXY` mode, forwarding `Host`; a person's token for the public URL is
+/// served through it, and the metadata names that URL. nginx comes from scripts/mailserver.sh's
+/// install step (as root); without it the test says it skips.
+#[tokio::test]
+#[expect(clippy::print_stderr, reason = "a skipped test says why")]
+async fn nginx_terminates_tls_in_front_of_a_loopback_mailgate() {
+    let nginx = std::path::Path::new("/usr/sbin/nginx");
+    if !nginx.exists() {
+        eprintln!(
+            "skipping the nginx proxy test: /usr/sbin/nginx is absent (scripts/mailserver.sh install brings it, as root)"
+        );
+        return;
+    }
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (front_port, back_port) = (free_port(), free_port());
+    let public = format!("https://mail.example.com:{front_port}/mcp");
+    let key = Signer::new("k1");
+    let issuer = FakeIssuer::start(&[&key]).await;
+    let world = World::new();
+    let config = two_people(&world);
+    let url = issuer.url();
+    let server = HttpServer::start(
+        &world,
+        &[
+            "serve",
+            "--http",
+            &format!("127.0.0.1:{back_port}"),
+            "--config",
+            &config,
+        ],
+        &[
+            ("MAILGATE_HTTP_OAUTH_ISSUER", url.as_str()),
+            ("MAILGATE_HTTP_PUBLIC_URL", public.as_str()),
+            ("MAILGATE_HTTP_BEHIND_PROXY", "true"),
+        ],
+    )
+    .await;
+
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let dir = world.dir.path().join("nginx");
+    std::fs::create_dir(&dir).unwrap();
+    let root = rustix::process::geteuid().is_root();
+    let conf = format!(
+        "{user}daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+           fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+           server {{\n    listen 127.0.0.1:{front_port} ssl;\n    server_name mail.example.com;\n\
+             ssl_certificate {f}/test-only-leaf-1.pem;\n    ssl_certificate_key {f}/test-only-leaf-1.key;\n\
+             location / {{ proxy_pass http://127.0.0.1:{back_port}; proxy_set_header Host $http_host; proxy_http_version 1.1; }}\n\
+           }}\n}}\n",
+        user = if root { "user root;\n" } else { "" },
+        d = dir.display(),
+        f = fixtures.display(),
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let proxy = tokio::process::Command::new(nginx)
+        .args([
+            "-p",
+            &dir.display().to_string(),
+            "-e",
+            &format!("{}/error.log", dir.display()),
+        ])
+        .args(["-c", &dir.join("nginx.conf").display().to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _proxy = StopsNginx(proxy.id().unwrap());
+    // Ready when its port accepts a connection.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", front_port))
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nginx did not listen: {}",
+            std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let ca = std::fs::read(fixtures.join("test-only-ca.pem")).unwrap();
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+        .resolve(
+            "mail.example.com",
+            std::net::SocketAddr::from(([127, 0, 0, 1], front_port)),
+        )
+        .build()
+        .unwrap();
+    let base = format!("https://mail.example.com:{front_port}");
+    let metadata: Value = client
+        .get(format!("{base}/.well-known/oauth-protected-resource/mcp"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], public.as_str());
+    let token = key.sign(&claims(&url, &public, "a-1"));
+    let answer = client
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(&token)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "list_allowed_mailboxes", "arguments": {}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(
+        body["result"]["structuredContent"]["mailboxes"],
+        json!(["finance"]),
+        "{body}"
+    );
+    let anonymous = client.post(format!("{base}/mcp")).send().await.unwrap();
+    assert_eq!(
+        anonymous.status().as_u16(),
+        401,
+        "the challenge passes through the proxy"
+    );
+    drop(server);
+}
+
+/// Stops nginx the way that also ends its workers (SIGTERM to the master; SIGKILL would orphan
+/// them), whether the test passed or not.
+struct StopsNginx(u32);
+
+impl Drop for StopsNginx {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.0).unwrap());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::wait::waitpid(pid, None);
+    }
+}

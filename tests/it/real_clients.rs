@@ -355,3 +355,98 @@ async fn mcp_inspector_cli_over_http_calls_every_read_tool_with_every_argument()
     .await;
     passed_then_stop(&out, "calls passed", server).await;
 }
+
+/// Issue 29, item 5, end to end with parts nobody on this project wrote: `oidc-provider` (OpenID
+/// Certified) as the authorization server on loopback, and the TypeScript MCP SDK's
+/// `ClientCredentialsProvider` doing the whole discovery and OAuth flow itself against mailgate
+/// as the resource server (the 401 challenge, the Protected Resource Metadata, the issuer's
+/// metadata, a token for the resource by RFC 8707, RFC 9068 JWT), then reaching only its
+/// principal's alias.
+#[tokio::test]
+async fn typescript_sdk_does_the_oauth_flow_against_oidc_provider_and_reaches_its_aliases() {
+    use tokio::io::AsyncBufReadExt as _;
+    if !installed("typescript_sdk_does_the_oauth_flow") {
+        return;
+    }
+    const SECRET: &str = "e2e-only-client-secret-0123456789";
+    let world = World::new();
+    let entry = |alias| crate::util::DemoEntry {
+        alias,
+        address: if alias == "finance" {
+            "finance@example.com"
+        } else {
+            "personal@example.com"
+        },
+        access: "full",
+        maildir: true,
+    };
+    let config = crate::util::config_over_shared_demo(
+        &world,
+        &[entry("finance"), entry("personal")],
+        r#", "principals": [{"label": "machine", "match": {"sub": "mailgate-e2e"}, "aliases": ["finance"]}]"#,
+    );
+    // The canonical URL is the address clients use, so it must be known before the server
+    // starts: a port the kernel just handed out and released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut issuer = tokio::process::Command::new("node")
+        .arg(clients_dir().join("oidc-issuer.mjs"))
+        .args([url.as_str(), SECRET])
+        .env_clear()
+        .env("PATH", path())
+        .current_dir(clients_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(issuer.stdout.take().unwrap()).lines();
+    let issuer_url = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("issuer ") {
+                return url.to_owned();
+            }
+        }
+        panic!("oidc-provider ended before listening")
+    })
+    .await
+    .expect("oidc-provider listens within 30 s");
+    let server = HttpServer::start(
+        &world,
+        &[
+            "serve",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+            &config,
+        ],
+        &[
+            ("MAILGATE_HTTP_OAUTH_ISSUER", issuer_url.as_str()),
+            ("MAILGATE_HTTP_PUBLIC_URL", url.as_str()),
+        ],
+    )
+    .await;
+    let out = node(
+        "sdk-oauth-client.mjs",
+        &[&url, &issuer_url, "mailgate-e2e", SECRET],
+        &clients_dir(),
+        &[("PATH", path())],
+    )
+    .await;
+    assert!(out.status.success(), "{}", report(&out));
+    let seen: serde_json::Value = serde_json::from_slice(out.stdout.trim_ascii())
+        .unwrap_or_else(|_| panic!("{}", report(&out)));
+    assert_eq!(
+        seen,
+        serde_json::json!({"tools": 12, "mailboxes": ["finance"], "otherRefused": true}),
+        "{}",
+        report(&out)
+    );
+    let (status, _) = server.stop().await;
+    assert!(status.success());
+}
