@@ -659,3 +659,33 @@ impl Drop for StopsNginx {
         let _ = nix::sys::wait::waitpid(pid, None);
     }
 }
+
+/// A person's `tools/list` on protocol 2026-07-28 says `cacheScope: private` (SEP-2549): what
+/// one person is shown may not be cached for another. It holds the 12 read tools.
+#[tokio::test]
+async fn a_persons_tool_list_is_marked_private_to_them() {
+    let key = Signer::new("k1");
+    let issuer = FakeIssuer::start(&[&key]).await;
+    let (_world, server) = start(&issuer).await;
+    let token = key.sign(&claims(&issuer.url(), RESOURCE, "a-1"));
+    let answer: Value = reqwest::Client::new()
+        .post(&server.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/list")
+        .bearer_auth(&token)
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["result"]["cacheScope"], "private", "{answer}");
+    assert_eq!(answer["result"]["tools"].as_array().unwrap().len(), 12);
+}
