@@ -34,8 +34,8 @@ async fn policy_files_match_the_code() {
         compared += 1;
     }
     assert_eq!(
-        compared, 10,
-        "eight catalogs, catalog.toml and surface.json"
+        compared, 11,
+        "eight catalogs, catalog.toml, surface.json and remote.json"
     );
     for name in [
         "read",

@@ -11,7 +11,7 @@
 mod front;
 mod guard;
 pub(crate) mod oauth;
-mod settings;
+pub(crate) mod settings;
 mod tls;
 
 use std::convert::Infallible;

@@ -24,9 +24,9 @@ use crate::config::{
 use crate::error::HttpConfigError;
 
 /// Requests per minute per remote person when `MAILGATE_HTTP_PERSON_REQUESTS_PER_MINUTE` is unset.
-const DEFAULT_PERSON_RATE: u32 = 120;
+pub(crate) const DEFAULT_PERSON_RATE: u32 = 120;
 /// The scope a token needs when `MAILGATE_HTTP_OAUTH_SCOPES` is unset.
-const DEFAULT_SCOPE: &str = "mail.read";
+pub(crate) const DEFAULT_SCOPE: &str = "mail.read";
 /// The reference plugin's default port.
 pub(crate) const DEFAULT_PORT: u16 = 3010;
 /// Tokens shorter than this are accepted (a reference user's environment must keep working) but

@@ -33,7 +33,7 @@ use crate::caller::Caller;
 use crate::config::Principal;
 
 /// The well-known path of RFC 9728's metadata.
-const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// The resource server's settings (environment: `MAILGATE_HTTP_OAUTH_*`, `MAILGATE_HTTP_PUBLIC_URL`).
 #[derive(Clone, Debug)]

@@ -19,10 +19,10 @@ use crate::config::{Identity, Principal};
 /// Access tokens longer than this are refused unread (real ones are 1–4 KB).
 pub(super) const MAX_TOKEN_BYTES: usize = 8 * 1024;
 /// Clock skew allowed on `exp` and `nbf`, in seconds.
-const LEEWAY_SECS: u64 = 30;
+pub(crate) const LEEWAY_SECS: u64 = 30;
 
 /// The asymmetric algorithms a token may be signed with.
-const ALLOWED: &[Algorithm] = &[
+pub(crate) const ALLOWED: &[Algorithm] = &[
     Algorithm::RS256,
     Algorithm::RS384,
     Algorithm::RS512,
