@@ -196,6 +196,50 @@ fn collect_strings(value: &Value, keys: &mut Vec<String>, values: &mut Vec<Strin
     }
 }
 
+/// Principals (issue 29): every grant names an allowlisted alias once, at no wider access than
+/// the alias's own; labels and identities are unique; the file's count and order are kept.
+fn check_principals(tree: &Value, config: &Config) {
+    let listed = tree
+        .get("principals")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    assert_eq!(
+        config.principals.len(),
+        listed,
+        "oracle: every principal of the file is kept"
+    );
+    let mut labels = HashSet::new();
+    let mut identities = HashSet::new();
+    for principal in &config.principals {
+        assert!(
+            labels.insert(principal.label.as_str().to_owned()),
+            "oracle: principal labels are unique"
+        );
+        assert!(
+            identities.insert(format!("{:?}", principal.identity)),
+            "oracle: principal identities are unique"
+        );
+        assert!(
+            !principal.grants.is_empty(),
+            "oracle: a principal grants something"
+        );
+        let mut aliases = HashSet::new();
+        for grant in &principal.grants {
+            let entry = config
+                .mailbox(&grant.alias)
+                .expect("oracle: a grant names an allowlisted alias");
+            assert!(
+                aliases.insert(grant.alias.clone()),
+                "oracle: a principal lists an alias once"
+            );
+            assert!(
+                !(grant.access == Access::Full && entry.access == Access::Read),
+                "oracle: no grant is wider than its alias"
+            );
+        }
+    }
+}
+
 fn check_accepted_config(data: &[u8], config: &Config) {
     // The strict reader accepted it, so the lenient one must too.
     let tree: Value =
@@ -203,6 +247,7 @@ fn check_accepted_config(data: &[u8], config: &Config) {
     let top = tree
         .as_object()
         .expect("oracle: an accepted config is a JSON object");
+    check_principals(&tree, config);
     assert!(
         !top.contains_key("allowSend"),
         "oracle: no accepted config has an allowSend key"
