@@ -85,7 +85,8 @@ async fn post(server: &HttpServer, token: Option<&str>) -> (u16, String, String)
 async fn every_refusal_of_the_matrix_is_decided_with_its_challenge() {
     let key = Signer::new("k1");
     let issuer = FakeIssuer::start(&[&key]).await;
-    let (_world, server) = start(&issuer).await;
+    // The most the server logs, so the check below sees every line it could write.
+    let (_world, server) = start_in(World::new().with("MAILGATE_LOG", "trace"), &issuer).await;
     let iss = issuer.url();
     let valid = |sub: &str| claims(&iss, RESOURCE, sub);
 
@@ -215,6 +216,17 @@ async fn every_refusal_of_the_matrix_is_decided_with_its_challenge() {
         after_rotation,
         "no second refetch"
     );
+
+    // No token, and no claim value, in anything the server wrote.
+    let log = server.stderr();
+    for (_, token, _) in &invalid {
+        let signature = token.rsplit('.').next().unwrap_or_default();
+        assert!(
+            signature.len() < 8 || !log.contains(signature),
+            "a token reached the log"
+        );
+    }
+    assert!(!log.contains("a-1") && !log.contains("eyJ"), "{log}");
 }
 
 #[tokio::test]
