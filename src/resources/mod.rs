@@ -1,9 +1,9 @@
 //! MCP resources: read-only views a client can browse beside the tools — the allowlist
 //! (`mailgate://mailboxes`), the policy in force (`mailgate://policy`) and, per alias, its
 //! folders, categories, contacts and local-index state (`mailgate://{alias}/…`). They exist on
-//! every catalog and both transports, and are bound by what binds the tools: only allowlisted
-//! aliases resolve (through [`App::resolve`], the tools' own path), each backend is the one
-//! pinned to its alias, and nothing here writes. A view that carries mail-derived text
+//! every catalog and both transports, and are bound by what binds the tools: only aliases the
+//! caller may reach resolve (through [`CallScope::resolve`], the tools' own path), each backend
+//! is the one pinned to its alias, and nothing here writes. A view that carries mail-derived text
 //! (categories, contacts) is labelled untrusted in its JSON (`dataTrust`), as tool answers are.
 //! Errors name the URI's problem or the alias, never an address.
 

@@ -1,8 +1,8 @@
 //! The write family (gate `PLUGIN_ALLOW_WRITES`, else `allowWrites`): move, copy, mark,
 //! download and draft. There is no delete tool, and no handler here can delete anything.
 //!
-//! Invariants: every handler first applies per-alias narrowing (`App::resolve_for_change`; the
-//! mailbox writes go through the `Writer` handle `App::resolve_writer` returns, the only way to
+//! Invariants: every handler first applies per-alias narrowing (`CallScope::resolve_for_change`; the
+//! mailbox writes go through the `Writer` handle `CallScope::resolve_writer` returns, the only way to
 //! reach them), then its runtime caps (`maxBatchSize`, `maxDownloadBatchBytes`), and only then touches the mailbox
 //! or the disk, so a refusal changes nothing.
 //! - move/copy resolve the destination among *existing* folders; an unknown destination is a
