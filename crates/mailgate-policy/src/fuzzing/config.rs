@@ -50,7 +50,7 @@ const LIMITS: &[(&str, u64, u64, u64)] = &[
 ];
 
 /// Top-level keys besides the limits that `plugin.json` may contain (config.md).
-const OTHER_TOP_KEYS: &[&str] = &["mailboxes", "allowWrites", "searchMemoryPath"];
+const OTHER_TOP_KEYS: &[&str] = &["mailboxes", "allowWrites", "searchMemoryPath", "principals"];
 
 /// Bounds of `rateLimit.imapPerMinute` and `rateLimit.smtpPerHour` (config.md).
 const IMAP_PER_MINUTE: (u32, u32) = (1, 6_000);
