@@ -64,13 +64,14 @@ async fn post(server: &HttpServer, token: Option<&str>) -> (u16, String, String)
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "probe", "version": "0"}}});
-    let mut request = reqwest::Client::new()
-        .post(&server.url)
-        .header("accept", "application/json, text/event-stream")
-        .json(&body);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
+    let client = reqwest::Client::new();
+    let request = match token {
+        Some(token) => mcp_post(&client, &server.url, token, &body),
+        None => client
+            .post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body),
+    };
     let response = request.send().await.unwrap();
     let status = response.status().as_u16();
     let challenge = response
@@ -79,6 +80,32 @@ async fn post(server: &HttpServer, token: Option<&str>) -> (u16, String, String)
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
     (status, challenge, response.text().await.unwrap())
+}
+
+/// A POST of one JSON-RPC `message` to `url`, as an MCP client sends it, with `token` as the
+/// bearer.
+fn mcp_post(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    message: &Value,
+) -> reqwest::RequestBuilder {
+    client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(token)
+        .json(message)
+}
+
+/// The test-only TLS material (`tests/fixtures/tls`).
+fn tls_fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls")
+}
+
+/// A client that trusts the test-only CA.
+fn trusting_the_test_ca() -> reqwest::ClientBuilder {
+    let ca = std::fs::read(tls_fixtures().join("test-only-ca.pem")).unwrap();
+    reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
 }
 
 #[tokio::test]
@@ -385,11 +412,8 @@ async fn one_persons_rate_limit_leaves_the_others_served() {
     for _ in 0..2 {
         assert_eq!(post(&server, Some(&ana)).await.0, 200);
     }
-    let spent = reqwest::Client::new()
-        .post(&server.url)
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(&ana)
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let spent = mcp_post(&reqwest::Client::new(), &server.url, &ana, &ping)
         .send()
         .await
         .unwrap();
@@ -417,7 +441,7 @@ async fn tls_takes_people_off_loopback_and_a_sighup_reloads_the_certificate() {
     let issuer = FakeIssuer::start(&[&key]).await;
     let world = World::new();
     let config = two_people(&world);
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let fixtures = tls_fixtures();
     let tls_dir = world.dir.path().join("tls");
     std::fs::create_dir(&tls_dir).unwrap();
     let install = |leaf: &str| {
@@ -460,14 +484,9 @@ async fn tls_takes_people_off_loopback_and_a_sighup_reloads_the_certificate() {
     .await;
     assert!(server.url.starts_with("https://0.0.0.0:"), "{}", server.url);
     let port = server.addr().port();
-    let ca = std::fs::read(fixtures.join("test-only-ca.pem")).unwrap();
     // A new client per request: a new connection, so the certificate it sees is the current one.
     let leaf = async || {
-        let client = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-            .tls_info(true)
-            .build()
-            .unwrap();
+        let client = trusting_the_test_ca().tls_info(true).build().unwrap();
         let response = client
             .get(format!(
                 "https://localhost:{port}/.well-known/oauth-protected-resource"
@@ -489,19 +508,18 @@ async fn tls_takes_people_off_loopback_and_a_sighup_reloads_the_certificate() {
     };
     assert_eq!(leaf().await, 1);
 
-    let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
-        .build()
-        .unwrap();
+    let client = trusting_the_test_ca().build().unwrap();
     let token = key.sign(&claims(&issuer.url(), RESOURCE, "a-1"));
-    let answer = client
-        .post(format!("https://localhost:{port}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(&token)
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
-        .send()
-        .await
-        .unwrap();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let answer = mcp_post(
+        &client,
+        &format!("https://localhost:{port}/mcp"),
+        &token,
+        &ping,
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(answer.status().as_u16(), 200, "a person over https");
 
     install("2");
@@ -568,7 +586,7 @@ async fn nginx_terminates_tls_in_front_of_a_loopback_mailgate() {
     )
     .await;
 
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let fixtures = tls_fixtures();
     let dir = world.dir.path().join("nginx");
     std::fs::create_dir(&dir).unwrap();
     let root = rustix::process::geteuid().is_root();
@@ -613,9 +631,7 @@ async fn nginx_terminates_tls_in_front_of_a_loopback_mailgate() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let ca = std::fs::read(fixtures.join("test-only-ca.pem")).unwrap();
-    let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+    let client = trusting_the_test_ca()
         .resolve(
             "mail.example.com",
             std::net::SocketAddr::from(([127, 0, 0, 1], front_port)),
@@ -633,14 +649,9 @@ async fn nginx_terminates_tls_in_front_of_a_loopback_mailgate() {
         .unwrap();
     assert_eq!(metadata["resource"], public.as_str());
     let token = key.sign(&claims(&url, &public, "a-1"));
-    let answer = client
-        .post(format!("{base}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .bearer_auth(&token)
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "list_allowed_mailboxes", "arguments": {}}}),
-        )
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "list_allowed_mailboxes", "arguments": {}}});
+    let answer = mcp_post(&client, &format!("{base}/mcp"), &token, &call)
         .send()
         .await
         .unwrap();
@@ -680,18 +691,13 @@ async fn a_persons_tool_list_is_marked_private_to_them() {
     let issuer = FakeIssuer::start(&[&key]).await;
     let (_world, server) = start(&issuer).await;
     let token = key.sign(&claims(&issuer.url(), RESOURCE, "a-1"));
-    let answer: Value = reqwest::Client::new()
-        .post(&server.url)
-        .header("accept", "application/json, text/event-stream")
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let answer: Value = mcp_post(&reqwest::Client::new(), &server.url, &token, &list)
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/list")
-        .bearer_auth(&token)
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
-            "io.modelcontextprotocol/clientCapabilities": {}}}}),
-        )
         .send()
         .await
         .unwrap()

@@ -12,8 +12,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use sha2::{Digest as _, Sha256};
 
-use super::oauth::{OAuthSettings, acceptable_url};
+use super::oauth::OAuthSettings;
 use super::tls::TlsFiles;
+use crate::backends::graph::endpoints::parse_root;
 use crate::config::env::Env;
 use crate::config::{
     HTTP_ALLOWED_ORIGINS_VAR, HTTP_BEARER_TOKEN_VAR, HTTP_HOST_VAR, HTTP_OAUTH_ISSUER_VAR,
@@ -183,10 +184,7 @@ fn oauth(env: &Env) -> Result<Option<OAuthSettings>, HttpConfigError> {
         return Ok(None);
     };
     let url = |value: &str, var: &'static str| {
-        url::Url::parse(value)
-            .ok()
-            .filter(acceptable_url)
-            .ok_or(HttpConfigError::OAuthUrl { var })
+        parse_root(value).map_err(|_| HttpConfigError::OAuthUrl { var })
     };
     url(issuer, HTTP_OAUTH_ISSUER_VAR)?;
     let issuer = issuer.to_owned();

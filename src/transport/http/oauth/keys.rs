@@ -17,6 +17,10 @@ use jsonwebtoken::jwk::Jwk;
 use serde::Deserialize;
 use url::Url;
 
+// The URL rule the Graph and embeddings clients follow: https, or http to a loopback host; no
+// credentials, query or fragment.
+use crate::backends::graph::endpoints::parse_root;
+
 /// The least time between two fetches for a key the cache does not hold.
 pub(crate) const MIN_REFRESH: Duration = Duration::from_secs(30);
 /// The least time between a failed fetch and the next one.
@@ -49,22 +53,6 @@ pub(crate) enum KeysError {
     JwksUri,
     #[error("the authorization server's key set is malformed")]
     KeySet,
-}
-
-/// The issuer URL rule: https, or http to a loopback host; no credentials, query or fragment.
-pub(crate) fn acceptable_url(url: &Url) -> bool {
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    (url.scheme() == "https" || url.scheme() == "http" && loopback)
-        && url.host().is_some()
-        && url.username().is_empty()
-        && url.password().is_none()
-        && url.query().is_none()
-        && url.fragment().is_none()
 }
 
 /// Where the metadata may be: RFC 8414's well-known URL (inserted before the issuer's path),
@@ -111,10 +99,7 @@ pub(crate) struct KeyCache {
 
 impl KeyCache {
     pub(crate) fn new(issuer: &str) -> Result<Self, KeysError> {
-        let issuer_url = Url::parse(issuer)
-            .ok()
-            .filter(acceptable_url)
-            .ok_or(KeysError::Metadata)?;
+        let issuer_url = parse_root(issuer).map_err(|_| KeysError::Metadata)?;
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
@@ -211,11 +196,7 @@ impl KeyCache {
             if metadata.issuer != self.issuer {
                 return Err(KeysError::IssuerMismatch);
             }
-            let jwks = Url::parse(&metadata.jwks_uri).map_err(|_| KeysError::JwksUri)?;
-            if !acceptable_url(&jwks) {
-                return Err(KeysError::JwksUri);
-            }
-            return Ok(jwks);
+            return parse_root(&metadata.jwks_uri).map_err(|_| KeysError::JwksUri);
         }
         Err(last)
     }
@@ -289,7 +270,7 @@ mod tests {
             "http://localhost:9000/jwks",
             "http://[::1]:9/",
         ] {
-            assert!(acceptable_url(&Url::parse(ok).expect("url")), "{ok}");
+            assert!(parse_root(ok).is_ok(), "{ok}");
         }
         for bad in [
             "http://login.example.com/",
@@ -297,7 +278,7 @@ mod tests {
             "https://login.example.com/?x=1",
             "ftp://login.example.com/",
         ] {
-            assert!(!acceptable_url(&Url::parse(bad).expect("url")), "{bad}");
+            assert!(parse_root(bad).is_err(), "{bad}");
         }
     }
 }

@@ -24,8 +24,8 @@ use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use url::Url;
 
+pub(crate) use keys::KeysError;
 use keys::{KeyCache, Lookup};
-pub(crate) use keys::{KeysError, acceptable_url};
 use token::{Rules, TokenError};
 
 use crate::backends::rate::TokenBucket;
@@ -163,18 +163,13 @@ impl ResourceServer {
         if !claims.has_scopes(&self.settings.scopes) {
             return Err(Denial::Scope);
         }
-        let principal = claims
+        let at = claims
             .principal(&self.principals)
-            .ok_or(Denial::NotAPrincipal)?;
-        let at = self
-            .principals
-            .iter()
-            .position(|p| std::ptr::eq(p, principal))
             .ok_or(Denial::NotAPrincipal)?;
         if let Some(rate) = self.rates.get(at) {
             rate.try_take().map_err(Denial::RateLimited)?;
         }
-        Ok(Caller::person(principal))
+        Ok(Caller::person(&self.principals[at]))
     }
 
     /// The answer to a denial: `401` with the challenge, `403 insufficient_scope` naming the

@@ -195,10 +195,10 @@ impl Claims {
         required.iter().all(|r| granted.contains(&r.as_str()))
     }
 
-    /// The first principal, in the file's order, whose identity this token carries. An email
-    /// counts only when the token says it is verified.
-    pub(crate) fn principal<'p>(&self, principals: &'p [Principal]) -> Option<&'p Principal> {
-        principals.iter().find(|p| match &p.identity {
+    /// Where in `principals` the first one (in the file's order) whose identity this token
+    /// carries stands. An email counts only when the token says it is verified.
+    pub(crate) fn principal(&self, principals: &[Principal]) -> Option<usize> {
+        principals.iter().position(|p| match &p.identity {
             Identity::Subject(sub) => *sub == self.sub,
             Identity::Email(address) => {
                 self.email_verified == Some(true)
@@ -435,7 +435,7 @@ pub(crate) mod tests {
         .expect("config");
         let p = &config.principals;
         let parse = |v: Value| serde_json::from_value::<Claims>(v).expect("claims");
-        let label = |c: &Claims| c.principal(p).map(|p| p.label.as_str().to_owned());
+        let label = |c: &Claims| c.principal(p).map(|at| p[at].label.as_str().to_owned());
         assert_eq!(label(&parse(json!({"sub": "a-1"}))).as_deref(), Some("ana"));
         let bo = json!({"sub": "x", "email": "Bo@Example.org", "email_verified": true});
         assert_eq!(label(&parse(bo)).as_deref(), Some("bo"));
