@@ -35,6 +35,8 @@ pub(crate) enum StartupError {
         "the search memory file (PLUGIN_SEARCH_MEMORY_PATH or searchMemoryPath) is refused: {0}"
     )]
     SearchMemory(crate::path_guard::PrivateFileError),
+    #[error("the cursor key ring (MAILGATE_CURSOR_KEYS_FILE) is refused: {0}")]
+    CursorKeys(crate::coordination::KeyRingError),
     #[error("the demo could not be set up: {0}")]
     Demo(String),
     #[error("{0}")]

@@ -12,6 +12,7 @@ pub(crate) use mailgate_policy::{
 pub(crate) mod backends;
 pub(crate) mod cli;
 pub(crate) mod console;
+pub(crate) mod coordination;
 pub(crate) mod demo;
 /// The matchers' differential oracle: the property test's and the fuzz target's only.
 #[cfg(any(test, fuzzing))]

@@ -112,6 +112,9 @@ pub(crate) fn build_app(
         })
         .transpose()?;
     let indexes = open_indexes(settings);
+    let coordination =
+        crate::coordination::Coordination::open(settings.cursor_keys_file.as_deref())
+            .map_err(StartupError::CursorKeys)?;
     let tools = catalog::build(&gates);
     Ok(Arc::new(App {
         config: settings.config.clone(),
@@ -139,6 +142,7 @@ pub(crate) fn build_app(
         handoffs,
         indexes,
         semantic,
+        coordination,
     }))
 }
 

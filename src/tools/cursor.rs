@@ -3,45 +3,39 @@
 //!
 //! A cursor is `base64url(version | key id | position | tag)`: the position is the tool's own
 //! (a body offset and a recipient offset; how many results were delivered; …), and the tag is an
-//! HMAC-SHA256 (cut to 16 bytes) under a key drawn at process start, over the key id, the tool's
-//! name, the alias and the request's other arguments in canonical form (object keys sorted,
-//! without `cursor` and the offsets it replaces), and the position. So a cursor can be neither
-//! forged nor altered, and one taken from another tool, another alias or other criteria does
-//! not verify: each is `INVALID_ARGUMENT`. A cursor from an earlier server process (another key
-//! id) is refused as expired, with what to do. Nothing in a cursor is secret or mail-derived:
-//! it is a position, authenticated.
-
-use std::sync::LazyLock;
+//! HMAC-SHA256 (cut to 16 bytes) under the issuing key of the instance's key ring
+//! ([`CursorKeys`]), over the caller, the tool's name, the alias and the request's other
+//! arguments in canonical form (object keys sorted, without `cursor` and the offsets it
+//! replaces), and the position. So a cursor can be neither forged nor altered, and one taken
+//! from another tool, another alias or other criteria does not verify: each is
+//! `INVALID_ARGUMENT`. Any key of the ring redeems, so a cursor continues on every instance that
+//! reads the same key ring file, and after a restart; one whose key the ring no longer holds
+//! (a process's own key, or a key rotated out) is refused as expired, with what to do. Nothing
+//! in a cursor is secret or mail-derived: it is a position, authenticated.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::Mac as _;
-use rand::RngExt as _;
 use serde_json::Value;
 
 use super::{ErrorCode, ToolError};
+use crate::coordination::CursorKeys;
+use crate::coordination::cursor_keys::{CursorKey, KEY_ID_BYTES};
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
 const VERSION: u8 = 1;
-const KEY_ID_BYTES: usize = 8;
 const TAG_BYTES: usize = 16;
 /// Longest cursor text accepted (a real one is about 60 characters).
 pub(crate) const MAX_CURSOR_CHARS: usize = 200;
 
-/// This process's cursor key.
-struct Key {
-    id: [u8; KEY_ID_BYTES],
-    secret: [u8; 32],
+/// Who signs and checks a call's cursors: the caller they are bound to and the instance's keys.
+#[derive(Clone, Copy)]
+pub(crate) struct Signer<'a> {
+    /// `CallScope::cursor_signer`: a cursor issued to one person is refused for another.
+    pub(crate) caller: &'a str,
+    pub(crate) keys: &'a CursorKeys,
 }
-
-static KEY: LazyLock<Key> = LazyLock::new(|| {
-    let mut rng = rand::rng();
-    Key {
-        id: rng.random(),
-        secret: rng.random(),
-    }
-});
 
 /// Where a continuation starts: up to two counters, their meaning the tool's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,8 +47,7 @@ pub(crate) struct Position {
 /// What a cursor is bound to: the caller, the tool, the alias and the request's other
 /// arguments.
 pub(crate) struct Binding<'a> {
-    /// `CallScope::cursor_caller`: a cursor issued to one person is refused for another.
-    pub(crate) caller: &'a str,
+    pub(crate) signer: Signer<'a>,
     pub(crate) tool: &'static str,
     pub(crate) alias: &'a str,
     /// The request's arguments without `cursor` and the offsets it replaces.
@@ -75,10 +68,10 @@ impl Binding<'_> {
 
 /// A cursor for `position` of the request `binding` describes.
 pub(crate) fn issue(binding: &Binding<'_>, position: Position) -> String {
-    let key = &*KEY;
+    let key = binding.signer.keys.issuing();
     let mut bytes = Vec::with_capacity(1 + KEY_ID_BYTES + 16 + TAG_BYTES);
     bytes.push(VERSION);
-    bytes.extend_from_slice(&key.id);
+    bytes.extend_from_slice(key.id());
     bytes.extend_from_slice(&position.first.to_le_bytes());
     bytes.extend_from_slice(&position.second.to_le_bytes());
     let tag = tag(key, binding, &bytes);
@@ -86,7 +79,8 @@ pub(crate) fn issue(binding: &Binding<'_>, position: Position) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// The position of `cursor` when it was issued by this process for exactly this request.
+/// The position of `cursor` when it was issued under a key of this ring for exactly this
+/// request.
 pub(crate) fn redeem(binding: &Binding<'_>, cursor: &str) -> Result<Position, ToolError> {
     let invalid = |why: &'static str| {
         ToolError::new(
@@ -106,14 +100,13 @@ pub(crate) fn redeem(binding: &Binding<'_>, cursor: &str) -> Result<Position, To
     if bytes.len() != body_len + TAG_BYTES || bytes[0] != VERSION {
         return Err(invalid("not a cursor of this server"));
     }
-    let key = &*KEY;
-    if bytes[1..=KEY_ID_BYTES] != key.id {
+    let Some(key) = binding.signer.keys.find(&bytes[1..=KEY_ID_BYTES]) else {
         return Err(ToolError::new(
             ErrorCode::InvalidArgument,
-            "cursor: expired (the server restarted since it was issued); repeat the request \
-             without cursor",
+            "cursor: expired (signed with a key this server no longer holds: it restarted, or \
+             the key was rotated out); repeat the request without cursor",
         ));
-    }
+    };
     let (body, given) = bytes.split_at(body_len);
     mac(key, binding, body)
         .verify_truncated_left(given)
@@ -129,13 +122,13 @@ pub(crate) fn redeem(binding: &Binding<'_>, cursor: &str) -> Result<Position, To
     })
 }
 
-fn mac(key: &Key, binding: &Binding<'_>, body: &[u8]) -> HmacSha256 {
+fn mac(key: &CursorKey, binding: &Binding<'_>, body: &[u8]) -> HmacSha256 {
     // A key of any length is valid for HMAC; this cannot fail.
-    let mut mac = <HmacSha256 as hmac::KeyInit>::new_from_slice(&key.secret)
+    let mut mac = <HmacSha256 as hmac::KeyInit>::new_from_slice(key.secret())
         .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
     // Length-prefixed parts: no two different bindings feed the same bytes.
     for part in [
-        binding.caller.as_bytes(),
+        binding.signer.caller.as_bytes(),
         binding.tool.as_bytes(),
         binding.alias.as_bytes(),
         canonical(binding.request).as_bytes(),
@@ -147,8 +140,19 @@ fn mac(key: &Key, binding: &Binding<'_>, body: &[u8]) -> HmacSha256 {
     mac
 }
 
-fn tag(key: &Key, binding: &Binding<'_>, body: &[u8]) -> Vec<u8> {
+fn tag(key: &CursorKey, binding: &Binding<'_>, body: &[u8]) -> Vec<u8> {
     mac(key, binding, body).finalize().into_bytes().to_vec()
+}
+
+/// A signer over one ring of keys drawn for the test process.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn test_signer(caller: &'static str) -> Signer<'static> {
+    static KEYS: std::sync::LazyLock<CursorKeys> =
+        std::sync::LazyLock::new(CursorKeys::for_this_process);
+    Signer {
+        caller,
+        keys: &KEYS,
+    }
 }
 
 /// Fuzzing oracle (`fuzzing::mcp_surface`): arbitrary text never redeems unless it is exactly a
@@ -157,7 +161,7 @@ fn tag(key: &Key, binding: &Binding<'_>, body: &[u8]) -> Vec<u8> {
 pub(crate) fn fuzz(data: &[u8]) {
     let request = serde_json::json!({ "messageId": String::from_utf8_lossy(data) });
     let b = Binding {
-        caller: "operator",
+        signer: test_signer("operator"),
         tool: "get_message",
         alias: "finance",
         request: &request,
@@ -182,7 +186,6 @@ pub(crate) fn fuzz(data: &[u8]) {
         "oracle: round trip"
     );
     let other = Binding {
-        caller: "operator",
         tool: "list_attachments",
         ..b
     };
@@ -220,7 +223,7 @@ mod tests {
 
     fn binding<'a>(tool: &'static str, alias: &'a str, request: &'a Value) -> Binding<'a> {
         Binding {
-            caller: "operator",
+            signer: test_signer("operator"),
             tool,
             alias,
             request,
@@ -288,6 +291,43 @@ mod tests {
             let e = redeem(&b, junk).unwrap_err();
             assert!(e.message.contains("not a cursor"), "{junk}: {}", e.message);
         }
+    }
+
+    #[test]
+    fn a_cursor_continues_on_every_ring_that_holds_its_key() {
+        let secret = |b: u8| URL_SAFE_NO_PAD.encode([b; 32]);
+        let first = CursorKeys::parse(secret(1).as_bytes()).unwrap();
+        let rotated =
+            CursorKeys::parse(format!("{}\n{}\n", secret(2), secret(1)).as_bytes()).unwrap();
+        let dropped = CursorKeys::parse(secret(2).as_bytes()).unwrap();
+        let request = json!({ "messageId": "m1" });
+        let on = |keys| Binding {
+            signer: Signer {
+                caller: "operator",
+                keys,
+            },
+            tool: "get_message",
+            alias: "finance",
+            request: &request,
+        };
+        let at = Position {
+            first: 7,
+            second: 0,
+        };
+        // Another instance (or this one after a restart) reading a ring with the key.
+        let cursor = issue(&on(&first), at);
+        assert_eq!(redeem(&on(&rotated), &cursor).unwrap(), at);
+        // A ring that issues with a newer key: the older ring cannot check its cursors.
+        let newer = issue(&on(&rotated), at);
+        assert!(
+            redeem(&on(&first), &newer)
+                .unwrap_err()
+                .message
+                .contains("expired")
+        );
+        // The key rotated out: its cursors expire.
+        let e = redeem(&on(&dropped), &cursor).unwrap_err();
+        assert!(e.message.contains("expired"), "{}", e.message);
     }
 
     proptest::proptest! {

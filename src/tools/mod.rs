@@ -580,6 +580,8 @@ pub(crate) struct App {
     /// The embeddings endpoint (`MAILGATE_EMBEDDINGS_URL`), for the semantic half of index
     /// searches; `None` keeps them lexical.
     pub(crate) semantic: Option<Arc<crate::embed::Semantic>>,
+    /// What this instance shares with the others (the cursor key ring).
+    pub(crate) coordination: crate::coordination::Coordination,
 }
 
 /// The journal's view of a call's result (telemetry names no tool type, so the mapping is here).

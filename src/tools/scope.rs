@@ -57,9 +57,13 @@ impl CallScope {
         &self.caller
     }
 
-    /// What continuation cursors are bound to besides tool, alias and request (`cursor`).
-    pub(crate) fn cursor_caller(&self) -> &str {
-        &self.cursor_caller
+    /// What signs and checks continuation cursors: the caller they are bound to besides tool,
+    /// alias and request, and the instance's key ring (`cursor`).
+    pub(crate) fn cursor_signer(&self) -> crate::tools::cursor::Signer<'_> {
+        crate::tools::cursor::Signer {
+            caller: &self.cursor_caller,
+            keys: &self.app.coordination.cursor_keys,
+        }
     }
 
     /// `mailbox` (any case) if the caller may reach it; `None` for an alias off the allowlist

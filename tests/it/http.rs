@@ -27,7 +27,7 @@ async fn start(world: &World, extra: &[(&str, &str)]) -> HttpServer {
 }
 
 /// An rmcp Streamable HTTP client with `token` as its bearer.
-async fn rmcp_client(
+pub(crate) async fn rmcp_client(
     server: &HttpServer,
     token: &str,
 ) -> Result<rmcp::service::RunningService<rmcp::RoleClient, ()>, rmcp::service::ClientInitializeError>

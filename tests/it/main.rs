@@ -38,6 +38,7 @@ mod index_interrupt;
 mod index_merge;
 mod index_text;
 mod index_vectors;
+mod instances;
 mod invalid_inputs;
 mod layering;
 mod limits;

@@ -25,7 +25,7 @@ pub(super) async fn list_attachments(
     let resolved = app.resolve(&args.mailbox)?;
     let request = serde_json::json!({ "messageId": args.message_id, "limit": args.limit });
     let binding = cursor::Binding {
-        caller: app.cursor_caller(),
+        signer: app.cursor_signer(),
         tool: "list_attachments",
         alias: resolved.alias.as_str(),
         request: &request,
@@ -242,7 +242,7 @@ pub(super) async fn get_attachment_content(
         "raw": raw,
     });
     let binding = cursor::Binding {
-        caller: app.cursor_caller(),
+        signer: app.cursor_signer(),
         tool: "get_attachment_content",
         alias: resolved.alias.as_str(),
         request: &request,

@@ -62,9 +62,12 @@ const FAN_OUT: &str = "*";
 
 /// What `search_mailboxes` with `request` (see [`fan_out_request`]) binds its cursors to; the
 /// position is the next mailbox.
-fn fan_out_binding<'a>(caller: &'a str, request: &'a serde_json::Value) -> cursor::Binding<'a> {
+fn fan_out_binding<'a>(
+    signer: cursor::Signer<'a>,
+    request: &'a serde_json::Value,
+) -> cursor::Binding<'a> {
     cursor::Binding {
-        caller,
+        signer,
         tool: "search_mailboxes",
         alias: FAN_OUT,
         request,
@@ -105,7 +108,7 @@ async fn fan_out(
                 SearchProjection::new(alias.as_str(), &with_warnings(o, &extra), with_names);
             p.next_cursor = more.then(|| {
                 let binding = cursor::Binding {
-                    caller: app.cursor_caller(),
+                    signer: app.cursor_signer(),
                     tool: "search_mailbox",
                     alias: alias.as_str(),
                     request: &request,
@@ -124,7 +127,7 @@ pub(super) async fn search_mailboxes(
 ) -> Result<ToolOutput, ToolError> {
     let aliases = resolve_many(&app, args.mailboxes.as_deref())?;
     let request = fan_out_request(args.mailboxes.as_deref(), &args.criteria);
-    let binding = fan_out_binding(app.cursor_caller(), &request);
+    let binding = fan_out_binding(app.cursor_signer(), &request);
     let from = binding.start(args.cursor.as_deref())?;
     let (window, next) = mailbox_window(&app, &aliases, from);
     let (status, results) = fan_out(&app, &window, &args.criteria, None).await?;
@@ -198,7 +201,7 @@ pub(super) async fn search_mailboxes_batch(
     // A continuation runs the labels a budget left, from the first of them.
     let batch_request = serde_json::Value::from(format!("{:?}", args.queries));
     let batch_binding = cursor::Binding {
-        caller: app.cursor_caller(),
+        signer: app.cursor_signer(),
         tool: "search_mailboxes_batch",
         alias: FAN_OUT,
         request: &batch_request,
@@ -274,7 +277,7 @@ pub(super) async fn search_mailboxes_batch(
             out.status = SearchStatus::worst([status, SearchStatus::SearchIncomplete]);
             out.warnings.push(warning::MAILBOX_LIMIT.to_owned());
             let request = fan_out_request(q.mailboxes.as_deref(), &q.criteria);
-            out.next_cursor = Some(fan_out_binding(app.cursor_caller(), &request).at(*n));
+            out.next_cursor = Some(fan_out_binding(app.cursor_signer(), &request).at(*n));
         }
         results.push(out);
     }

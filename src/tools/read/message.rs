@@ -21,7 +21,7 @@ pub(super) async fn get_message(
         "format": args.format.map(|f| format!("{f:?}")),
     });
     let binding = cursor::Binding {
-        caller: app.cursor_caller(),
+        signer: app.cursor_signer(),
         tool: "get_message",
         alias: resolved.alias.as_str(),
         request: &request,

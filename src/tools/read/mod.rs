@@ -236,7 +236,7 @@ pub(crate) async fn list_folders(
 ) -> Result<ToolOutput, ToolError> {
     let resolved = app.resolve(&args.mailbox)?;
     let binding = cursor::Binding {
-        caller: app.cursor_caller(),
+        signer: app.cursor_signer(),
         tool: "list_folders",
         alias: resolved.alias.as_str(),
         request: &serde_json::Value::Null,

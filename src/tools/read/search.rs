@@ -175,7 +175,7 @@ async fn single_search(
     resolved.backend.ensure_built()?;
     let request = criteria_binding(&args.criteria);
     let binding = cursor::Binding {
-        caller: app.cursor_caller(),
+        signer: app.cursor_signer(),
         tool: if allow_query {
             "search_mailbox"
         } else {

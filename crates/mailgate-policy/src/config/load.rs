@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 #[cfg(debug_assertions)]
 use super::state::HANDOFF_CRASH_VAR;
 use super::state::{
-    CrashPoint, DOWNLOAD_DIR, DOWNLOAD_DIR_VAR, HOME_DIR_VAR, download_var, handoff_ttl,
-    index_max_staleness, state_dir,
+    CrashPoint, DOWNLOAD_DIR, DOWNLOAD_DIR_VAR, HOME_DIR_VAR, cursor_keys_file, download_var,
+    handoff_ttl, index_max_staleness, state_dir,
 };
 use super::values::{parse_bool, reject_control_chars};
 use super::{Config, ConfigError, check_unknown_variables, env, graph, imap};
@@ -56,6 +56,9 @@ pub struct Settings {
     pub handoff_ttl: std::time::Duration,
     /// How old a local index may be before it proves no absence ([`INDEX_MAX_STALENESS_VAR`](super::INDEX_MAX_STALENESS_VAR)).
     pub index_max_staleness: std::time::Duration,
+    /// The cursor key ring file ([`CURSOR_KEYS_FILE_VAR`](super::CURSOR_KEYS_FILE_VAR)),
+    /// `None` for keys of the process alone.
+    pub cursor_keys_file: Option<PathBuf>,
     /// Crash tests only; always `None` in release builds.
     pub handoff_crash_at: Option<CrashPoint>,
     /// The Graph app credentials and endpoints; `Some` exactly when a Graph mailbox is listed.
@@ -143,6 +146,7 @@ pub fn resolve_settings(
         parse_bool(env::OUTPUT_SCHEMAS_VAR, env.raw(env::OUTPUT_SCHEMAS_VAR))?.unwrap_or(false);
     let handoff_ttl = handoff_ttl(env)?;
     let index_max_staleness = index_max_staleness(env)?;
+    let cursor_keys_file = cursor_keys_file(env)?;
     let graph = graph::resolve(env, &config)?;
     let imap_logins = imap::resolve(env, &config)?;
     #[cfg(debug_assertions)]
@@ -162,6 +166,7 @@ pub fn resolve_settings(
         output_schemas,
         handoff_ttl,
         index_max_staleness,
+        cursor_keys_file,
         handoff_crash_at,
         graph,
         imap_logins,

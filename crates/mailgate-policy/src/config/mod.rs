@@ -71,8 +71,8 @@ pub(crate) use load::{CONFIG_PATH_VAR, JOURNAL_VAR, SEARCH_MEMORY_VAR};
 pub use load::{LOG_LEVEL_VAR, MAILGATE_LOG_VAR, Settings, read_config, resolve_settings};
 pub use principals::{Grant, Identity, MAX_CLAIM_CHARS, Principal, PrincipalLabel};
 pub use state::{
-    CrashPoint, DOWNLOAD_DIR, INDEX_HOLD_VAR, INDEX_MAX_STALENESS_VAR, handoff_ttl,
-    index_max_staleness, state_dir,
+    CURSOR_KEYS_FILE_VAR, CrashPoint, DOWNLOAD_DIR, INDEX_HOLD_VAR, INDEX_MAX_STALENESS_VAR,
+    handoff_ttl, index_max_staleness, state_dir,
 };
 pub(crate) use state::{DOWNLOAD_DIR_VAR, HANDOFF_TTL_VAR, HOME_DIR_VAR};
 pub(crate) use values::parse_bool;

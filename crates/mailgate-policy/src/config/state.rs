@@ -31,6 +31,9 @@ pub const INDEX_MAX_STALENESS_VAR: &str = "MAILGATE_INDEX_MAX_STALENESS";
 /// Interruption tests of the index sync (debug builds only): hold at a point (`fetch:N`,
 /// `commit:N` or `folder:N`; a bare `N` is `commit:N`) until signalled, paused or killed.
 pub const INDEX_HOLD_VAR: &str = "MAILGATE_TEST_INDEX_HOLD_AT";
+/// The cursor key ring file: instances reading the same one accept each other's cursors
+/// (docs/operator.md).
+pub const CURSOR_KEYS_FILE_VAR: &str = "MAILGATE_CURSOR_KEYS_FILE";
 const DEFAULT_INDEX_MAX_STALENESS_SECS: u64 = 15 * 60;
 const MAX_INDEX_MAX_STALENESS_SECS: u64 = 30 * 24 * 3600;
 pub(crate) const DEFAULT_HANDOFF_TTL_HOURS: u64 = 7 * 24;
@@ -117,6 +120,13 @@ pub fn handoff_ttl(env: &env::Env) -> Result<std::time::Duration, ConfigError> {
             .ok_or(ConfigError::BadHandoffTtl)?,
     };
     Ok(std::time::Duration::from_secs(hours * 3600))
+}
+
+/// [`CURSOR_KEYS_FILE_VAR`]: an absolute path (blank is unset); the file is read at startup.
+pub(super) fn cursor_keys_file(env: &env::Env) -> Result<Option<PathBuf>, ConfigError> {
+    env.get(CURSOR_KEYS_FILE_VAR)
+        .map(|path| absolute_var(path, CURSOR_KEYS_FILE_VAR))
+        .transpose()
 }
 
 /// [`INDEX_MAX_STALENESS_VAR`]: seconds, or a number with `s`, `m` or `h`; 1 s to 30 days,

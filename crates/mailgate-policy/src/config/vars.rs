@@ -41,6 +41,7 @@ const KNOWN: &[&str] = &[
     super::HTTP_TLS_KEY_VAR,
     super::INDEX_MAX_STALENESS_VAR,
     super::INDEX_HOLD_VAR,
+    super::CURSOR_KEYS_FILE_VAR,
     super::embeddings::URL_VAR,
     super::embeddings::MODEL_VAR,
     super::embeddings::API_KEY_ENV_VAR,

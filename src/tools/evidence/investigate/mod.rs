@@ -91,7 +91,7 @@ pub(crate) async fn investigate_documents(
     // A continuation runs the investigation again and shows the matches after those shown.
     let request = serde_json::Value::from(format!("{c:?}"));
     let binding = cursor::Binding {
-        caller: app.cursor_caller(),
+        signer: app.cursor_signer(),
         tool: "investigate_documents",
         alias: resolved.alias.as_str(),
         request: &request,
@@ -648,8 +648,9 @@ mod tests {
             // investigation's.
             let parsed: InvestigateArgs = serde_json::from_value(args.clone()).expect("args");
             let request = Value::from(format!("{:?}", parsed.criteria));
+            let operator = demo.operator();
             let past = cursor::Binding {
-                caller: "operator",
+                signer: operator.cursor_signer(),
                 tool: "investigate_documents",
                 alias: "personal",
                 request: &request,

@@ -1,0 +1,35 @@
+//! What instances of mailgate must agree on, owned in one place of [`App`](crate::tools::App):
+//! today the cursor key ring ([`cursor_keys`]), so that a cursor issued by one instance (or
+//! before a restart) continues on another. Everything here has an in-process form, used when
+//! nothing shared is configured, and behaves then exactly as a single process always has.
+
+pub(crate) mod cursor_keys;
+
+use std::path::Path;
+
+pub(crate) use cursor_keys::{CursorKeys, KeyRingError};
+
+/// The shared state of this instance.
+#[derive(Debug)]
+pub(crate) struct Coordination {
+    /// The keys continuation cursors are signed and checked with.
+    pub(crate) cursor_keys: CursorKeys,
+}
+
+impl Coordination {
+    /// From the key ring file when one is configured (`MAILGATE_CURSOR_KEYS_FILE`), else keys
+    /// of this process alone.
+    pub(crate) fn open(cursor_keys_file: Option<&Path>) -> Result<Self, KeyRingError> {
+        let cursor_keys = match cursor_keys_file {
+            Some(path) => CursorKeys::load(path)?,
+            None => CursorKeys::for_this_process(),
+        };
+        // Metadata only: how many keys and whether instances share them, never a key id.
+        tracing::info!(
+            keys = cursor_keys.len(),
+            shared = cursor_keys.source() == cursor_keys::KeySource::File,
+            "cursor key ring"
+        );
+        Ok(Self { cursor_keys })
+    }
+}
