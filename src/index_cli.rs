@@ -703,6 +703,11 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
             "ORPHAN: not on the allowlist, never served (mailgate index purge NAME)",
         ]));
     }
+    // Where the indexes live: every alias's is in the same store.
+    lines.push(format!(
+        "store: {}",
+        crate::index::store::StoreKind::Local.describe()
+    ));
     write_out(&lines.join("\n"))?;
     Ok(code)
 }

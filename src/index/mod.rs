@@ -1,12 +1,13 @@
 //! The local index: per alias, a full-text index of the mailbox (and, with an embeddings
 //! endpoint, its vectors), kept in sync with the backend by the operator's `mailgate index
-//! sync`, and read by the server's searches with `source: "index" | "hybrid"`. The index sits
-//! behind [`TextIndex`] (reads) and [`TextIndexWriter`] (writes) over the neutral
-//! [`IndexedMessage`] and [`IndexQuery`], so that a second implementation (a distributed search
-//! engine serving many mailboxes) can replace [`tantivy_index`] without touching sync, search or
-//! tools. Everything on disk lives in `<state>/index/<alias>/` (private folders, opened through
-//! `path_guard`), and only the sync process writes it: the server opens it read-only, never
-//! creates it, and never blocks on the writer.
+//! sync`, and read by the server's searches with `source: "index" | "hybrid"`. The server reads
+//! an index through [`store::ReadStore`], the closed set of stores (async, batched, with the
+//! status and the vectors inside), over the neutral [`IndexQuery`] and [`CandidateQuery`];
+//! [`TextIndex`] and [`TextIndexWriter`] are the local store's text index (tantivy) as `sync`
+//! writes it over [`IndexedMessage`]. Everything of the local store lives in
+//! `<state>/index/<alias>/` (private folders, opened through `path_guard`), and only the sync
+//! process writes it: the server opens it read-only, never creates it, and never blocks on the
+//! writer.
 
 pub(crate) mod analyzer;
 pub(crate) mod capdir;
@@ -14,6 +15,7 @@ pub(crate) mod layout;
 pub(crate) mod reader;
 pub(crate) mod state;
 pub(crate) mod status;
+pub(crate) mod store;
 pub(crate) mod sync;
 pub(crate) mod tantivy_index;
 
@@ -144,9 +146,6 @@ pub(crate) trait TextIndex: Send + Sync {
 
     /// One message's summary by backend id, when indexed.
     fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError>;
-
-    /// A folder's message's summary, when indexed.
-    fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError>;
 
     /// The summaries of several messages of a folder, in order, from one view of the index
     /// (`None` for one not indexed).

@@ -1,7 +1,7 @@
-//! The index reader, the server's side of the indexes: each alias's index opened read-only at
+//! The index reader, the server's side of the indexes: each alias's index store opened at
 //! startup when the operator has synced it (the server never creates one), and how far an answer
-//! from it can be trusted: [`Coverage`], from `status.json` as the last sync left it. This is the
-//! one place that decides when the index may be served and when it proves absence;
+//! from it can be trusted: [`Coverage`], from the status the last sync left. This is the one
+//! place that decides when the index may be served and when it proves absence;
 //! `search::indexed` (searches and listings), `tools::evidence::from_index` (investigations), the
 //! resources' index view and `index status` all ask it and none decides on its own.
 //!
@@ -12,45 +12,23 @@
 //! ([`Doubt::Stale`]).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use cap_std::fs::Dir;
 use chrono::{DateTime, Duration, Utc};
 
+use super::IndexError;
 use super::status::{self, IndexStatus};
-use super::tantivy_index::TantivyIndex;
-use super::{CandidateQuery, IndexError, IndexHits, IndexQuery, TextIndex};
+use super::store::{ReadStore, local::LocalRead};
 use crate::alias::Alias;
-use crate::backends::model::MessageSummary;
 use crate::caller::GrantedAlias;
 use crate::config::Settings;
-use crate::embed::vectors::VectorStore;
 
-/// One alias's index as the server reads it. The folders it reads are looked up again at each
-/// answer ([`IndexReader::status`]): a sync that rebuilt the index in place (another text
-/// analysis) or an `index rebuild` (a new alias folder) is served by the running server as
-/// soon as it has committed, without a restart.
+/// One alias's index as the server reads it: its store, and the mailbox the alias names now.
 pub(crate) struct IndexReader {
-    /// `<state>/index`.
-    root: Dir,
-    alias: Alias,
     /// The identity of the mailbox the alias names in the config in force
     /// ([`status::mailbox_identity`]): an index that recorded another is never served.
     mailbox: String,
-    index: ReadIndex,
-    /// The vectors as last loaded, with the file's (length, mtime) they were loaded at: a
-    /// sync's commit replaces the file, and the next search loads the new one.
-    vectors: Mutex<Option<(VectorStamp, Arc<VectorStore>)>>,
-}
-
-type VectorStamp = (u64, Option<std::time::SystemTime>);
-
-/// A folder's identity on disk: a folder removed and created again is another one.
-type FolderId = (u64, u64);
-
-fn folder_id(dir: &Dir) -> Option<FolderId> {
-    use std::os::unix::fs::MetadataExt as _;
-    crate::dir_fd::stat(dir).ok().map(|m| (m.dev(), m.ino()))
+    store: ReadStore,
 }
 
 impl IndexReader {
@@ -61,80 +39,21 @@ impl IndexReader {
         alias: &Alias,
         mailbox: String,
     ) -> Result<Option<Self>, IndexError> {
-        let root = match super::layout::open_root(state, false) {
-            Ok(root) => root,
-            Err(IndexError::Missing) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let alias_dir = match super::layout::open_alias(&root, alias, false) {
-            Ok(dir) => dir,
-            Err(IndexError::Missing) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let text = match super::layout::open_part(&alias_dir, super::layout::TEXT, false) {
-            Ok(dir) => dir,
-            Err(IndexError::Missing) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let text = match Text::open(text) {
-            Text::Unavailable(IndexError::Missing) => return Ok(None),
-            Text::Unavailable(e) => return Err(e),
-            opened => opened,
-        };
-        Ok(Some(Self {
-            root,
-            alias: alias.clone(),
+        Ok(LocalRead::open(state, alias)?.map(|local| Self {
             mailbox,
-            index: ReadIndex {
-                held: Mutex::new(Held {
-                    alias_id: folder_id(&alias_dir),
-                    alias_dir: Arc::new(alias_dir),
-                    text,
-                }),
-            },
-            vectors: Mutex::new(None),
+            store: ReadStore::Local(local),
         }))
     }
 
-    /// The alias's folder as last looked up.
-    fn alias_dir(&self) -> Arc<Dir> {
-        Arc::clone(&self.index.held().alias_dir)
+    /// The status as the last sync left it (the store reopens first what a sync replaced).
+    pub(crate) async fn status(&self) -> Result<IndexStatus, IndexError> {
+        self.store.status().await
     }
 
-    /// Looks the alias's folder and its `text` folder up again, and reopens what a sync
-    /// replaced. A folder that cannot be opened now leaves the last one (a purged index then
-    /// reads as missing, through the removed folder).
-    fn refresh(&self) {
-        let mut held = self.index.held();
-        if let Ok(dir) = super::layout::open_alias(&self.root, &self.alias, false) {
-            let id = folder_id(&dir);
-            if id != held.alias_id {
-                held.alias_id = id;
-                held.alias_dir = Arc::new(dir);
-                held.text = Text::Unavailable(IndexError::Missing);
-            }
-        }
-        match super::layout::open_part(&held.alias_dir, super::layout::TEXT, false) {
-            Ok(text) => {
-                let id = folder_id(&text);
-                if id.is_none() || held.text.folder() != id {
-                    held.text = Text::open(text);
-                }
-            }
-            Err(e) => held.text = Text::Unavailable(e),
-        }
-    }
-
-    /// The status as the last sync left it; reopens first what a sync replaced.
-    pub(crate) fn status(&self) -> Result<IndexStatus, IndexError> {
-        self.refresh();
-        status::read(&self.alias_dir())?.ok_or(IndexError::Missing)
-    }
-
-    /// The index to read. One built by another text analysis answers every read with
+    /// The store to read. Reads of one built by another text analysis fail with
     /// [`IndexError::Outdated`]; [`IndexReader::coverage`] withholds it before anyone reads.
-    pub(crate) fn index(&self) -> &ReadIndex {
-        &self.index
+    pub(crate) fn store(&self) -> &ReadStore {
+        &self.store
     }
 
     /// What an answer over `scope` may claim, as `status` (read when the answer began) says.
@@ -146,8 +65,7 @@ impl IndexReader {
         now: DateTime<Utc>,
     ) -> Coverage {
         let mut coverage = Coverage::of(status, &self.mailbox, scope, max_staleness, now);
-        let outdated = matches!(self.index.held().text, Text::Outdated(_));
-        if outdated && coverage.serves() {
+        if self.store.outdated() && coverage.serves() {
             // The status says this analysis, the schema says another: the schema decides.
             coverage = Coverage {
                 indexed_through: None,
@@ -155,119 +73,6 @@ impl IndexReader {
             };
         }
         coverage
-    }
-
-    /// The committed vectors for `model` (reloaded when a sync committed new ones), `None`
-    /// when the index has none (it was synced without an embeddings endpoint).
-    pub(crate) fn vectors(&self, model: &str) -> Option<Arc<VectorStore>> {
-        let dir =
-            super::layout::open_part(&self.alias_dir(), super::layout::VECTORS, false).ok()?;
-        let stamp: VectorStamp = dir
-            .metadata(crate::embed::vectors::FILE)
-            .map(|m| (m.len(), m.modified().ok().map(|t| t.into_std())))
-            .ok()?;
-        let mut held = self.vectors.lock().ok()?;
-        if let Some((at, store)) = held.as_ref()
-            && *at == stamp
-        {
-            return Some(Arc::clone(store));
-        }
-        let store = Arc::new(VectorStore::open_readonly(dir, model).ok()?);
-        *held = Some((stamp, Arc::clone(&store)));
-        Some(store)
-    }
-}
-
-/// The full-text index of an alias folder, as last opened.
-enum Text {
-    Ready(Option<FolderId>, Arc<TantivyIndex>),
-    /// Built by another text analysis (its schema names another analyzer).
-    Outdated(Option<FolderId>),
-    /// Not there (mid-rebuild, purged) or unreadable: reads fail with this.
-    Unavailable(IndexError),
-}
-
-impl Text {
-    fn open(dir: Dir) -> Self {
-        let id = folder_id(&dir);
-        match TantivyIndex::open(super::capdir::CapDirectory::new(dir), false) {
-            Ok(index) => Text::Ready(id, Arc::new(index)),
-            // Kept, so its answers say `index_rebuild_needed` rather than the alias looking
-            // never indexed.
-            Err(IndexError::Outdated) => Text::Outdated(id),
-            Err(e) => Text::Unavailable(e),
-        }
-    }
-
-    fn folder(&self) -> Option<FolderId> {
-        match self {
-            Text::Ready(id, _) | Text::Outdated(id) => *id,
-            Text::Unavailable(_) => None,
-        }
-    }
-}
-
-struct Held {
-    alias_dir: Arc<Dir>,
-    alias_id: Option<FolderId>,
-    text: Text,
-}
-
-/// The index an [`IndexReader`] reads: the tantivy index as last opened. Reads of an index
-/// built by another text analysis fail with [`IndexError::Outdated`].
-pub(crate) struct ReadIndex {
-    held: Mutex<Held>,
-}
-
-impl ReadIndex {
-    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
-        // A panic while holding it left a consistent value (every write is one assignment).
-        self.held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn get(&self) -> Result<Arc<TantivyIndex>, IndexError> {
-        match &self.held().text {
-            Text::Ready(_, index) => Ok(Arc::clone(index)),
-            Text::Outdated(_) => Err(IndexError::Outdated),
-            Text::Unavailable(e) => Err(match e {
-                IndexError::Missing => IndexError::Missing,
-                IndexError::Busy => IndexError::Busy,
-                IndexError::Outdated => IndexError::Outdated,
-                other => IndexError::Store(other.to_string()),
-            }),
-        }
-    }
-}
-
-impl TextIndex for ReadIndex {
-    fn search(&self, query: &IndexQuery) -> Result<IndexHits, IndexError> {
-        self.get()?.search(query)
-    }
-
-    fn candidates(&self, query: &CandidateQuery) -> Result<IndexHits, IndexError> {
-        self.get()?.candidates(query)
-    }
-
-    fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError> {
-        self.get()?.summary(id)
-    }
-
-    fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError> {
-        self.get()?.summary_in(folder_id, id)
-    }
-
-    fn summaries_in(
-        &self,
-        folder_id: &str,
-        ids: &[&str],
-    ) -> Result<Vec<Option<MessageSummary>>, IndexError> {
-        self.get()?.summaries_in(folder_id, ids)
-    }
-
-    fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError> {
-        self.get()?.message_id(folder_id, id)
     }
 }
 

@@ -722,12 +722,6 @@ impl TextIndex for TantivyIndex {
             .collect()
     }
 
-    fn summary_in(&self, folder_id: &str, id: &str) -> Result<Option<MessageSummary>, IndexError> {
-        self.first(self.fields.key, &doc_key(folder_id, id))?
-            .map(|doc| self.summary_of(&doc))
-            .transpose()
-    }
-
     fn message_id(&self, folder_id: &str, id: &str) -> Result<Option<String>, IndexError> {
         Ok(self
             .first(self.fields.key, &doc_key(folder_id, id))?

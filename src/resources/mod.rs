@@ -125,7 +125,7 @@ pub(crate) async fn read(app: CallScope, raw_uri: &str) -> Result<ReadResourceRe
                         .map_err(tool_error)?;
                     (to_value(out), true)
                 }
-                View::Index => (to_value(index_view(&app, &resolved.granted)), false),
+                View::Index => (to_value(index_view(&app, &resolved.granted).await), false),
             }
         }
     };
@@ -229,7 +229,7 @@ struct IndexOut {
     syncing: Option<bool>,
 }
 
-fn index_view(app: &App, alias: &crate::caller::GrantedAlias) -> IndexOut {
+async fn index_view(app: &App, alias: &crate::caller::GrantedAlias) -> IndexOut {
     let missing = |note: String| IndexOut {
         mailbox: alias.to_string(),
         note: Some(note),
@@ -240,7 +240,7 @@ fn index_view(app: &App, alias: &crate::caller::GrantedAlias) -> IndexOut {
             "not indexed: searches run live (the operator runs `mailgate index sync {alias}`)"
         ));
     };
-    let status = match reader.status() {
+    let status = match reader.status().await {
         Ok(status) => status,
         Err(e) => return missing(format!("the index cannot be read: {e}")),
     };

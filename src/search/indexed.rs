@@ -25,7 +25,8 @@ use crate::backends::{Backend, BackendError};
 use crate::embed::Semantic;
 use crate::index::reader::{IndexReader, Scope};
 use crate::index::status::IndexStatus;
-use crate::index::{IndexError, IndexQuery, TextIndex};
+use crate::index::store::Nearest;
+use crate::index::{IndexError, IndexQuery};
 
 /// Warning codes of index answers.
 pub(crate) mod warning {
@@ -147,7 +148,7 @@ async fn index_only(
     max_staleness: std::time::Duration,
     semantic: Option<&Semantic>,
 ) -> Answer {
-    let status = match reader.status() {
+    let status = match reader.status().await {
         Ok(status) => status,
         Err(e) => {
             let code = match e {
@@ -238,19 +239,15 @@ async fn semantic_ranking(
         .embed_query(query)
         .await
         .map_err(|_| warning::SEMANTIC_UNAVAILABLE)?;
-    let Some(store) = reader.vectors(&semantic.model) else {
-        return Err(warning::SEMANTIC_NOT_INDEXED);
-    };
-    // Vectors of another size than the endpoint now answers came from another model behind the
-    // same name: stale, never compared (the next sync embeds them again).
-    if store.len() == 0 || store.dimension() != vector.len() {
-        return Err(warning::SEMANTIC_NOT_INDEXED);
-    }
     let depth = FUSION_DEPTH.max(3 * plan.max_results);
+    let store = reader.store();
+    let nearest = match store.nearest(&semantic.model, &vector, depth, folder).await {
+        Ok(Nearest::Found(hits)) => hits,
+        Ok(Nearest::NotIndexed) => return Err(warning::SEMANTIC_NOT_INDEXED),
+        Err(_) => return Err(warning::INDEX_FAILED),
+    };
     let prefix = crate::index::doc_key(folder, "");
-    let nearest = store.search_where(&vector, depth, |key| key.starts_with(&prefix));
-    let index = reader.index();
-    let lexical = index
+    let lexical = store
         .search(&IndexQuery {
             folder_id: Some(folder.to_owned()),
             words: vec![query.to_owned()],
@@ -258,6 +255,7 @@ async fn semantic_ranking(
             limit: depth,
             order: None,
         })
+        .await
         .map_err(|_| warning::INDEX_FAILED)?;
     let mut by_key: HashMap<String, (MessageSummary, bool)> = HashMap::new();
     let mut lexical_keys = Vec::new();
@@ -269,7 +267,7 @@ async fn semantic_ranking(
     let close: Vec<String> = nearest
         .into_iter()
         .filter(|(_, score)| *score >= MIN_SIMILARITY)
-        .map(|(key, _)| key)
+        .map(|(id, _)| crate::index::doc_key(folder, &id))
         .collect();
     // The vector-only hits' summaries, from one view of the index.
     let missing: Vec<&str> = close
@@ -277,8 +275,9 @@ async fn semantic_ranking(
         .filter(|k| !by_key.contains_key(*k))
         .filter_map(|k| k.strip_prefix(&prefix))
         .collect();
-    let found = index
+    let found = store
         .summaries_in(folder, &missing)
+        .await
         .map_err(|_| warning::INDEX_FAILED)?;
     let mut found: HashMap<&str, MessageSummary> = missing
         .iter()
@@ -586,14 +585,29 @@ async fn merge<S: SearchSource>(
     backend: &S,
     plan: &SearchPlan,
 ) -> Answer {
-    // The Internet Message-ID of a hit, from the index (live listings do not carry it).
-    let message_id = |m: &MessageSummary| -> Option<String> {
-        reader
-            .index()
-            .message_id(&m.folder_id, &m.id)
-            .ok()
-            .flatten()
-    };
+    // The Internet Message-IDs of the index hits, from the index (live listings do not carry
+    // them), in one batch; only needed when a live hit is not an index hit by backend id.
+    let key = |m: &MessageSummary| crate::index::doc_key(&m.folder_id, &m.id);
+    let index_keys: std::collections::HashSet<String> =
+        indexed.outcome.messages.iter().map(key).collect();
+    let mut message_ids: HashMap<String, String> = HashMap::new();
+    if live.messages.iter().any(|m| !index_keys.contains(&key(m))) {
+        let wanted: Vec<(&str, &str)> = indexed
+            .outcome
+            .messages
+            .iter()
+            .map(|m| (m.folder_id.as_str(), m.id.as_str()))
+            .collect();
+        // A failed lookup pairs by backend id alone, as a hit without a Message-ID does.
+        if let Ok(found) = reader.store().message_ids(&wanted).await {
+            for (m, id) in indexed.outcome.messages.iter().zip(found) {
+                if let Some(id) = id {
+                    message_ids.insert(key(m), id);
+                }
+            }
+        }
+    }
+    let message_id = |m: &MessageSummary| message_ids.get(&key(m)).cloned();
     merge_with(live, indexed, message_id, backend, plan).await
 }
 
@@ -715,7 +729,7 @@ impl SearchSource for IndexSource<'_> {
             },
         };
         // A search of the index takes milliseconds: run inline rather than hop threads.
-        let hits = self.reader.index().search(&q).map_err(store_error)?;
+        let hits = self.reader.store().search(&q).await.map_err(store_error)?;
         let mut gaps = Gaps::default();
         for (gap, n) in &hits.gaps {
             for _ in 0..*n {
@@ -754,7 +768,7 @@ impl SearchSource for IndexSource<'_> {
     }
 
     async fn attachments(&self, id: &str) -> Result<Vec<AttachmentMeta>, BackendError> {
-        match self.reader.index().summary(id).map_err(store_error)? {
+        match self.reader.store().summary(id).await.map_err(store_error)? {
             Some(m) => Ok(m.attachments),
             None => Err(BackendError::NotFound),
         }

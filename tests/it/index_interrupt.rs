@@ -524,6 +524,10 @@ async fn a_pause_during_a_running_watch_holds_until_resume() {
             .any(|l| l.starts_with("box") && l.contains("paused")),
         "{status}"
     );
+    assert!(
+        status.lines().any(|l| l.starts_with("store: local")),
+        "index status names the store: {status}"
+    );
     let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
     nix::sys::signal::kill(pid, Signal::SIGINT).unwrap();
     let _ = child.wait().await;

@@ -24,7 +24,7 @@ use super::signals::Signals;
 use crate::backends::model::{FolderSelector, MessageSummary};
 use crate::index::reader::{Doubt, IndexReader, Scope};
 use crate::index::status::IndexStatus;
-use crate::index::{CandidateQuery, Clue, IndexError, TextIndex};
+use crate::index::{CandidateQuery, Clue, IndexError};
 use crate::tools::args::InvestigationFolder;
 
 /// One call's view of an alias's index: the status as the call began (a sync committing
@@ -69,7 +69,7 @@ impl IndexListing {
 }
 
 /// What the index says to read of `folder` for `set`, at most `limit` messages.
-pub(super) fn list(
+pub(super) async fn list(
     view: &IndexView<'_>,
     folder: InvestigationFolder,
     set: &Signals,
@@ -91,7 +91,7 @@ pub(super) fn list(
         // Another mailbox's index, or another analysis's tokens: not a candidate list at all.
         return IndexListing::failed();
     }
-    let index = view.reader.index();
+    let index = view.reader.store();
     let mut reasons = Vec::new();
     for doubt in &coverage.doubts {
         match doubt {
@@ -120,7 +120,7 @@ pub(super) fn list(
             // may come again): telling "exactly full" from "cut".
             limit: limit + 1,
         };
-        let hits = match index.candidates(&query) {
+        let hits = match index.candidates(&query).await {
             Ok(hits) => hits,
             Err(_) => return IndexListing::failed(),
         };

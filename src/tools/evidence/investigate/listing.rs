@@ -8,7 +8,6 @@
 
 use crate::backends::model::MessageSummary;
 use crate::backends::{AttachmentMeta, Backend};
-use crate::index::TextIndex as _;
 use crate::search::{SearchPlan, SearchStatus, engine};
 use crate::tools::args::InvestigationFolder;
 use crate::tools::evidence::from_index::{self, IndexView};
@@ -83,7 +82,7 @@ pub(super) async fn list_live(
 /// a clean index rules out what it holds whole, so of the live listing only the messages it
 /// does not hold yet (newer than its sync) are read too; an index that cannot prove absence
 /// leaves the proof to the live listing, whose messages are all read.
-pub(super) fn join_index(
+pub(super) async fn join_index(
     view: &IndexView<'_>,
     folder: InvestigationFolder,
     limits: &InvestigationLimitsOut,
@@ -92,7 +91,7 @@ pub(super) fn join_index(
     through: &mut Vec<chrono::DateTime<chrono::Utc>>,
 ) -> Listed {
     let per_folder = limits.max_messages_per_folder.max(1) as usize;
-    let index = from_index::list(view, folder, set, per_folder);
+    let index = from_index::list(view, folder, set, per_folder).await;
     through.extend(index.indexed_through);
     let clean = index.is_clean();
     let mut joined = Listed {
@@ -109,13 +108,18 @@ pub(super) fn join_index(
     };
     joined.pages = live.pages;
     joined.scanned = joined.scanned.max(live.scanned);
+    // Which live messages the index holds, in one lookup (only a clean index rules any out).
+    // A failed lookup holds nothing: every live message is read.
+    let mut held = std::collections::HashSet::new();
+    if let (true, Some(folder)) = (clean, index.folder_id.as_deref()) {
+        let ids: Vec<&str> = live.messages.iter().map(|(m, _)| m.id.as_str()).collect();
+        if let Ok(found) = view.reader.store().summaries_in(folder, &ids).await {
+            held.extend(found.into_iter().flatten().map(|m| m.id));
+        }
+    }
     let mut messages: Vec<(MessageSummary, bool)> = Vec::new();
     for (m, origin) in live.messages {
-        let held = index
-            .folder_id
-            .as_deref()
-            .is_some_and(|f| matches!(view.reader.index().summary_in(f, &m.id), Ok(Some(_))));
-        if !clean || !held {
+        if !clean || !held.contains(&m.id) {
             messages.push((m, origin));
         }
     }

@@ -137,7 +137,7 @@ pub(crate) async fn investigate_documents(
     let view = match (mode, index) {
         (Mode::Index | Mode::Hybrid, Some(reader)) => Some(IndexView {
             reader,
-            status: reader.status(),
+            status: reader.status().await,
             max_staleness: chrono::Duration::from_std(app.indexes.max_staleness)
                 .unwrap_or(chrono::Duration::MAX),
             now: chrono::Utc::now(),
@@ -242,7 +242,7 @@ async fn scan_folder(
     let backend = scan.backend;
     let listed = match (scan.mode, &scan.view) {
         (Mode::Index, Some(view)) => {
-            join_index(view, folder, scan.limits, scan.set, None, &mut scan.through)
+            join_index(view, folder, scan.limits, scan.set, None, &mut scan.through).await
         }
         (Mode::Hybrid, Some(view)) => {
             let live = list_live(backend, folder, scan.limits).await;
@@ -254,6 +254,7 @@ async fn scan_folder(
                 Some(live),
                 &mut scan.through,
             )
+            .await
         }
         _ => list_live(backend, folder, scan.limits).await,
     };
