@@ -55,19 +55,29 @@ pub(crate) fn build_app(
         .map(crate::backends::graph::client)
         .transpose()
         .map_err(StartupError::Graph)?;
+    // Every upstream account's limits, planned before any backend opens, so the aliases of one
+    // account share one set.
+    let upstream = crate::coordination::upstream::UpstreamLimits::plan(
+        settings
+            .config
+            .mailboxes
+            .iter()
+            .filter_map(Backend::account_of),
+    );
     let mut entries = Vec::with_capacity(settings.config.mailboxes.len());
     for mailbox in &settings.config.mailboxes {
         let login = settings.imap_logins.get(&mailbox.alias);
-        let backend = Backend::open(mailbox, graph.as_ref(), login).map_err(|e| match e {
-            OpenError::Maildir(e) => StartupError::MaildirUnavailable {
-                alias: mailbox.alias.to_string(),
-                kind: e.kind(),
-            },
-            OpenError::Imap(why) => StartupError::Imap {
-                alias: mailbox.alias.to_string(),
-                why,
-            },
-        })?;
+        let backend =
+            Backend::open(mailbox, graph.as_ref(), login, &upstream).map_err(|e| match e {
+                OpenError::Maildir(e) => StartupError::MaildirUnavailable {
+                    alias: mailbox.alias.to_string(),
+                    kind: e.kind(),
+                },
+                OpenError::Imap(why) => StartupError::Imap {
+                    alias: mailbox.alias.to_string(),
+                    why,
+                },
+            })?;
         let grants = Grants {
             write: gates.writes && mailbox.access != Access::Read,
             file_sent: gates

@@ -19,7 +19,6 @@ pub(crate) mod imap;
 pub(crate) mod maildir;
 pub(crate) mod model;
 pub(crate) mod outbox;
-pub(crate) mod rate;
 pub(crate) mod sending;
 pub(crate) mod smtp;
 
@@ -37,6 +36,7 @@ use model::{Flags, WellKnown};
 use crate::alias::Alias;
 use crate::caller::GrantedAlias;
 use crate::config::{BackendSpec, MailboxEntry};
+use crate::coordination::upstream::{AccountKey, AccountPlan, UpstreamLimits};
 use crate::path_guard;
 
 /// Per-message reads one caller runs at once (bodies, attachment lists) when a backend has no
@@ -379,41 +379,64 @@ async fn bounded<T>(fut: impl Future<Output = Result<T, BackendError>>) -> Resul
         .unwrap_or(Err(BackendError::Timeout))
 }
 
+/// The user name an `imap` block logs in as: its `username`, else the mailbox address.
+fn imap_user(entry: &MailboxEntry, imap: &crate::config::ServerSpec) -> String {
+    imap.username
+        .clone()
+        .unwrap_or_else(|| entry.address.as_str().to_owned())
+}
+
 impl Backend {
     /// Opens the backend a mailbox's config block names, pinned to its address; a Maildir root
     /// must be an openable directory and an IMAP block's settings must be usable (startup
     /// refuses the config otherwise). `graph` is the process's Graph client, which startup
     /// builds whenever a Graph mailbox is listed; `imap_login` the mailbox's resolved IMAP
     /// credential (present for every IMAP mailbox).
+    /// Opens the backend of `entry`; it takes its account's limits from `limits` (shared with
+    /// every other alias of the same account).
     pub(crate) fn open(
         entry: &MailboxEntry,
         graph: Option<&Arc<graph::client::GraphClient>>,
         imap_login: Option<&crate::config::imap::ImapLogin>,
+        limits: &UpstreamLimits,
     ) -> Result<Self, OpenError> {
         Ok(match (&entry.backend, graph) {
             (BackendSpec::Maildir { path, .. }, _) => Backend::Maildir(maildir::MaildirStore::new(
                 path_guard::open_dir(path).map_err(OpenError::Maildir)?,
             )),
-            (BackendSpec::Graph, Some(client)) => Backend::Graph(graph::GraphStore::new(
-                Arc::clone(client),
-                entry.address.as_str(),
-            )),
+            (BackendSpec::Graph, Some(client)) => {
+                let (key, plan) = graph::account(entry.address.as_str());
+                Backend::Graph(graph::GraphStore::new(
+                    Arc::clone(client),
+                    entry.address.as_str(),
+                    limits.of(&key, plan),
+                ))
+            }
             (BackendSpec::Graph, None) => Backend::NotBuilt(NotBuilt { kind: "graph" }),
             (BackendSpec::Imap { imap, .. }, _) => {
                 let login = imap_login
                     .cloned()
                     .ok_or_else(|| OpenError::Imap("its credential was not resolved".to_owned()))?;
                 let ca = ca_file(imap, "imap").map_err(OpenError::Imap)?;
-                let user = imap
-                    .username
-                    .clone()
-                    .unwrap_or_else(|| entry.address.as_str().to_owned());
+                let user = imap_user(entry, imap);
+                let (key, plan) = imap::account(imap, &user);
                 Backend::Imap(Box::new(
-                    imap::ImapStore::new(imap, user, login, ca.as_deref())
+                    imap::ImapStore::new(imap, user, login, ca.as_deref(), limits.of(&key, plan))
                         .map_err(|e| OpenError::Imap(e.to_string()))?,
                 ))
             }
         })
+    }
+
+    /// The upstream account `entry` reaches and what its backend needs of it; `None` for a
+    /// local Maildir. Startup plans every account's limits from these before opening any
+    /// backend.
+    pub(crate) fn account_of(entry: &MailboxEntry) -> Option<(AccountKey, AccountPlan)> {
+        match &entry.backend {
+            BackendSpec::Maildir { .. } => None,
+            BackendSpec::Graph => Some(graph::account(entry.address.as_str())),
+            BackendSpec::Imap { imap, .. } => Some(imap::account(imap, &imap_user(entry, imap))),
+        }
     }
 
     /// `Err(Unsupported(kind))` when this mailbox's backend is not built, so a caller can say

@@ -1,9 +1,14 @@
 //! What instances of mailgate must agree on, owned in one place of [`App`](crate::tools::App):
-//! today the cursor key ring ([`cursor_keys`]), so that a cursor issued by one instance (or
-//! before a restart) continues on another. Everything here has an in-process form, used when
-//! nothing shared is configured, and behaves then exactly as a single process always has.
+//! the cursor key ring ([`cursor_keys`]), so that a cursor issued by one instance (or before a
+//! restart) continues on another; and the limits of each upstream account ([`upstream`], over
+//! the token buckets of [`rate`]), planned by startup from the whole allowlist and held by the
+//! backends, so every alias reaching one account shares them. Everything here has an
+//! in-process form, used when nothing shared is configured, and behaves then exactly as a
+//! single process always has.
 
 pub(crate) mod cursor_keys;
+pub(crate) mod rate;
+pub(crate) mod upstream;
 
 use std::path::Path;
 

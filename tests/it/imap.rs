@@ -1022,6 +1022,50 @@ async fn a_burst_beyond_the_imap_bucket_is_rate_limited_and_recovers() {
     c.close().await;
 }
 
+/// Two aliases that log in as one account share its budget: the account's `imapPerMinute`
+/// holds across both, so calls alternating between them are refused as early as calls to one
+/// (a budget per alias would let twice as many through).
+#[tokio::test]
+async fn aliases_of_one_imap_account_share_its_budget() {
+    let server = server_or_skip!("aliases_of_one_imap_account_share_its_budget");
+    let owner = ImapUser::fresh(server, "shared");
+    let team = ImapEntry::new(server, "team", &owner).imap_per_minute(20);
+    // A second alias with an address of its own that logs in as the same user (plugin.json
+    // refuses one address twice): the same account, as a shared mailbox's login is.
+    let world = World::new();
+    let mut desk = ImapEntry::new(server, "desk", &owner).imap_per_minute(20);
+    desk.ca = Some(world.path().join("ca.pem"));
+    let mut desk = desk.json();
+    desk["address"] = "desk@example.org".into();
+    desk["backend"]["imap"]["username"] = owner.address.clone().into();
+    for protocol in ["imap", "smtp"] {
+        desk["backend"][protocol]["passwordEnv"] = team.password_env().into();
+    }
+    let (world, config) = imap_config(server, world, &[team], &[desk]);
+    let c = world.client(&["--config", &config, "serve"]).await;
+    let mut served = 0;
+    let mut refused = None;
+    for n in 0..60 {
+        let mailbox = if n % 2 == 0 { "team" } else { "desk" };
+        let args = json!({"mailbox": mailbox, "folderId": "inbox"});
+        let result = c.call("get_folder_stats", args).await.unwrap();
+        if result.is_error == Some(true) {
+            refused = Some(result);
+            break;
+        }
+        served += 1;
+    }
+    let result = refused.expect("the shared budget ran out within 60 calls");
+    let meta = &result.meta.as_ref().unwrap().0;
+    assert_eq!(meta["mailgate/errorCode"], "RATE_LIMITED", "{meta:?}");
+    // One call may take several commands; a bucket of 20 refills 1 per 3 s meanwhile.
+    assert!(
+        (3..=22).contains(&served),
+        "{served} calls across both aliases: the budget is the account's"
+    );
+    c.close().await;
+}
+
 /// Implicit TLS (IMAPS), STARTTLS on the IMAP port and plain IMAP to loopback all reach the
 /// same mailbox; TLS without the test CA is refused as unavailable (the certificate is checked).
 #[tokio::test]

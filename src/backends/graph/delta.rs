@@ -92,7 +92,7 @@ impl GraphStore {
         req.error_code = true;
         let body = match self
             .client
-            .exchange_or_refusal(&self.gate, &req, Self::deadline())
+            .exchange_or_refusal(self.gate(), &req, Self::deadline())
             .await?
         {
             Ok(body) => body,

@@ -36,6 +36,7 @@ use super::model::{
 };
 use super::{AttachmentMeta, BackendError, MailStore, MailWrite, OPERATION_DEADLINE};
 use crate::config::graph::{GraphCredential, GraphSettings};
+use crate::coordination::upstream::{AccountKey, AccountLimits, AccountPlan};
 use crate::outbound::{SendPermit, SentMessage};
 use crate::path_guard;
 
@@ -131,20 +132,42 @@ pub(crate) fn client(settings: &GraphSettings) -> Result<Arc<GraphClient>, Graph
     Ok(Arc::new(GraphClient::new(http, tokens, endpoints)))
 }
 
-/// One Graph mailbox: the shared client, the pinned address and this mailbox's request gate.
+/// One Graph mailbox: the shared client, the pinned address and the mailbox's limits (its
+/// request gate, shared by every alias of the mailbox).
 pub(crate) struct GraphStore {
     client: Arc<GraphClient>,
     address: String,
-    gate: Semaphore,
+    mailbox: Arc<AccountLimits>,
+}
+
+/// The account a Graph mailbox is, and what a store needs of it (Graph counts concurrent
+/// requests per mailbox).
+pub(crate) fn account(address: &str) -> (AccountKey, AccountPlan) {
+    (
+        AccountKey::graph(address),
+        AccountPlan {
+            per_minute: None,
+            at_once: MAX_CONCURRENT_PER_MAILBOX,
+        },
+    )
 }
 
 impl GraphStore {
-    pub(crate) fn new(client: Arc<GraphClient>, address: &str) -> Self {
+    pub(crate) fn new(
+        client: Arc<GraphClient>,
+        address: &str,
+        mailbox: Arc<AccountLimits>,
+    ) -> Self {
         Self {
             client,
             address: address.to_ascii_lowercase(),
-            gate: Semaphore::new(MAX_CONCURRENT_PER_MAILBOX),
+            mailbox,
         }
+    }
+
+    /// The mailbox's request gate.
+    fn gate(&self) -> &Semaphore {
+        self.mailbox.at_once()
     }
 
     fn url(&self, segments: &[&str]) -> reqwest::Url {
@@ -161,7 +184,7 @@ impl GraphStore {
         deadline: Instant,
     ) -> Result<T, BackendError> {
         self.client
-            .json(&self.gate, &Request::get(url), deadline)
+            .json(self.gate(), &Request::get(url), deadline)
             .await
     }
 
@@ -235,7 +258,10 @@ impl GraphStore {
             Body::Json(serde_json::json!({ "destinationId": target })),
             Repeat::OnlyIfUnprocessed,
         );
-        let moved: Message = self.client.json(&self.gate, &req, Self::deadline()).await?;
+        let moved: Message = self
+            .client
+            .json(self.gate(), &req, Self::deadline())
+            .await?;
         Ok(moved.id)
     }
 
@@ -297,7 +323,7 @@ impl GraphStore {
             Repeat::Safe,
         );
         let answer: Result<wire::BatchResponse, BackendError> =
-            self.client.json(&self.gate, &req, deadline).await;
+            self.client.json(self.gate(), &req, deadline).await;
         let mut by_id: std::collections::HashMap<String, wire::BatchStep> = match answer {
             Ok(answer) => answer
                 .responses
@@ -348,7 +374,7 @@ impl GraphStore {
             Repeat::Safe,
         );
         self.client
-            .exchange(&self.gate, &req, Self::deadline())
+            .exchange(self.gate(), &req, Self::deadline())
             .await
             .map(drop)
     }
@@ -649,7 +675,7 @@ impl MailStore for GraphStore {
         req.text_body = true;
         let deadline = Self::deadline();
         let (message, attachments) = futures::join!(
-            self.client.json::<Message>(&self.gate, &req, deadline),
+            self.client.json::<Message>(self.gate(), &req, deadline),
             self.attachment_list(id)
         );
         let message = message?;
@@ -739,7 +765,7 @@ impl MailStore for GraphStore {
         value.push("$value");
         let mut req = Request::get(self.url(&value));
         req.max_bytes = max_bytes;
-        let bytes = self.client.exchange(&self.gate, &req, deadline).await?;
+        let bytes = self.client.exchange(self.gate(), &req, deadline).await?;
         Ok((attachment.into_meta(), bytes))
     }
 
@@ -780,7 +806,10 @@ impl MailWrite for GraphStore {
             Body::Mime(raw.to_vec()),
             Repeat::OnlyIfUnprocessed,
         );
-        let created: Message = self.client.json(&self.gate, &req, Self::deadline()).await?;
+        let created: Message = self
+            .client
+            .json(self.gate(), &req, Self::deadline())
+            .await?;
         Ok(created.id)
     }
 

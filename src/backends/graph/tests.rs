@@ -41,7 +41,9 @@ fn store(server: &MockServer) -> GraphStore {
         base_url: format!("{}/v1.0", server.uri()),
         login_url: server.uri(),
     };
-    GraphStore::new(client(&settings).expect("client"), USER)
+    let (key, plan) = account(USER);
+    let limits = crate::coordination::upstream::UpstreamLimits::default().of(&key, plan);
+    GraphStore::new(client(&settings).expect("client"), USER, limits)
 }
 
 fn message(i: usize) -> serde_json::Value {

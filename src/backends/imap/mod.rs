@@ -42,10 +42,10 @@ use super::model::{
     MessageSummary, MessageText, PREVIEW_CHARS, Page, ScanRequest, ScanStop, SearchKind, WellKnown,
     query_words,
 };
-use super::rate::TokenBucket;
 use super::{AttachmentMeta, BackendError, MailStore, OPERATION_DEADLINE};
 use crate::config::ServerSpec;
 use crate::config::imap::ImapLogin;
+use crate::coordination::upstream::{AccountKey, AccountLimits, AccountPlan};
 use crate::mime;
 
 /// Messages one `UID FETCH` of summaries asks for (one page of a scan).
@@ -83,13 +83,26 @@ fn conventional_names(folder: WellKnown) -> &'static [&'static str] {
 /// The IMAP store of one mailbox.
 pub(crate) struct ImapStore {
     pool: Pool,
-    limit: TokenBucket,
+    /// The account's limits (its command budget and connection slots), shared by every alias
+    /// that logs in as it.
+    account: Arc<AccountLimits>,
     folders: Mutex<Option<(Instant, Arc<Vec<Listed>>)>>,
     /// Whether the change feed may use the server's CONDSTORE; off only in tests of the path
     /// every server supports.
     condstore_allowed: bool,
     /// UIDs per inventory page ([`changes::INVENTORY_PAGE`]; smaller only in tests).
     inventory_page: usize,
+}
+
+/// The account an `imap` block logs in as, and what a store needs of it.
+pub(crate) fn account(spec: &ServerSpec, user: &str) -> (AccountKey, AccountPlan) {
+    (
+        AccountKey::imap(&spec.host, spec.port, user),
+        AccountPlan {
+            per_minute: Some(spec.imap_per_minute()),
+            at_once: pool::MAX_CONNECTIONS,
+        },
+    )
 }
 
 impl ImapStore {
@@ -100,12 +113,12 @@ impl ImapStore {
         user: String,
         login: ImapLogin,
         ca_pem: Option<&[u8]>,
+        account: Arc<AccountLimits>,
     ) -> Result<Self, ImapSetupError> {
         let endpoint = Endpoint::new(&spec.host, spec.port, spec.security, user, login, ca_pem)?;
-        let per_minute = spec.imap_per_minute();
         Ok(Self {
-            pool: Pool::new(endpoint),
-            limit: TokenBucket::new(per_minute, Duration::from_secs(60)),
+            pool: Pool::new(endpoint, Arc::clone(&account)),
+            account,
             folders: Mutex::new(None),
             condstore_allowed: true,
             inventory_page: changes::INVENTORY_PAGE,
@@ -128,8 +141,8 @@ impl ImapStore {
 
     /// Takes one token of the account's budget, or says when one will be there.
     fn admit(&self) -> Result<(), BackendError> {
-        self.limit
-            .try_take()
+        self.account
+            .admit()
             .map_err(|wait| BackendError::Throttled {
                 retry_after: Some(wait),
             })
@@ -960,7 +973,9 @@ mod tests {
                 .secret("PW")
                 .expect("set"),
         );
-        ImapStore::new(&spec, user.to_owned(), login, None).expect("settings")
+        let (key, plan) = account(&spec, user);
+        let limits = crate::coordination::upstream::UpstreamLimits::default().of(&key, plan);
+        ImapStore::new(&spec, user.to_owned(), login, None, limits).expect("settings")
     }
 
     /// A scripted IMAP server on loopback: answers LOGIN, CAPABILITY and EXAMINE properly, then

@@ -1,7 +1,8 @@
 //! A small pool of authenticated connections to one mailbox's IMAP server.
 //!
-//! At most [`MAX_CONNECTIONS`] connections exist per mailbox (a server allows each user a
-//! handful: Dovecot 10 per IP by default, Gmail 15 per account). A connection returns to the
+//! At most [`MAX_CONNECTIONS`] connections are in use at once per account (a server allows each
+//! user a handful: Dovecot 10 per IP by default, Gmail 15 per account): the slots are the
+//! account's ([`AccountLimits`]), shared by every alias that logs in as it. A connection returns to the
 //! pool only when the operation that held it finished with the protocol in step: one dropped
 //! mid-command (a cancelled call, a deadline) or failed on the wire is closed instead, so a
 //! half-read answer can never be read as the next command's. An idle connection older than
@@ -10,15 +11,16 @@
 //! connection had died is retried once on a new connection; a write never is, since a write the
 //! server may already have done must not be done twice.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::SemaphorePermit;
 
 use super::conn::{self, Endpoint, ImapSession, ServerCaps};
 use crate::backends::BackendError;
+use crate::coordination::upstream::AccountLimits;
 
-/// Connections one mailbox may hold open.
+/// Connections one account may have in use at once.
 pub(crate) const MAX_CONNECTIONS: usize = 2;
 /// How long a connection may sit unused and still be reused.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(240);
@@ -105,7 +107,8 @@ struct Idle {
 pub(crate) struct Pool {
     endpoint: Endpoint,
     idle: Mutex<Vec<Idle>>,
-    slots: Semaphore,
+    /// The account's limits: its connection slots.
+    account: Arc<AccountLimits>,
 }
 
 /// A connection lent to one operation; it goes back to the pool on drop only when `clean`.
@@ -132,11 +135,11 @@ impl Drop for Lease<'_> {
 }
 
 impl Pool {
-    pub(crate) fn new(endpoint: Endpoint) -> Self {
+    pub(crate) fn new(endpoint: Endpoint, account: Arc<AccountLimits>) -> Self {
         Self {
             endpoint,
             idle: Mutex::new(Vec::new()),
-            slots: Semaphore::new(MAX_CONNECTIONS),
+            account,
         }
     }
 
@@ -146,7 +149,7 @@ impl Pool {
         fresh: bool,
     ) -> Result<Lease<'_>, BackendError> {
         let deadline = tokio::time::Instant::from_std(deadline);
-        let slot = tokio::time::timeout_at(deadline, self.slots.acquire())
+        let slot = tokio::time::timeout_at(deadline, self.account.at_once().acquire())
             .await
             .map_err(|_| BackendError::Timeout)?
             .map_err(|_| BackendError::Unavailable)?;

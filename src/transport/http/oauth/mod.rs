@@ -28,9 +28,9 @@ pub(crate) use keys::KeysError;
 use keys::{KeyCache, Lookup};
 use token::{Rules, TokenError};
 
-use crate::backends::rate::TokenBucket;
 use crate::caller::Caller;
 use crate::config::Principal;
+use crate::coordination::rate::TokenBucket;
 
 /// The well-known path of RFC 9728's metadata.
 pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";

@@ -1,0 +1,214 @@
+//! The limits of upstream accounts: a provider limits an account (Graph allows 4 concurrent
+//! requests per mailbox; an IMAP server a number of connections and commands per login), not a
+//! mailgate alias, so two aliases that reach the same account share one set of limits. The
+//! backends name the account they reach ([`AccountKey`]) and what they need of it
+//! ([`AccountPlan`]) when startup opens them; [`UpstreamLimits`] merges the plans of one account
+//! (the strictest wins) and hands every backend of the account the same [`AccountLimits`].
+//! In-process today: a database-backed form replaces the bucket and the semaphore when
+//! instances share one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use super::rate::TokenBucket;
+
+/// An upstream account, as its provider counts it. Never logged or shown: it holds a login.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct AccountKey(String);
+
+impl AccountKey {
+    /// An IMAP login: the server (host and port) and the user name, both in any case (two
+    /// spellings of one login must not get two budgets; two logins that differ only in case
+    /// sharing one is only stricter).
+    pub(crate) fn imap(host: &str, port: u16, user: &str) -> Self {
+        Self(format!(
+            "imap\0{}\0{port}\0{}",
+            host.to_ascii_lowercase(),
+            user.to_lowercase()
+        ))
+    }
+
+    /// A Graph mailbox, by its address (any case).
+    pub(crate) fn graph(mailbox: &str) -> Self {
+        Self(format!("graph\0{}", mailbox.to_ascii_lowercase()))
+    }
+}
+
+impl std::fmt::Debug for AccountKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccountKey(..)")
+    }
+}
+
+/// What one backend needs of its account.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AccountPlan {
+    /// Commands per minute (`None`: the provider counts no commands mailgate must keep to).
+    pub(crate) per_minute: Option<u32>,
+    /// Connections or requests at once.
+    pub(crate) at_once: usize,
+}
+
+impl AccountPlan {
+    /// The plan that keeps both: the smaller of each limit.
+    fn strictest(self, other: Self) -> Self {
+        let per_minute = match (self.per_minute, other.per_minute) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Self {
+            per_minute,
+            at_once: self.at_once.min(other.at_once),
+        }
+    }
+}
+
+/// The limits of one account, shared by every backend that reaches it.
+#[derive(Debug)]
+pub(crate) struct AccountLimits {
+    /// Commands per minute, when the account counts them.
+    commands: Option<TokenBucket>,
+    /// Connections or requests at once.
+    at_once: Semaphore,
+}
+
+impl AccountLimits {
+    fn new(plan: AccountPlan) -> Self {
+        Self {
+            commands: plan
+                .per_minute
+                .map(|n| TokenBucket::new(n, Duration::from_secs(60))),
+            at_once: Semaphore::new(plan.at_once.max(1)),
+        }
+    }
+
+    /// Takes one command of the account's budget, or says how long until one is there.
+    pub(crate) fn admit(&self) -> Result<(), Duration> {
+        match &self.commands {
+            Some(bucket) => bucket.try_take(),
+            None => Ok(()),
+        }
+    }
+
+    /// The account's connections or requests at once.
+    pub(crate) fn at_once(&self) -> &Semaphore {
+        &self.at_once
+    }
+}
+
+/// Every account's limits, keyed by account.
+#[derive(Debug, Default)]
+pub(crate) struct UpstreamLimits {
+    accounts: BTreeMap<AccountKey, Arc<AccountLimits>>,
+}
+
+impl UpstreamLimits {
+    /// The limits of the accounts `plans` name, one set per account, each the strictest of the
+    /// plans that name it.
+    pub(crate) fn plan(plans: impl IntoIterator<Item = (AccountKey, AccountPlan)>) -> Self {
+        let mut merged: BTreeMap<AccountKey, AccountPlan> = BTreeMap::new();
+        for (key, plan) in plans {
+            merged
+                .entry(key)
+                .and_modify(|p| *p = p.strictest(plan))
+                .or_insert(plan);
+        }
+        Self {
+            accounts: merged
+                .into_iter()
+                .map(|(key, plan)| (key, Arc::new(AccountLimits::new(plan))))
+                .collect(),
+        }
+    }
+
+    /// The limits of `key`; an account no plan named gets its own, from `plan` (so a backend
+    /// opened outside startup is still limited).
+    pub(crate) fn of(&self, key: &AccountKey, plan: AccountPlan) -> Arc<AccountLimits> {
+        self.accounts
+            .get(key)
+            .map_or_else(|| Arc::new(AccountLimits::new(plan)), Arc::clone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IMAP: AccountPlan = AccountPlan {
+        per_minute: Some(20),
+        at_once: 4,
+    };
+
+    #[test]
+    fn aliases_of_one_account_share_the_strictest_limits() {
+        let same = AccountKey::imap("Mail.Example.org", 993, "team");
+        let limits = UpstreamLimits::plan([
+            (AccountKey::imap("mail.example.org", 993, "team"), IMAP),
+            (
+                same.clone(),
+                AccountPlan {
+                    per_minute: Some(3),
+                    at_once: 8,
+                },
+            ),
+            (AccountKey::imap("mail.example.org", 993, "other"), IMAP),
+        ]);
+        let a = limits.of(&same, IMAP);
+        let b = limits.of(&AccountKey::imap("mail.example.org", 993, "team"), IMAP);
+        assert!(Arc::ptr_eq(&a, &b), "one set of limits per account");
+        assert_eq!(a.at_once().available_permits(), 4);
+        for _ in 0..3 {
+            b.admit().expect("within the strictest budget");
+        }
+        assert!(
+            a.admit().is_err(),
+            "the budget is the account's, not an alias's"
+        );
+        // Another login on the same server is another account.
+        let other = limits.of(&AccountKey::imap("mail.example.org", 993, "other"), IMAP);
+        assert!(!Arc::ptr_eq(&a, &other));
+        other.admit().expect("its own budget");
+    }
+
+    #[test]
+    fn accounts_differ_by_port_user_and_provider() {
+        let keys = [
+            AccountKey::imap("mail.example.org", 993, "team"),
+            AccountKey::imap("mail.example.org", 143, "team"),
+            AccountKey::imap("mail.example.org", 993, "team2"),
+            AccountKey::imap("imap.example.org", 993, "team"),
+            AccountKey::graph("team@example.org"),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert!(a != b);
+            }
+        }
+        assert!(AccountKey::graph("Team@Example.org") == AccountKey::graph("team@example.org"));
+        assert!(
+            AccountKey::imap("mail.example.org", 993, "Team")
+                == AccountKey::imap("mail.example.org", 993, "team")
+        );
+        assert_eq!(
+            format!("{:?}", keys[0]),
+            "AccountKey(..)",
+            "never shows the login"
+        );
+    }
+
+    #[test]
+    fn an_account_without_a_command_budget_admits_every_command() {
+        let graph = AccountPlan {
+            per_minute: None,
+            at_once: 4,
+        };
+        let limits = UpstreamLimits::plan([(AccountKey::graph("a@example.org"), graph)]);
+        let a = limits.of(&AccountKey::graph("a@example.org"), graph);
+        for _ in 0..100 {
+            a.admit().expect("no command budget");
+        }
+    }
+}
