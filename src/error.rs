@@ -37,6 +37,8 @@ pub(crate) enum StartupError {
     SearchMemory(crate::path_guard::PrivateFileError),
     #[error("the cursor key ring (MAILGATE_CURSOR_KEYS_FILE) is refused: {0}")]
     CursorKeys(crate::coordination::KeyRingError),
+    #[error("the shared index store (MAILGATE_INDEX_URL) is refused: {0}")]
+    IndexStore(String),
     #[error("the demo could not be set up: {0}")]
     Demo(String),
     #[error("{0}")]

@@ -61,6 +61,9 @@ pub(crate) enum IndexCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Create or upgrade the shared index's schema in the PostgreSQL database
+    /// MAILGATE_INDEX_URL names (never done by a serving process)
+    Migrate,
 }
 
 fn index_error(alias: &str, e: &IndexError) -> StartupError {
@@ -141,6 +144,10 @@ pub(crate) async fn run(
     config: Option<&Path>,
 ) -> Result<i32, StartupError> {
     let (settings, _gates) = crate::startup::load_settings(env, config)?;
+    if let IndexCommand::Migrate = command {
+        return migrate(env).await;
+    }
+    crate::index::store::postgres::refuse_unserved(env)?;
     match command {
         IndexCommand::Sync { aliases, watch } => {
             let every = watch.as_deref().map(interval).transpose()?;
@@ -158,7 +165,35 @@ pub(crate) async fn run(
             sync_loop(settings, aliases, None, None, semantic).await
         }
         IndexCommand::Purge { alias, force } => purge(&settings, &alias, force),
+        IndexCommand::Migrate => migrate(env).await,
     }
+}
+
+/// `index migrate`: brings the shared store's schema to this binary's version.
+async fn migrate(env: &Env) -> Result<i32, StartupError> {
+    use crate::index::store::postgres;
+    let Some(pg) = postgres::resolve(env)? else {
+        return Err(StartupError::Usage(
+            "MAILGATE_INDEX_URL is not set: the indexes are local, and have no schema to migrate"
+                .to_owned(),
+        ));
+    };
+    let store = |e: postgres::PgError| StartupError::IndexStore(e.to_string());
+    let mut client = postgres::connect(&pg).await.map_err(store)?;
+    let done = postgres::migrations::migrate(&mut client)
+        .await
+        .map_err(store)?;
+    if done.applied.is_empty() {
+        write_out(&format!("schema: version {}, up to date", done.to))?;
+    } else {
+        write_out(&format!(
+            "schema: version {} -> {} (applied: {})",
+            done.from,
+            done.to,
+            done.applied.join(", ")
+        ))?;
+    }
+    Ok(0)
 }
 
 /// The exit code of the signal that asked the syncs to stop (128 + its number: 130 for

