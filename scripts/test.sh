@@ -114,6 +114,7 @@ rm -f target/postgres-up.seconds
 if scripts/postgres.sh running; then
   echo "== postgres: already running (scripts/postgres.sh down stops it)"
   export MAILGATE_PG_TESTS=require
+  eval "$(scripts/postgres.sh env)"
 else
   (
     start=$SECONDS
@@ -138,6 +139,7 @@ postgres_ready() {
   fi
   postgres_started=1
   export MAILGATE_PG_TESTS=require
+  eval "$(scripts/postgres.sh env)"
 }
 
 # On any exit: stop what this run started (the mail servers, PostgreSQL).

@@ -29,9 +29,8 @@ use crate::error::StartupError;
 use crate::gates::Gates;
 use crate::index::reader::{Coverage, Doubt, Scope};
 use crate::index::status::{self, IndexStatus};
-use crate::index::sync::{
-    self, Extraction, HoldPoint, Opened, Progress, Rebuild, SyncOptions, SyncTarget,
-};
+use crate::index::store::{Opened, Rebuild, WriteStore};
+use crate::index::sync::{self, Extraction, HoldPoint, Progress, SyncOptions};
 use crate::index::{IndexError, layout};
 use crate::tools::App;
 
@@ -373,10 +372,9 @@ async fn sync_one(
     let status_dir = alias_dir
         .try_clone()
         .map_err(|e| StartupError::Usage(format!("index of {name}: {}", e.kind())))?;
-    let opened = SyncTarget::open(
+    let opened = WriteStore::open_local(
         alias_dir,
-        target.kind,
-        target.mailbox.clone(),
+        &target.mailbox,
         semantic.map(|s| s.model.as_str()),
     );
     let mut sync_target = match opened {
@@ -412,6 +410,8 @@ async fn sync_one(
     // A pause marker that cannot be read stops the sync too: never sync past a pause.
     let stop = || interrupted().is_some() || !matches!(status::is_paused(&status_dir), Ok(false));
     let opts = SyncOptions {
+        backend_kind: target.kind,
+        mailbox: &target.mailbox,
         extraction: Some(extraction),
         semantic,
         progress: &progress,

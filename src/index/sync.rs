@@ -14,21 +14,21 @@
 //! the sync never reached stays as it was.
 //!
 //! An index is bound to the mailbox it was synced from and to the text analysis that built it
-//! (both recorded in `status.json`): [`SyncTarget::open`] refuses an index of another mailbox
-//! ([`Opened::MailboxChanged`], until `index rebuild`), and starts one built by another
-//! analysis over in place ([`Rebuild`]).
+//! (both recorded in `status.json`): [`WriteStore::open_local`] refuses an index of another
+//! mailbox ([`Opened::MailboxChanged`](super::store::Opened::MailboxChanged), until `index
+//! rebuild`), and starts one built by another analysis over in place
+//! ([`Rebuild`](super::store::Rebuild)).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cap_std::fs::Dir;
 use chrono::Utc;
 
-use super::state::{FolderCursor, StateBatch, SyncState};
+use super::state::{FolderCursor, StateBatch};
 use super::status::{self, FolderStatus};
-use super::tantivy_index::{TantivyIndex, TantivyWriter};
-use super::{IndexError, IndexedMessage, TextIndexWriter};
+use super::store::WriteStore;
+use super::{IndexError, IndexedMessage};
 use crate::backends::changes::{AttachmentWant, FolderDelta, IndexFetch, SyncItem};
 use crate::backends::model::{AttachmentMeta, FolderSelector, WellKnown};
 use crate::backends::{Backend, BackendError};
@@ -83,132 +83,6 @@ pub(crate) struct SyncReport {
     pub(crate) stopped: bool,
 }
 
-/// The index of one alias opened for writing: the sync process's side.
-pub(crate) struct SyncTarget {
-    alias_dir: Dir,
-    writer: TantivyWriter,
-    state: SyncState,
-    backend_kind: &'static str,
-    /// The identity of the mailbox the alias names now (`status::mailbox_identity`).
-    mailbox: String,
-    /// Why the index was started over when it was opened, if it was.
-    rebuilt: Option<Rebuild>,
-    /// The vectors, when an embeddings endpoint is configured for this sync.
-    vectors: Option<VectorStore>,
-    /// The endpoint failed during this sync: stop asking it (its vectors are filled later).
-    semantic_down: bool,
-}
-
-impl SyncTarget {
-    /// Opens (creating) the index and sync state of an alias folder for the mailbox whose
-    /// identity is `mailbox`; another sync holding them is [`IndexError::Busy`]. An index of
-    /// another mailbox is left alone ([`Opened::MailboxChanged`]); one built by another text
-    /// analysis, or whose mailbox was never recorded, is started over in place ([`Rebuild`]):
-    /// under the sync state's lock, its text, vectors and state are removed before anything
-    /// says it is this analysis's, so a sync killed meanwhile rebuilds it again.
-    pub(crate) fn open(
-        alias_dir: Dir,
-        backend_kind: &'static str,
-        mailbox: String,
-        semantic_model: Option<&str>,
-    ) -> Result<Opened, IndexError> {
-        let state = SyncState::open(&alias_dir)?;
-        let recorded = status::read(&alias_dir)?;
-        if recorded.as_ref().is_some_and(|s| s.paused) {
-            return Ok(Opened::Paused);
-        }
-        let holds_anything = recorded.as_ref().is_some_and(|s| !s.folders.is_empty())
-            || !state.folders()?.is_empty();
-        // A sync records its mailbox before its first commit, so even an index that lists no
-        // folder yet may hold another mailbox's messages (a first sync killed early).
-        let why = match &recorded {
-            Some(s) if s.mailbox.as_deref().is_some_and(|m| m != mailbox) => {
-                return Ok(Opened::MailboxChanged);
-            }
-            Some(s) if s.analyzer != Some(crate::text::ANALYZER_VERSION) => {
-                Some(Rebuild::Analyzer { was: s.analyzer })
-            }
-            Some(s) if s.mailbox.is_none() => Some(Rebuild::Unbound),
-            Some(_) => None,
-            None if holds_anything => Some(Rebuild::Unbound),
-            None => None,
-        };
-        if why.is_some() {
-            start_over(&alias_dir, &state)?;
-        }
-        // Said to the operator only when there was something to rebuild.
-        let mut rebuilt = why.filter(|_| holds_anything);
-        let text = super::layout::open_part(&alias_dir, super::layout::TEXT, true)?;
-        let index = match TantivyIndex::open(super::capdir::CapDirectory::new(text), true) {
-            // The schema names another analyzer, whatever the status said.
-            Err(IndexError::Outdated) if rebuilt.is_none() => {
-                rebuilt = Some(Rebuild::Analyzer {
-                    was: recorded.as_ref().and_then(|s| s.analyzer),
-                });
-                start_over(&alias_dir, &state)?;
-                let text = super::layout::open_part(&alias_dir, super::layout::TEXT, true)?;
-                TantivyIndex::open(super::capdir::CapDirectory::new(text), true)?
-            }
-            other => other?,
-        };
-        let writer = index.writer()?;
-        let vectors = match semantic_model {
-            Some(model) => {
-                let dir = super::layout::open_part(&alias_dir, super::layout::VECTORS, true)?;
-                Some(VectorStore::open(dir, model).map_err(|e| IndexError::Store(e.to_string()))?)
-            }
-            None => None,
-        };
-        Ok(Opened::Ready(Box::new(Self {
-            alias_dir,
-            writer,
-            state,
-            backend_kind,
-            mailbox,
-            rebuilt,
-            vectors,
-            semantic_down: false,
-        })))
-    }
-
-    /// Why the index was started over when it was opened, if it was.
-    pub(crate) fn rebuilt(&self) -> Option<Rebuild> {
-        self.rebuilt
-    }
-
-    fn forget_vectors(&mut self, folder: &str, id: &str) {
-        if let Some(v) = &mut self.vectors {
-            v.remove(&super::doc_key(folder, id));
-        }
-    }
-
-    fn commit_vectors(&mut self) -> Result<(), IndexError> {
-        match &mut self.vectors {
-            Some(v) => v.commit().map_err(|e| IndexError::Store(e.to_string())),
-            None => Ok(()),
-        }
-    }
-}
-
-/// Why [`SyncTarget::open`] started an index over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Rebuild {
-    /// Built by another text analysis (`None`: before versions were recorded).
-    Analyzer { was: Option<u32> },
-    /// Its mailbox was never recorded (an index older than the binding, or a lost status).
-    Unbound,
-}
-
-/// What opening an alias's index for a sync found.
-pub(crate) enum Opened {
-    Ready(Box<SyncTarget>),
-    /// The index holds another mailbox than the alias names now: nothing is touched, and only
-    /// `mailgate index rebuild` starts it over.
-    MailboxChanged,
-    /// `mailgate index pause` holds the alias: nothing is touched.
-    Paused,
-}
-
 /// Crash and interrupt tests only (debug builds): a point where the sync announces itself on
 /// stderr ("holding for a crash test") and waits until it is asked to stop (a signal, a pause)
 /// or killed, so a test can act at a known point.
@@ -238,8 +112,12 @@ impl HoldPoint {
     }
 }
 
-/// What a sync needs besides the target and the backend.
+/// What a sync needs besides the store and the backend.
 pub(crate) struct SyncOptions<'a> {
+    /// The backend's kind, recorded in the status (`maildir`, `graph`, `imap`).
+    pub(crate) backend_kind: &'static str,
+    /// The identity of the mailbox the alias names now (`status::mailbox_identity`).
+    pub(crate) mailbox: &'a str,
     pub(crate) extraction: Option<&'a Extraction>,
     /// The embeddings endpoint, when semantic recall is on.
     pub(crate) semantic: Option<&'a Semantic>,
@@ -259,7 +137,9 @@ struct Uncommitted {
 }
 
 struct Run<'a> {
-    target: &'a mut SyncTarget,
+    target: &'a mut WriteStore,
+    /// The endpoint failed during this sync: stop asking it (its vectors are filled later).
+    semantic_down: bool,
     backend: &'a Backend,
     opts: &'a SyncOptions<'a>,
     progress: Progress,
@@ -275,11 +155,11 @@ struct Run<'a> {
 /// be written, the folder list cannot be read); a folder whose feed fails is counted and left
 /// partial.
 pub(crate) async fn sync_alias(
-    target: &mut SyncTarget,
+    target: &mut WriteStore,
     backend: &Backend,
     opts: &SyncOptions<'_>,
 ) -> Result<SyncReport, IndexError> {
-    let mut status = status::read(&target.alias_dir)?.unwrap_or_default();
+    let mut status = target.status().await?.unwrap_or_default();
     if status.paused {
         return Ok(SyncReport {
             stopped: true,
@@ -287,14 +167,14 @@ pub(crate) async fn sync_alias(
         });
     }
     status.version = status::VERSION;
-    status.backend = target.backend_kind.to_owned();
-    // `SyncTarget::open` refused another mailbox's index and rebuilt another analysis's: what
+    status.backend = opts.backend_kind.to_owned();
+    // `WriteStore::open_local` refused another mailbox's index and rebuilt another analysis's: what
     // this sync adds is this mailbox's, as this analysis reads it.
-    status.mailbox = Some(target.mailbox.clone());
+    status.mailbox = Some(opts.mailbox.to_owned());
     status.analyzer = Some(crate::text::ANALYZER_VERSION);
     status.syncing = true;
     status.last_sync_started = Some(Utc::now());
-    status::write(&target.alias_dir, &status)?;
+    target.write_status(&status).await?;
 
     let folders = backend
         .list_folders()
@@ -314,6 +194,7 @@ pub(crate) async fn sync_alias(
 
     let mut run = Run {
         target,
+        semantic_down: false,
         backend,
         opts,
         progress: Progress::default(),
@@ -341,8 +222,8 @@ pub(crate) async fn sync_alias(
             outcome = Err(e);
         }
         let previous = status.folders.get(&folder.id).cloned().unwrap_or_default();
-        let versions = run.target.state.versions(&folder.id)?.len() as u64;
-        let pending = run.target.state.pending(&folder.id)?.len() as u64;
+        let versions = run.target.versions(&folder.id).await?.len() as u64;
+        let pending = run.target.pending(&folder.id).await?.len() as u64;
         let complete = matches!(outcome, Ok(true)) && pending == 0;
         if !complete {
             run.report.complete = false;
@@ -365,7 +246,7 @@ pub(crate) async fn sync_alias(
                 pending,
             },
         );
-        status::write(&run.target.alias_dir, &status)?;
+        run.target.write_status(&status).await?;
         run.folders_done += 1;
         run.hold(HoldPoint::Folder(run.folders_done)).await;
         if run.report.stopped {
@@ -374,28 +255,31 @@ pub(crate) async fn sync_alias(
     }
     // Folders gone from the mailbox: their messages leave the index.
     if !run.report.stopped {
-        for gone in run.target.state.folders()? {
+        for gone in run.target.folders().await? {
             if listed.contains(&gone) {
                 continue;
             }
-            let ids: Vec<String> = run.target.state.versions(&gone)?.into_keys().collect();
+            let ids: Vec<String> = run.target.versions(&gone).await?.into_keys().collect();
             for id in &ids {
-                run.target.writer.remove(&gone, id)?;
-                run.target.forget_vectors(&gone, id);
+                run.target.remove(&gone, id)?;
             }
-            run.target.writer.commit()?;
-            run.target.commit_vectors()?;
-            run.target.state.drop_folder(&gone)?;
+            let removed = StateBatch {
+                folder: gone.clone(),
+                removed: ids.clone(),
+                ..StateBatch::default()
+            };
+            run.target.commit(&removed, std::future::ready(())).await?;
+            run.target.drop_folder(&gone).await?;
             run.report.removed += ids.len() as u64;
             status.folders.remove(&gone);
         }
     }
-    status.semantic = run.target.vectors.is_some();
-    status.vectors_pending = match &run.target.vectors {
+    status.semantic = run.target.vectors().is_some();
+    status.vectors_pending = match run.target.vectors() {
         Some(store) => {
             let mut missing = 0;
-            for folder in run.target.state.folders()? {
-                let known = run.target.state.versions(&folder)?;
+            for folder in run.target.folders().await? {
+                let known = run.target.versions(&folder).await?;
                 missing += known
                     .keys()
                     .filter(|id| !store.contains(&super::doc_key(&folder, id)))
@@ -407,7 +291,7 @@ pub(crate) async fn sync_alias(
     };
     status.syncing = run.report.stopped;
     status.last_sync_finished = Some(Utc::now());
-    status::write(&run.target.alias_dir, &status)?;
+    run.target.write_status(&status).await?;
     Ok(run.report)
 }
 
@@ -427,12 +311,12 @@ impl Run<'_> {
     /// Syncs one folder; `Ok(true)` when a round of its feed ended.
     async fn folder(&mut self, folder: &str) -> Result<bool, FolderFail> {
         self.progress.folder = folder.to_owned();
-        let mut known = self.target.state.versions(folder)?;
+        let mut known = self.target.versions(folder).await?;
         // Messages a failed fetch left pending are fetched again with the next page.
         let mut retry: Vec<SyncItem> = self
             .target
-            .state
-            .pending(folder)?
+            .pending(folder)
+            .await?
             .into_iter()
             .map(|(id, version)| SyncItem { id, version })
             .collect();
@@ -442,7 +326,7 @@ impl Run<'_> {
                 self.report.stopped = true;
                 return Ok(false);
             }
-            let position = self.target.state.cursor(folder)?;
+            let position = self.target.cursor(folder).await?;
             let page = match self
                 .backend
                 .folder_changes(folder, position.cursor.as_deref())
@@ -464,7 +348,7 @@ impl Run<'_> {
                     }
                     work.batch.cursor = Some(FolderCursor::default());
                     work.batch.clear_seen = true;
-                    self.target.state.apply(&work.batch)?;
+                    self.target.record(&work.batch).await?;
                     continue;
                 }
                 FolderDelta::Inventory(items) => {
@@ -485,7 +369,7 @@ impl Run<'_> {
                         });
                     } else {
                         let mut seen = if position.in_inventory {
-                            self.target.state.seen(folder)?
+                            self.target.seen(folder).await?
                         } else {
                             HashSet::new()
                         };
@@ -560,8 +444,7 @@ impl Run<'_> {
     ) -> Result<(), IndexError> {
         self.progress.total += gone.len() as u64;
         for id in gone {
-            self.target.writer.remove(folder, &id)?;
-            self.target.forget_vectors(folder, &id);
+            self.target.remove(folder, &id)?;
             known.remove(&id);
             work.batch.removed.push(id);
             self.report.removed += 1;
@@ -607,8 +490,8 @@ impl Run<'_> {
                 match result {
                     Ok(fetch) => {
                         let message = self.indexed(folder, fetch).await;
-                        self.target.writer.put(&message)?;
-                        if self.target.vectors.is_some() {
+                        self.target.put(&message)?;
+                        if self.target.vectors().is_some() {
                             passages.push((
                                 super::doc_key(folder, &item.id),
                                 crate::embed::chunk::chunks(
@@ -626,8 +509,7 @@ impl Run<'_> {
                     }
                     // Gone between the listing and the fetch: the next round lists it no more.
                     Err(BackendError::NotFound) => {
-                        self.target.writer.remove(folder, &item.id)?;
-                        self.target.forget_vectors(folder, &item.id);
+                        self.target.remove(folder, &item.id)?;
                         known.remove(&item.id);
                         work.batch.removed.push(item.id.clone());
                     }
@@ -662,10 +544,10 @@ impl Run<'_> {
     /// that fails leaves them without vectors (the fill pass retries at the end of the sync)
     /// and is not asked again during this sync.
     async fn embed(&mut self, passages: Vec<(String, Vec<String>)>) -> Result<(), IndexError> {
-        let (Some(semantic), false) = (self.opts.semantic, self.target.semantic_down) else {
+        let (Some(semantic), false) = (self.opts.semantic, self.semantic_down) else {
             return Ok(());
         };
-        if passages.is_empty() || self.target.vectors.is_none() {
+        if passages.is_empty() || self.target.vectors().is_none() {
             return Ok(());
         }
         let flat: Vec<String> = passages
@@ -674,7 +556,7 @@ impl Run<'_> {
             .collect();
         match semantic.embedder.embed_passages(&flat).await {
             Ok(vectors) => {
-                if let Some(store) = &mut self.target.vectors {
+                if let Some(store) = self.target.vectors_mut() {
                     // Another vector size: the model behind the endpoint's name changed. The
                     // older vectors are stale (dropped; the fill pass embeds them again); a
                     // second change in one sync is an endpoint that keeps changing: asked no
@@ -687,7 +569,7 @@ impl Run<'_> {
                             stale,
                             "index sync: the vector size changed; older vectors are embedded again"
                         );
-                        self.target.semantic_down |= store.restarts() > 1;
+                        self.semantic_down |= store.restarts() > 1;
                     }
                     let mut vectors = vectors.into_iter();
                     for (key, p) in passages {
@@ -705,7 +587,7 @@ impl Run<'_> {
             }
             Err(e) => {
                 tracing::warn!(error = %e, "index sync: the embeddings endpoint failed; vectors are filled later");
-                self.target.semantic_down = true;
+                self.semantic_down = true;
             }
         }
         Ok(())
@@ -721,12 +603,11 @@ impl Run<'_> {
             self.fill_folder_vectors(&folder).await?;
             if self
                 .target
-                .vectors
-                .as_mut()
+                .vectors_mut()
                 .is_some_and(VectorStore::take_refill)
-                && !self.target.semantic_down
+                && !self.semantic_down
             {
-                folders = self.target.state.folders()?;
+                folders = self.target.folders().await?;
             }
         }
         Ok(())
@@ -734,13 +615,13 @@ impl Run<'_> {
 
     /// [`Run::fill_vectors`] of one folder.
     async fn fill_folder_vectors(&mut self, folder: &str) -> Result<(), FolderFail> {
-        if self.opts.semantic.is_none() || self.target.semantic_down {
+        if self.opts.semantic.is_none() || self.semantic_down {
             return Ok(());
         }
-        let Some(store) = &self.target.vectors else {
+        let known = self.target.versions(folder).await?;
+        let Some(store) = self.target.vectors() else {
             return Ok(());
         };
-        let known = self.target.state.versions(folder)?;
         let missing: Vec<SyncItem> = known
             .into_iter()
             .filter(|(id, _)| !store.contains(&super::doc_key(folder, id)))
@@ -752,7 +633,7 @@ impl Run<'_> {
             wants: extractable,
         };
         for chunk in missing.chunks(FETCH_BATCH) {
-            if (self.opts.stop)() || self.target.semantic_down {
+            if (self.opts.stop)() || self.semantic_down {
                 break;
             }
             let fetched = self.backend.index_fetch(chunk, want).await;
@@ -771,7 +652,7 @@ impl Run<'_> {
                 })
                 .collect();
             self.embed(passages).await?;
-            self.target.commit_vectors()?;
+            self.target.commit_vectors().await?;
         }
         Ok(())
     }
@@ -779,14 +660,18 @@ impl Run<'_> {
     /// Commits the index, then records in the state what the commit holds (keeping the
     /// page's cursor for the commit that ends the page).
     async fn commit(&mut self, work: &mut Uncommitted) -> Result<(), IndexError> {
-        self.target.writer.commit()?;
-        self.target.commit_vectors()?;
         // The worst moment to die: the index holds the commit, the state does not know it.
-        if !work.batch.indexed.is_empty() || !work.batch.removed.is_empty() {
+        let holds = !work.batch.indexed.is_empty() || !work.batch.removed.is_empty();
+        if holds {
             self.commits += 1;
-            self.hold(HoldPoint::Committed(self.commits)).await;
         }
-        self.target.state.apply(&work.batch)?;
+        let (opts, at) = (self.opts, HoldPoint::Committed(self.commits));
+        let between = async move {
+            if holds {
+                hold(opts, at).await;
+            }
+        };
+        self.target.commit(&work.batch, between).await?;
         let folder = std::mem::take(&mut work.batch.folder);
         work.batch = StateBatch {
             folder,
@@ -797,16 +682,8 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// At the test hook's point (debug builds only set one), says so on stderr and waits until
-    /// the sync is asked to stop; the test signals or kills the process meanwhile.
     async fn hold(&self, at: HoldPoint) {
-        if self.opts.hold != Some(at) {
-            return;
-        }
-        tracing::warn!(point = ?at, "index sync: holding for a crash test");
-        while !(self.opts.stop)() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        hold(self.opts, at).await;
     }
 
     async fn indexed(&self, folder: &str, fetch: IndexFetch) -> IndexedMessage {
@@ -895,25 +772,23 @@ impl Run<'_> {
     }
 }
 
+/// At the test hook's point (debug builds only set one), says so on stderr and waits until the
+/// sync is asked to stop; the test signals or kills the process meanwhile.
+async fn hold(opts: &SyncOptions<'_>, at: HoldPoint) {
+    if opts.hold != Some(at) {
+        return;
+    }
+    tracing::warn!(point = ?at, "index sync: holding for a crash test");
+    while !(opts.stop)() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Attachments whose text the index extracts: every format with a text extractor but archives
 /// (an archive's entries are the document tools' business).
 fn extractable(meta: &AttachmentMeta) -> bool {
     let format = extract::detect(meta.name.as_deref(), &meta.content_type, &[]);
     format.has_extractor() && format != extract::Format::Zip
-}
-
-/// Removes everything an alias's index holds but the folder itself: text, vectors, sync state,
-/// then the status (last: until it is gone, the status still says what must be rebuilt). The
-/// caller holds the sync state's lock. The pause marker is the operator's and stays.
-fn start_over(alias_dir: &Dir, state: &SyncState) -> Result<(), IndexError> {
-    super::layout::remove_part(alias_dir, super::layout::TEXT)?;
-    super::layout::remove_part(alias_dir, super::layout::VECTORS)?;
-    state.clear()?;
-    match alias_dir.remove_file(status::FILE) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(IndexError::State(format!("{}: {}", status::FILE, e.kind()))),
-    }
 }
 
 #[cfg(test)]
@@ -929,105 +804,5 @@ mod tests {
         for bad in ["", "0", "fetch:0", "fetch:", "later:1", "fetch:x", "-1"] {
             assert_eq!(HoldPoint::parse(bad), None, "{bad}");
         }
-    }
-
-    fn alias_dir() -> (tempfile::TempDir, Dir) {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
-        (tmp, dir)
-    }
-
-    fn open(dir: &Dir, mailbox: &str) -> Opened {
-        SyncTarget::open(
-            dir.try_clone().expect("dir"),
-            "maildir",
-            mailbox.to_owned(),
-            None,
-        )
-        .expect("open")
-    }
-
-    /// A status that says the index holds a folder of `mailbox`, built by `analyzer`.
-    fn recorded(dir: &Dir, mailbox: Option<&str>, analyzer: Option<u32>) {
-        let mut s = status::IndexStatus {
-            mailbox: mailbox.map(str::to_owned),
-            analyzer,
-            ..status::IndexStatus::default()
-        };
-        s.folders
-            .insert("INBOX".to_owned(), FolderStatus::default());
-        status::write(dir, &s).expect("status");
-    }
-
-    #[test]
-    fn another_mailboxs_index_is_refused_and_left_as_it_is() {
-        let (_tmp, dir) = alias_dir();
-        recorded(
-            &dir,
-            Some("sha256:first"),
-            Some(crate::text::ANALYZER_VERSION),
-        );
-        assert!(matches!(
-            open(&dir, "sha256:second"),
-            Opened::MailboxChanged
-        ));
-        let kept = status::read(&dir).expect("read").expect("status");
-        assert_eq!(kept.mailbox.as_deref(), Some("sha256:first"));
-        assert!(matches!(open(&dir, "sha256:first"), Opened::Ready(t) if t.rebuilt().is_none()));
-    }
-
-    #[test]
-    fn another_analysiss_or_an_unbound_index_is_started_over_in_place() {
-        let old = crate::text::ANALYZER_VERSION - 1;
-        for (mailbox, analyzer, why) in [
-            (
-                Some("sha256:box"),
-                Some(old),
-                Rebuild::Analyzer { was: Some(old) },
-            ),
-            (Some("sha256:box"), None, Rebuild::Analyzer { was: None }),
-            (None, Some(crate::text::ANALYZER_VERSION), Rebuild::Unbound),
-        ] {
-            let (_tmp, dir) = alias_dir();
-            recorded(&dir, mailbox, analyzer);
-            let Opened::Ready(target) = open(&dir, "sha256:box") else {
-                panic!("{why:?}: not opened");
-            };
-            assert_eq!(target.rebuilt(), Some(why));
-            // Nothing of the old index is left to say what it was.
-            assert_eq!(status::read(&dir).expect("read"), None, "{why:?}");
-            assert!(target.state.folders().expect("folders").is_empty());
-            drop(target);
-            assert!(matches!(open(&dir, "sha256:box"), Opened::Ready(t) if t.rebuilt().is_none()));
-        }
-    }
-
-    #[test]
-    fn a_first_sync_of_another_mailbox_killed_before_any_folder_is_refused_too() {
-        let (_tmp, dir) = alias_dir();
-        // What a sync writes before its first commit: the mailbox, no folder yet.
-        let s = status::IndexStatus {
-            mailbox: Some("sha256:first".to_owned()),
-            analyzer: Some(crate::text::ANALYZER_VERSION),
-            syncing: true,
-            ..status::IndexStatus::default()
-        };
-        status::write(&dir, &s).expect("status");
-        assert!(matches!(
-            open(&dir, "sha256:second"),
-            Opened::MailboxChanged
-        ));
-    }
-
-    #[test]
-    fn a_paused_index_is_not_touched() {
-        let (_tmp, dir) = alias_dir();
-        recorded(&dir, Some("sha256:box"), None);
-        status::set_paused(&dir, true).expect("pause");
-        assert!(matches!(open(&dir, "sha256:box"), Opened::Paused));
-        assert!(
-            status::read(&dir).expect("read").is_some(),
-            "not rebuilt while paused"
-        );
     }
 }

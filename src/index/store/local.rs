@@ -1,19 +1,21 @@
-//! The local store, read side: an alias's index under `<state>/index/<alias>/` as the server
-//! reads it (read-only, never created here): tantivy in `text/`, the vectors in `vectors/`, the
-//! status the last sync left in `status.json`. The folders are looked up again at each answer,
-//! so a sync that rebuilt the index in place (another text analysis) or an `index rebuild` (a
-//! new alias folder) is served as soon as it has committed, without a restart.
+//! The local store: an alias's index under `<state>/index/<alias>/`: tantivy in `text/`, the
+//! vectors in `vectors/`, the sync's position in `state.redb`, and the status the last sync left
+//! in `status.json`. [`LocalRead`] is the server's side (read-only, never created here; the
+//! folders are looked up again at each answer, so a sync that rebuilt the index in place or an
+//! `index rebuild` is served as soon as it has committed, without a restart); [`LocalWrite`]
+//! is the sync's, the only writer (an exclusive lock on the state).
 
 use std::sync::{Arc, Mutex};
 
 use cap_std::fs::Dir;
 
-use super::Nearest;
+use super::{Nearest, Opened, Rebuild};
 use crate::alias::Alias;
 use crate::embed::vectors::VectorStore;
+use crate::index::state::{StateBatch, SyncState};
 use crate::index::status::{self, IndexStatus};
-use crate::index::tantivy_index::TantivyIndex;
-use crate::index::{IndexError, layout};
+use crate::index::tantivy_index::{TantivyIndex, TantivyWriter};
+use crate::index::{IndexError, IndexedMessage, TextIndexWriter as _, layout};
 
 /// One alias's local index as the server reads it.
 pub(crate) struct LocalRead {
@@ -203,5 +205,252 @@ impl LocalRead {
         let store = Arc::new(VectorStore::open_readonly(dir, model).ok()?);
         *held = Some((stamp, Arc::clone(&store)));
         Some(store)
+    }
+}
+
+/// One alias's local index opened for writing: the sync process's side.
+pub(crate) struct LocalWrite {
+    alias_dir: Dir,
+    writer: TantivyWriter,
+    state: SyncState,
+    /// Why the index was started over when it was opened, if it was.
+    rebuilt: Option<Rebuild>,
+    /// The vectors, when an embeddings endpoint is configured for this sync.
+    vectors: Option<VectorStore>,
+}
+
+impl LocalWrite {
+    /// Opens (creating) the index and sync state of an alias folder for the mailbox whose
+    /// identity is `mailbox`; another sync holding them is [`IndexError::Busy`]. An index of
+    /// another mailbox is left alone ([`Opened::MailboxChanged`]); one built by another text
+    /// analysis, or whose mailbox was never recorded, is started over in place ([`Rebuild`]):
+    /// under the sync state's lock, its text, vectors and state are removed before anything
+    /// says it is this analysis's, so a sync killed meanwhile rebuilds it again.
+    pub(crate) fn open(
+        alias_dir: Dir,
+        mailbox: &str,
+        semantic_model: Option<&str>,
+    ) -> Result<Opened<Self>, IndexError> {
+        let state = SyncState::open(&alias_dir)?;
+        let recorded = status::read(&alias_dir)?;
+        if recorded.as_ref().is_some_and(|s| s.paused) {
+            return Ok(Opened::Paused);
+        }
+        let holds_anything = recorded.as_ref().is_some_and(|s| !s.folders.is_empty())
+            || !state.folders()?.is_empty();
+        // A sync records its mailbox before its first commit, so even an index that lists no
+        // folder yet may hold another mailbox's messages (a first sync killed early).
+        let why = match &recorded {
+            Some(s) if s.mailbox.as_deref().is_some_and(|m| m != mailbox) => {
+                return Ok(Opened::MailboxChanged);
+            }
+            Some(s) if s.analyzer != Some(crate::text::ANALYZER_VERSION) => {
+                Some(Rebuild::Analyzer { was: s.analyzer })
+            }
+            Some(s) if s.mailbox.is_none() => Some(Rebuild::Unbound),
+            Some(_) => None,
+            None if holds_anything => Some(Rebuild::Unbound),
+            None => None,
+        };
+        if why.is_some() {
+            start_over(&alias_dir, &state)?;
+        }
+        // Said to the operator only when there was something to rebuild.
+        let mut rebuilt = why.filter(|_| holds_anything);
+        let text = layout::open_part(&alias_dir, layout::TEXT, true)?;
+        let index = match TantivyIndex::open(crate::index::capdir::CapDirectory::new(text), true) {
+            // The schema names another analyzer, whatever the status said.
+            Err(IndexError::Outdated) if rebuilt.is_none() => {
+                rebuilt = Some(Rebuild::Analyzer {
+                    was: recorded.as_ref().and_then(|s| s.analyzer),
+                });
+                start_over(&alias_dir, &state)?;
+                let text = layout::open_part(&alias_dir, layout::TEXT, true)?;
+                TantivyIndex::open(crate::index::capdir::CapDirectory::new(text), true)?
+            }
+            other => other?,
+        };
+        let writer = index.writer()?;
+        let vectors = match semantic_model {
+            Some(model) => {
+                let dir = layout::open_part(&alias_dir, layout::VECTORS, true)?;
+                Some(VectorStore::open(dir, model).map_err(|e| IndexError::Store(e.to_string()))?)
+            }
+            None => None,
+        };
+        Ok(Opened::Ready(Box::new(Self {
+            alias_dir,
+            writer,
+            state,
+            rebuilt,
+            vectors,
+        })))
+    }
+
+    pub(crate) fn rebuilt(&self) -> Option<Rebuild> {
+        self.rebuilt
+    }
+
+    pub(crate) fn status(&self) -> Result<Option<IndexStatus>, IndexError> {
+        status::read(&self.alias_dir)
+    }
+
+    pub(crate) fn write_status(&self, status: &IndexStatus) -> Result<(), IndexError> {
+        status::write(&self.alias_dir, status)
+    }
+
+    pub(crate) fn state(&self) -> &SyncState {
+        &self.state
+    }
+
+    pub(crate) fn put(&mut self, message: &IndexedMessage) -> Result<(), IndexError> {
+        self.writer.put(message)
+    }
+
+    /// Removes a message's text and vectors (at the next commit).
+    pub(crate) fn remove(&mut self, folder: &str, id: &str) -> Result<(), IndexError> {
+        self.writer.remove(folder, id)?;
+        if let Some(v) = &mut self.vectors {
+            v.remove(&crate::index::doc_key(folder, id));
+        }
+        Ok(())
+    }
+
+    /// Makes the text and vectors put and removed so far durable and visible.
+    pub(crate) fn commit_index(&mut self) -> Result<(), IndexError> {
+        self.writer.commit()?;
+        self.commit_vectors()
+    }
+
+    pub(crate) fn commit_vectors(&mut self) -> Result<(), IndexError> {
+        match &mut self.vectors {
+            Some(v) => v.commit().map_err(|e| IndexError::Store(e.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn record(&self, batch: &StateBatch) -> Result<(), IndexError> {
+        self.state.apply(batch)
+    }
+
+    pub(crate) fn vectors(&self) -> Option<&VectorStore> {
+        self.vectors.as_ref()
+    }
+
+    pub(crate) fn vectors_mut(&mut self) -> Option<&mut VectorStore> {
+        self.vectors.as_mut()
+    }
+}
+
+/// Removes everything an alias's index holds but the folder itself: text, vectors, sync state,
+/// then the status (last: until it is gone, the status still says what must be rebuilt). The
+/// caller holds the sync state's lock. The pause marker is the operator's and stays.
+fn start_over(alias_dir: &Dir, state: &SyncState) -> Result<(), IndexError> {
+    layout::remove_part(alias_dir, layout::TEXT)?;
+    layout::remove_part(alias_dir, layout::VECTORS)?;
+    state.clear()?;
+    match alias_dir.remove_file(status::FILE) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(IndexError::State(format!("{}: {}", status::FILE, e.kind()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alias_dir() -> (tempfile::TempDir, Dir) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).expect("dir");
+        (tmp, dir)
+    }
+
+    fn open(dir: &Dir, mailbox: &str) -> Opened<LocalWrite> {
+        LocalWrite::open(dir.try_clone().expect("dir"), mailbox, None).expect("open")
+    }
+
+    /// A status that says the index holds a folder of `mailbox`, built by `analyzer`.
+    fn recorded(dir: &Dir, mailbox: Option<&str>, analyzer: Option<u32>) {
+        let mut s = IndexStatus {
+            mailbox: mailbox.map(str::to_owned),
+            analyzer,
+            ..IndexStatus::default()
+        };
+        s.folders
+            .insert("INBOX".to_owned(), status::FolderStatus::default());
+        status::write(dir, &s).expect("status");
+    }
+
+    #[test]
+    fn another_mailboxs_index_is_refused_and_left_as_it_is() {
+        let (_tmp, dir) = alias_dir();
+        recorded(
+            &dir,
+            Some("sha256:first"),
+            Some(crate::text::ANALYZER_VERSION),
+        );
+        assert!(matches!(
+            open(&dir, "sha256:second"),
+            Opened::MailboxChanged
+        ));
+        let kept = status::read(&dir).expect("read").expect("status");
+        assert_eq!(kept.mailbox.as_deref(), Some("sha256:first"));
+        assert!(matches!(open(&dir, "sha256:first"), Opened::Ready(t) if t.rebuilt().is_none()));
+    }
+
+    #[test]
+    fn another_analysiss_or_an_unbound_index_is_started_over_in_place() {
+        let old = crate::text::ANALYZER_VERSION - 1;
+        for (mailbox, analyzer, why) in [
+            (
+                Some("sha256:box"),
+                Some(old),
+                Rebuild::Analyzer { was: Some(old) },
+            ),
+            (Some("sha256:box"), None, Rebuild::Analyzer { was: None }),
+            (None, Some(crate::text::ANALYZER_VERSION), Rebuild::Unbound),
+        ] {
+            let (_tmp, dir) = alias_dir();
+            recorded(&dir, mailbox, analyzer);
+            let Opened::Ready(target) = open(&dir, "sha256:box") else {
+                panic!("{why:?}: not opened");
+            };
+            assert_eq!(target.rebuilt(), Some(why));
+            // Nothing of the old index is left to say what it was.
+            assert_eq!(status::read(&dir).expect("read"), None, "{why:?}");
+            assert!(target.state().folders().expect("folders").is_empty());
+            drop(target);
+            assert!(matches!(open(&dir, "sha256:box"), Opened::Ready(t) if t.rebuilt().is_none()));
+        }
+    }
+
+    #[test]
+    fn a_first_sync_of_another_mailbox_killed_before_any_folder_is_refused_too() {
+        let (_tmp, dir) = alias_dir();
+        // What a sync writes before its first commit: the mailbox, no folder yet.
+        let s = IndexStatus {
+            mailbox: Some("sha256:first".to_owned()),
+            analyzer: Some(crate::text::ANALYZER_VERSION),
+            syncing: true,
+            ..IndexStatus::default()
+        };
+        status::write(&dir, &s).expect("status");
+        assert!(matches!(
+            open(&dir, "sha256:second"),
+            Opened::MailboxChanged
+        ));
+    }
+
+    #[test]
+    fn a_paused_index_is_not_touched() {
+        let (_tmp, dir) = alias_dir();
+        recorded(&dir, Some("sha256:box"), None);
+        status::set_paused(&dir, true).expect("pause");
+        assert!(matches!(open(&dir, "sha256:box"), Opened::Paused));
+        assert!(
+            status::read(&dir).expect("read").is_some(),
+            "not rebuilt while paused"
+        );
     }
 }

@@ -6,15 +6,24 @@
 //! `reader` decides what an answer may claim from the status a store returns, and searches,
 //! investigations, resources and `index status` call the store through it.
 //!
-//! [`local`] is the embedded default: tantivy for text, the int8 vector file, and the sync's
-//! `status.json`, under `<state>/index/<alias>/`.
+//! A writer ([`WriteStore`]) is the sync's side: the sync's position per folder, the messages it
+//! puts and removes, and a commit that makes them durable and records what they hold as one
+//! step (on the local store: the index, then its state, in the order that makes a sync killed
+//! at any point resumable without duplicates).
+//!
+//! [`local`] is the embedded default: tantivy for text, the int8 vector file, the sync state
+//! (redb) and `status.json`, under `<state>/index/<alias>/`.
 
 pub(crate) mod local;
 pub(crate) mod postgres;
 
+use std::collections::{HashMap, HashSet};
+
+use super::state::{FolderCursor, StateBatch};
 use super::status::IndexStatus;
-use super::{CandidateQuery, IndexError, IndexHits, IndexQuery, TextIndex as _};
+use super::{CandidateQuery, IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex as _};
 use crate::backends::model::MessageSummary;
+use crate::embed::vectors::VectorStore;
 
 /// What the nearest-vector search of a folder found.
 #[derive(Debug, PartialEq)]
@@ -124,6 +133,173 @@ impl ReadStore {
     ) -> Result<Nearest, IndexError> {
         match self {
             ReadStore::Local(store) => Ok(store.nearest(model, query, k, folder_id)),
+        }
+    }
+}
+
+/// Why opening an index for a sync started it over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rebuild {
+    /// Built by another text analysis (`None`: before versions were recorded).
+    Analyzer { was: Option<u32> },
+    /// Its mailbox was never recorded (an index older than the binding, or a lost status).
+    Unbound,
+}
+
+/// What opening an alias's index for a sync found.
+pub(crate) enum Opened<W> {
+    Ready(Box<W>),
+    /// The index holds another mailbox than the alias names now: nothing is touched, and only
+    /// `mailgate index rebuild` starts it over.
+    MailboxChanged,
+    /// `mailgate index pause` holds the alias: nothing is touched.
+    Paused,
+}
+
+/// One alias's index, write side: the only writer (a sync).
+pub(crate) enum WriteStore {
+    Local(Box<local::LocalWrite>),
+}
+
+impl WriteStore {
+    /// Opens the local index of an alias folder for a sync ([`local::LocalWrite::open`]).
+    pub(crate) fn open_local(
+        alias_dir: cap_std::fs::Dir,
+        mailbox: &str,
+        semantic_model: Option<&str>,
+    ) -> Result<Opened<Self>, IndexError> {
+        Ok(
+            match local::LocalWrite::open(alias_dir, mailbox, semantic_model)? {
+                Opened::Ready(local) => Opened::Ready(Box::new(WriteStore::Local(local))),
+                Opened::MailboxChanged => Opened::MailboxChanged,
+                Opened::Paused => Opened::Paused,
+            },
+        )
+    }
+
+    /// Why the index was started over when it was opened, if it was.
+    pub(crate) fn rebuilt(&self) -> Option<Rebuild> {
+        match self {
+            WriteStore::Local(store) => store.rebuilt(),
+        }
+    }
+
+    /// The status the last commit left (`None`: never synced).
+    pub(crate) async fn status(&self) -> Result<Option<IndexStatus>, IndexError> {
+        match self {
+            WriteStore::Local(store) => store.status(),
+        }
+    }
+
+    pub(crate) async fn write_status(&mut self, status: &IndexStatus) -> Result<(), IndexError> {
+        match self {
+            WriteStore::Local(store) => store.write_status(status),
+        }
+    }
+
+    /// The folders the sync state knows.
+    pub(crate) async fn folders(&self) -> Result<Vec<String>, IndexError> {
+        match self {
+            WriteStore::Local(store) => store.state().folders(),
+        }
+    }
+
+    /// A folder's messages as indexed: id and version.
+    pub(crate) async fn versions(
+        &self,
+        folder: &str,
+    ) -> Result<HashMap<String, String>, IndexError> {
+        match self {
+            WriteStore::Local(store) => store.state().versions(folder),
+        }
+    }
+
+    /// A folder's messages listed but not fetched yet: id and listed version.
+    pub(crate) async fn pending(
+        &self,
+        folder: &str,
+    ) -> Result<HashMap<String, String>, IndexError> {
+        match self {
+            WriteStore::Local(store) => store.state().pending(folder),
+        }
+    }
+
+    /// A folder's change-feed position.
+    pub(crate) async fn cursor(&self, folder: &str) -> Result<FolderCursor, IndexError> {
+        match self {
+            WriteStore::Local(store) => store.state().cursor(folder),
+        }
+    }
+
+    /// What the folder's inventory round under way listed so far.
+    pub(crate) async fn seen(&self, folder: &str) -> Result<HashSet<String>, IndexError> {
+        match self {
+            WriteStore::Local(store) => store.state().seen(folder),
+        }
+    }
+
+    /// Adds or replaces one message (visible at the next commit).
+    pub(crate) fn put(&mut self, message: &IndexedMessage) -> Result<(), IndexError> {
+        match self {
+            WriteStore::Local(store) => store.put(message),
+        }
+    }
+
+    /// Removes a message of a folder, its text and vectors (at the next commit).
+    pub(crate) fn remove(&mut self, folder: &str, id: &str) -> Result<(), IndexError> {
+        match self {
+            WriteStore::Local(store) => store.remove(folder, id),
+        }
+    }
+
+    /// Commits what was put and removed, then records `batch` (what the commit holds): one
+    /// step. `between` runs after the messages are durable and before the record (the crash
+    /// tests' worst moment); a store that commits both in one transaction never runs it.
+    pub(crate) async fn commit(
+        &mut self,
+        batch: &StateBatch,
+        between: impl Future<Output = ()>,
+    ) -> Result<(), IndexError> {
+        match self {
+            WriteStore::Local(store) => {
+                store.commit_index()?;
+                between.await;
+                store.record(batch)
+            }
+        }
+    }
+
+    /// Records `batch` alone (a folder's position reset: nothing to commit).
+    pub(crate) async fn record(&mut self, batch: &StateBatch) -> Result<(), IndexError> {
+        match self {
+            WriteStore::Local(store) => store.record(batch),
+        }
+    }
+
+    /// Forgets a folder the mailbox no longer lists (its messages were removed and committed).
+    pub(crate) async fn drop_folder(&mut self, folder: &str) -> Result<(), IndexError> {
+        match self {
+            WriteStore::Local(store) => store.state().drop_folder(folder),
+        }
+    }
+
+    /// The vectors, when this sync embeds.
+    pub(crate) fn vectors(&self) -> Option<&VectorStore> {
+        match self {
+            WriteStore::Local(store) => store.vectors(),
+        }
+    }
+
+    pub(crate) fn vectors_mut(&mut self) -> Option<&mut VectorStore> {
+        match self {
+            WriteStore::Local(store) => store.vectors_mut(),
+        }
+    }
+
+    /// Makes the vectors upserted so far durable (the fill pass commits them without text).
+    pub(crate) async fn commit_vectors(&mut self) -> Result<(), IndexError> {
+        match self {
+            WriteStore::Local(store) => store.commit_vectors(),
         }
     }
 }

@@ -7,8 +7,11 @@
 //! Errors keep to metadata: a failure is reported by its SQLSTATE code and kind, never by the
 //! server's message text, which can quote row values (mail).
 
+pub(crate) mod lease;
 pub(crate) mod migrations;
 pub(crate) mod settings;
+#[cfg(test)]
+mod testdb;
 
 use std::time::Duration;
 

@@ -63,10 +63,14 @@ CREATE TABLE mailgate_message_versions (
     mailbox text NOT NULL REFERENCES mailgate_mailboxes ON DELETE CASCADE,
     folder_id text NOT NULL,
     id text NOT NULL,
-    version text NOT NULL,
-    -- Listed by the backend but not indexed yet.
-    pending boolean NOT NULL DEFAULT false,
-    PRIMARY KEY (mailbox, folder_id, id)
+    -- The version the index holds (NULL: not indexed).
+    version text,
+    -- A version listed by the backend but not fetched yet (retried by the next sync).
+    pending_version text,
+    -- Listed by the inventory round under way.
+    seen boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (mailbox, folder_id, id),
+    CHECK (version IS NOT NULL OR pending_version IS NOT NULL OR seen)
 );
 
 -- One sync writer per mailbox: a lease with an epoch. Every index write checks the epoch it

@@ -1,0 +1,64 @@
+//! Unit tests' PostgreSQL (test builds only): a fresh, migrated database of the test server
+//! `scripts/postgres.sh` runs, named by `MAILGATE_TEST_PG_URL` (`scripts/test.sh` exports it).
+//! Without it a test says SKIP and passes, unless the PostgreSQL tests are required (CI, or
+//! `MAILGATE_PG_TESTS=require`), where it fails.
+
+use crate::config::env::Env;
+
+async fn connect(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("the test server answers");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// A fresh database with this binary's schema: `connections` clients to it, or `None` (after a
+/// loud SKIP) when no test server is named and none is required.
+#[expect(clippy::print_stderr, reason = "a skipped test says why, loudly")]
+pub(crate) async fn fresh(test: &str, connections: usize) -> Option<Vec<tokio_postgres::Client>> {
+    let env = Env::capture().expect("the environment");
+    let Some(url) = env.get("MAILGATE_TEST_PG_URL").map(str::to_owned) else {
+        let required = env.get("CI").is_some() || env.get("MAILGATE_PG_TESTS") == Some("require");
+        assert!(
+            !required,
+            "{test}: the PostgreSQL tests must run here, but MAILGATE_TEST_PG_URL is not set \
+             (eval \"$(scripts/postgres.sh env)\")"
+        );
+        eprintln!("!!! SKIP {test}: MAILGATE_TEST_PG_URL is not set (scripts/postgres.sh up)");
+        return None;
+    };
+    let admin = connect(&url).await;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .subsec_nanos();
+    let name = format!(
+        "u_{}_{}_{nanos}",
+        &test[..test.len().min(24)],
+        std::process::id()
+    );
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create the test database");
+    let mut config: tokio_postgres::Config = url.parse().expect("the test URL");
+    config.dbname(&name);
+    let mut clients = Vec::with_capacity(connections);
+    for _ in 0..connections.max(1) {
+        let (client, connection) = config
+            .connect(tokio_postgres::NoTls)
+            .await
+            .expect("connect to the test database");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        clients.push(client);
+    }
+    super::migrations::migrate(&mut clients[0])
+        .await
+        .expect("migrate the test database");
+    Some(clients)
+}
