@@ -102,25 +102,8 @@ impl Endpoint {
         }
         let server_name =
             ServerName::try_from(host.to_owned()).map_err(|_| ImapSetupError::ServerName)?;
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(pem) = ca_pem {
-            let mut added = 0;
-            for certificate in CertificateDer::pem_slice_iter(pem) {
-                let certificate = certificate.map_err(|_| ImapSetupError::CaFile)?;
-                roots.add(certificate).map_err(|_| ImapSetupError::CaFile)?;
-                added += 1;
-            }
-            if added == 0 {
-                return Err(ImapSetupError::CaFile);
-            }
-        }
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|_| ImapSetupError::Tls)?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let roots = tls_roots(ca_pem).map_err(|()| ImapSetupError::CaFile)?;
+        let config = tls_client_config(roots).map_err(|()| ImapSetupError::Tls)?;
         Ok(Self {
             host: host.to_owned(),
             port,
@@ -281,6 +264,38 @@ pub(crate) fn is_broken(error: &async_imap::error::Error) -> bool {
         error,
         Error::Io(_) | Error::ConnectionLost | Error::Parse(_)
     )
+}
+
+/// The roots a client TLS connection trusts: the web PKI, plus the operator's CA (`ca_pem`, a
+/// PEM file's contents) when one is named. `Err` when that file holds no usable certificate.
+pub(crate) fn tls_roots(ca_pem: Option<&[u8]>) -> Result<rustls::RootCertStore, ()> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(pem) = ca_pem {
+        let mut added = 0;
+        for certificate in CertificateDer::pem_slice_iter(pem) {
+            roots.add(certificate.map_err(|_| ())?).map_err(|_| ())?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(());
+        }
+    }
+    Ok(roots)
+}
+
+/// A client TLS configuration on aws-lc-rs with rustls's safe protocol versions, trusting
+/// `roots`: the one every outbound TLS connection of mailgate's own (IMAP, the index database)
+/// uses.
+pub(crate) fn tls_client_config(
+    roots: impl Into<Arc<rustls::RootCertStore>>,
+) -> Result<rustls::ClientConfig, ()> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|_| ())?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 pub(crate) fn is_loopback(host: &str) -> bool {

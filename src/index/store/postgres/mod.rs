@@ -15,8 +15,6 @@ mod testdb;
 
 use std::time::Duration;
 
-use tokio_rustls::rustls;
-
 use crate::error::StartupError;
 
 pub(crate) use settings::PgSettings;
@@ -88,12 +86,8 @@ pub(crate) async fn connect(settings: &PgSettings) -> Result<tokio_postgres::Cli
     let tls = match &settings.transport {
         Transport::Loopback => None,
         Transport::Tls(roots) => {
-            let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-            let tls = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|_| PgError::Unreachable("TLS could not be set up"))?
-                .with_root_certificates(std::sync::Arc::clone(roots))
-                .with_no_client_auth();
+            let tls = crate::backends::imap::conn::tls_client_config(std::sync::Arc::clone(roots))
+                .map_err(|()| PgError::Unreachable("TLS could not be set up"))?;
             Some(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
         }
     };

@@ -114,13 +114,13 @@ impl PgSettings {
         if url.password().is_some() {
             return Err(PgSettingsError::PasswordInUrl);
         }
-        let user = percent_decoded(url.username())?;
+        let user = plain_name(url.username())?;
         let host = url.host_str().filter(|h| !h.is_empty());
         let database = url
             .path()
             .strip_prefix('/')
             .filter(|d| !d.is_empty() && !d.contains('/'))
-            .map(percent_decoded)
+            .map(plain_name)
             .transpose()?;
         let (Some(host), Some(database)) = (host, database) else {
             return Err(PgSettingsError::Url);
@@ -154,7 +154,7 @@ impl PgSettings {
 
 /// A user or database name as the URL spells it: percent escapes are refused rather than
 /// decoded (a name that needs them is better renamed than half understood).
-fn percent_decoded(raw: &str) -> Result<String, PgSettingsError> {
+fn plain_name(raw: &str) -> Result<String, PgSettingsError> {
     if raw.contains('%') || raw.chars().any(char::is_control) {
         return Err(PgSettingsError::Url);
     }
@@ -194,32 +194,23 @@ fn password(env: &Env) -> Result<Option<Password>, PgSettingsError> {
 
 /// The web PKI's roots, plus the operator's CA when one is named.
 fn roots(env: &Env) -> Result<rustls::RootCertStore, PgSettingsError> {
-    use rustls_pki_types::pem::PemObject as _;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Some(path) = env.get(CA_FILE_VAR) {
-        let path = PathBuf::from(path);
-        if !path.is_absolute() {
-            return Err(PgSettingsError::CaFile);
+    let pem = match env.get(CA_FILE_VAR) {
+        None => None,
+        Some(path) => {
+            let path = PathBuf::from(path);
+            if !path.is_absolute() {
+                return Err(PgSettingsError::CaFile);
+            }
+            // A CA file decides whom the store trusts: a policy file, checked like one.
+            Some(
+                path_guard::read_optional_trusted_file(&path, MAX_CA_FILE_BYTES)
+                    .ok()
+                    .flatten()
+                    .ok_or(PgSettingsError::CaFile)?,
+            )
         }
-        // A CA file decides whom the store trusts: a policy file, checked like one.
-        let pem = path_guard::read_optional_trusted_file(&path, MAX_CA_FILE_BYTES)
-            .ok()
-            .flatten()
-            .ok_or(PgSettingsError::CaFile)?;
-        let mut added = 0;
-        for certificate in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
-            let certificate = certificate.map_err(|_| PgSettingsError::CaFile)?;
-            roots
-                .add(certificate)
-                .map_err(|_| PgSettingsError::CaFile)?;
-            added += 1;
-        }
-        if added == 0 {
-            return Err(PgSettingsError::CaFile);
-        }
-    }
-    Ok(roots)
+    };
+    crate::backends::imap::conn::tls_roots(pem.as_deref()).map_err(|()| PgSettingsError::CaFile)
 }
 
 #[cfg(test)]
