@@ -157,9 +157,18 @@ fn fail(err: &StartupError) -> i32 {
 }
 
 fn settings(env: &Env, config: Option<&Path>) -> Result<(Settings, Gates), StartupError> {
-    let loaded = load_settings(env, config)?;
-    crate::index::store::postgres::refuse_unserved(env)?;
-    Ok(loaded)
+    Ok(load_settings(env, config)?)
+}
+
+/// The app for `gates`, with what the environment adds: the embeddings endpoint and the shared
+/// index store.
+fn app(env: &Env, s: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
+    build_app(
+        s,
+        gates,
+        crate::embed::Semantic::from_env(env)?,
+        crate::index::store::postgres::resolve(env)?.as_ref(),
+    )
 }
 
 async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
@@ -171,19 +180,19 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
         }
         Command::Serve { http: None } => {
             let (s, gates) = settings(env, config)?;
-            let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
+            let app = app(env, &s, gates)?;
             serve_stdio(app).await.map(|_| 0)
         }
         Command::Tools => {
             let (s, gates) = settings(env, config)?;
-            let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
+            let app = app(env, &s, gates)?;
             let names: Vec<&str> = app.tools.iter().map(|t| t.name).collect();
             write_out(&names.join("\n"))?;
             Ok(0)
         }
         Command::Call { tool, json } => {
             let (s, gates) = settings(env, config)?;
-            let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
+            let app = app(env, &s, gates)?;
             call_and_print(&app, &tool, &json).await
         }
         Command::Policy { command } => policy(command, env, config),
@@ -272,7 +281,7 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
         }
         PolicyCommand::Check => {
             let (s, gates) = settings(env, config)?;
-            let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
+            let app = app(env, &s, gates)?;
             write_out(&format!(
                 "ok: the configuration starts; catalog of {} tools",
                 app.tools.len()
@@ -298,11 +307,7 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
 /// to start) but the app is built read-only whatever they say (security.md §7).
 async fn serve_http(env: &Env, s: &Settings, addr: &str) -> Result<i32, StartupError> {
     let http = HttpSettings::resolve(env, addr)?;
-    let app = build_app(
-        s,
-        Gates::read_only(),
-        crate::embed::Semantic::from_env(env)?,
-    )?;
+    let app = app(env, s, Gates::read_only())?;
     crate::transport::http::serve_http(app, http).await?;
     Ok(0)
 }
@@ -319,7 +324,7 @@ async fn demo(
     if let Some(addr) = http {
         return serve_http(env, &s, addr).await;
     }
-    let app = build_app(&s, gates, crate::embed::Semantic::from_env(env)?)?;
+    let app = app(env, &s, gates)?;
     if serve || !std::io::stdin().is_terminal() {
         if serve_stdio(app).await? == Session::LeftBeforeInitialize {
             // Someone ran `demo --serve` by hand with stdin that is not a client.

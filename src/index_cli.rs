@@ -146,25 +146,38 @@ pub(crate) async fn run(
     if let IndexCommand::Migrate = command {
         return migrate(env).await;
     }
-    crate::index::store::postgres::refuse_unserved(env)?;
-    match command {
-        IndexCommand::Sync { aliases, watch } => {
+    let shared = crate::index::store::postgres::resolve(env)?;
+    match (command, shared) {
+        (IndexCommand::Sync { aliases, watch }, shared) => {
             let every = watch.as_deref().map(interval).transpose()?;
             let aliases = chosen(&settings, &aliases)?;
             let semantic = crate::embed::Semantic::from_env(env)?;
-            sync_loop(settings, aliases, every, hold_point(env), semantic).await
+            let place = Place::of(&settings, shared)?;
+            sync_loop(settings, place, aliases, every, hold_point(env), semantic).await
         }
-        IndexCommand::Status => status_table(&settings),
-        IndexCommand::Pause { aliases } => set_paused(&settings, &aliases, true),
-        IndexCommand::Resume { aliases } => set_paused(&settings, &aliases, false),
-        IndexCommand::Rebuild { alias } => {
+        (IndexCommand::Status, None) => status_table(&settings),
+        (IndexCommand::Status, Some(pg)) => shared_status_table(&settings, &pg).await,
+        (IndexCommand::Pause { aliases }, None) => set_paused(&settings, &aliases, true),
+        (IndexCommand::Pause { aliases }, Some(pg)) => {
+            shared_set_paused(&settings, &pg, &aliases, true).await
+        }
+        (IndexCommand::Resume { aliases }, None) => set_paused(&settings, &aliases, false),
+        (IndexCommand::Resume { aliases }, Some(pg)) => {
+            shared_set_paused(&settings, &pg, &aliases, false).await
+        }
+        (IndexCommand::Rebuild { alias }, shared) => {
             let aliases = chosen(&settings, std::slice::from_ref(&alias))?;
-            purge(&settings, &alias, false)?;
+            match &shared {
+                None => purge(&settings, &alias, false)?,
+                Some(pg) => shared_purge(&settings, pg, &alias).await?,
+            };
             let semantic = crate::embed::Semantic::from_env(env)?;
-            sync_loop(settings, aliases, None, None, semantic).await
+            let place = Place::of(&settings, shared)?;
+            sync_loop(settings, place, aliases, None, None, semantic).await
         }
-        IndexCommand::Purge { alias, force } => purge(&settings, &alias, force),
-        IndexCommand::Migrate => migrate(env).await,
+        (IndexCommand::Purge { alias, force }, None) => purge(&settings, &alias, force),
+        (IndexCommand::Purge { alias, .. }, Some(pg)) => shared_purge(&settings, &pg, &alias).await,
+        (IndexCommand::Migrate, _) => migrate(env).await,
     }
 }
 
@@ -255,8 +268,28 @@ struct Target {
     mailbox: String,
 }
 
+/// Where the indexes a sync writes live.
+enum Place {
+    /// `<state>/index`.
+    Local(Dir),
+    Shared(crate::index::store::postgres::PgSettings),
+}
+
+impl Place {
+    fn of(
+        settings: &Settings,
+        shared: Option<crate::index::store::postgres::PgSettings>,
+    ) -> Result<Self, StartupError> {
+        Ok(match shared {
+            Some(pg) => Place::Shared(pg),
+            None => Place::Local(created_root(settings)?),
+        })
+    }
+}
+
 async fn sync_loop(
     settings: Settings,
+    place: Place,
     aliases: Vec<Alias>,
     every: Option<Duration>,
     hold: Option<HoldPoint>,
@@ -264,7 +297,6 @@ async fn sync_loop(
 ) -> Result<i32, StartupError> {
     let wake = Arc::new(tokio::sync::Notify::new());
     listen_for_signals(Arc::clone(&wake));
-    let root = created_root(&settings)?;
     let extraction = Extraction {
         extractor: crate::extract::Extractor::worker(),
         caps: crate::extract::Caps::from_limits(&settings.config.limits),
@@ -284,7 +316,18 @@ async fn sync_loop(
             })
         })
         .collect();
-    let app = crate::startup::build_app(&settings, Gates::read_only(), semantic.clone())?;
+    // The syncs read mail through the app; they never search an index.
+    let app = crate::startup::build_app(&settings, Gates::read_only(), semantic.clone(), None)?;
+    if let (Place::Shared(_), Some(_)) = (&place, &semantic) {
+        write_out(
+            "note: the shared index store keeps no vectors yet: these syncs index text only, \
+             and hybrid searches of it answer from the text",
+        )?;
+    }
+    let semantic = match place {
+        Place::Local(_) => semantic,
+        Place::Shared(_) => None,
+    };
     let mut code = 0;
     loop {
         for target in &targets {
@@ -293,7 +336,7 @@ async fn sync_loop(
                 return Ok(signal);
             }
             let semantic = semantic.as_deref();
-            let done = sync_one(&app, &root, target, &extraction, hold, semantic).await?;
+            let done = sync_one(&app, &place, target, &extraction, hold, semantic).await?;
             // A signal that cut a sync short: the command exits by it. One that came too late
             // to stop anything (the sync finished, its line says so) changes nothing here; the
             // next alias, if any, is not started.
@@ -355,7 +398,7 @@ fn rebuild_reason(why: Rebuild) -> String {
 /// Syncs one alias.
 async fn sync_one(
     app: &App,
-    root: &Dir,
+    place: &Place,
     target: &Target,
     extraction: &Extraction,
     hold: Option<HoldPoint>,
@@ -368,15 +411,22 @@ async fn sync_one(
         .grant(&app.config, alias)
         .and_then(|granted| app.backends.get(&granted))
         .ok_or_else(|| StartupError::Usage(format!("{name} is not on the allowlist")))?;
-    let alias_dir = layout::open_alias(root, alias, true).map_err(|e| index_error(name, &e))?;
-    let status_dir = alias_dir
-        .try_clone()
-        .map_err(|e| StartupError::Usage(format!("index of {name}: {}", e.kind())))?;
-    let opened = WriteStore::open_local(
-        alias_dir,
-        &target.mailbox,
-        semantic.map(|s| s.model.as_str()),
-    );
+    let (opened, status_dir) = match place {
+        Place::Local(root) => {
+            let alias_dir =
+                layout::open_alias(root, alias, true).map_err(|e| index_error(name, &e))?;
+            let status_dir = alias_dir
+                .try_clone()
+                .map_err(|e| StartupError::Usage(format!("index of {name}: {}", e.kind())))?;
+            let opened = WriteStore::open_local(
+                alias_dir,
+                &target.mailbox,
+                semantic.map(|s| s.model.as_str()),
+            );
+            (opened, Some(status_dir))
+        }
+        Place::Shared(pg) => (WriteStore::open_postgres(pg, &target.mailbox).await, None),
+    };
     let mut sync_target = match opened {
         Ok(Opened::Ready(t)) => t,
         Ok(Opened::MailboxChanged) => {
@@ -408,7 +458,13 @@ async fn sync_one(
     let display = Display::new(name);
     let progress = |p: &Progress| display.update(p);
     // A pause marker that cannot be read stops the sync too: never sync past a pause.
-    let stop = || interrupted().is_some() || !matches!(status::is_paused(&status_dir), Ok(false));
+    let pause_flag = sync_target.pause_flag();
+    let paused = || match (&status_dir, &pause_flag) {
+        (Some(dir), _) => !matches!(status::is_paused(dir), Ok(false)),
+        (None, Some(flag)) => flag.load(Ordering::Relaxed),
+        (None, None) => false,
+    };
+    let stop = || interrupted().is_some() || paused();
     let opts = SyncOptions {
         backend_kind: target.kind,
         mailbox: &target.mailbox,
@@ -419,9 +475,9 @@ async fn sync_one(
         hold,
     };
     let started = std::time::Instant::now();
-    let report = sync::sync_alias(&mut sync_target, backend, &opts)
-        .await
-        .map_err(|e| index_error(name, &e))?;
+    let report = sync::sync_alias(&mut sync_target, backend, &opts).await;
+    sync_target.close().await;
+    let report = report.map_err(|e| index_error(name, &e))?;
     display.finish();
     let signal = interrupted().filter(|_| report.stopped && !report.complete);
     let state = if report.complete {
@@ -623,24 +679,15 @@ fn state_of(s: &IndexStatus, coverage: &Coverage, name: &str) -> String {
     }
 }
 
-fn status_table(settings: &Settings) -> Result<i32, StartupError> {
-    let root = open_root(settings, false)?;
-    let mut code = 0;
-    let row = |cells: [&str; 9]| {
-        format!(
-            "{:<16} {:<8} {:>9} {:>7} {:<20} {:<12} {:>10} {:<8} {}",
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            cells[4],
-            cells[5],
-            cells[6],
-            cells[7],
-            cells[8]
-        )
-    };
-    let mut lines = vec![row([
+fn status_row(cells: [&str; 9]) -> String {
+    format!(
+        "{:<16} {:<8} {:>9} {:>7} {:<20} {:<12} {:>10} {:<8} {}",
+        cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8]
+    )
+}
+
+fn status_header() -> String {
+    status_row([
         "ALIAS",
         "BACKEND",
         "MESSAGES",
@@ -650,14 +697,149 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
         "SIZE",
         "SEMANTIC",
         "STATE",
-    ])];
+    ])
+}
+
+/// The status line of an alias whose index holds a status.
+fn synced_row(
+    settings: &Settings,
+    alias: &Alias,
+    s: &IndexStatus,
+    size: &str,
+    now: chrono::DateTime<Utc>,
+) -> String {
+    let name = alias.as_str();
+    let backend = settings
+        .config
+        .mailbox(alias)
+        .map_or("-", |entry| kind(&entry.backend));
+    let max_staleness =
+        chrono::Duration::from_std(settings.index_max_staleness).unwrap_or(chrono::Duration::MAX);
+    let mailbox = identity(settings, alias).unwrap_or_default();
+    let coverage = Coverage::of(s, &mailbox, Scope::Mailbox, max_staleness, now);
+    let served = coverage.serves();
+    let staleness = s.indexed_through().map_or_else(
+        || "never whole".to_owned(),
+        |t| format!("{} s", (now - t).num_seconds().max(0)),
+    );
+    let last = s.last_sync_finished.map_or_else(
+        || "-".to_owned(),
+        |t| t.format("%Y-%m-%d %H:%M:%S").to_string(),
+    );
+    let dash = |v: String| if served { v } else { "-".to_owned() };
+    status_row([
+        name,
+        backend,
+        &dash(s.messages().to_string()),
+        &dash(s.folders.len().to_string()),
+        &dash(last),
+        &dash(staleness),
+        size,
+        if s.semantic { "on" } else { "off" },
+        &state_of(s, &coverage, name),
+    ])
+}
+
+/// `index status` of the shared store: every allowlisted alias's index in it (an index of a
+/// mailbox no alias names is not reachable by name, so the store lists no orphans).
+async fn shared_status_table(
+    settings: &Settings,
+    pg: &crate::index::store::postgres::PgSettings,
+) -> Result<i32, StartupError> {
+    use crate::index::store::postgres;
+    let pool = postgres::pool(pg, 1).map_err(|e| StartupError::IndexStore(e.to_string()))?;
+    let now = Utc::now();
+    let mut code = 0;
+    let mut lines = vec![status_header()];
+    for entry in &settings.config.mailboxes {
+        let name = entry.alias.as_str();
+        let backend = kind(&entry.backend);
+        let mailbox = identity(settings, &entry.alias).unwrap_or_default();
+        let read = postgres::read::PgRead::new(pool.clone(), mailbox);
+        let line = match read.status().await {
+            Ok(s) => synced_row(settings, &entry.alias, &s, "-", now),
+            Err(IndexError::Missing) => {
+                status_row([name, backend, "-", "-", "-", "-", "-", "-", "not indexed"])
+            }
+            Err(e) => {
+                code = 1;
+                status_row([
+                    name,
+                    backend,
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    &format!("UNREADABLE: {e}"),
+                ])
+            }
+        };
+        lines.push(line);
+    }
+    lines.push(format!(
+        "store: {}",
+        crate::index::store::StoreKind::Postgres.describe()
+    ));
+    write_out(&lines.join("\n"))?;
+    Ok(code)
+}
+
+async fn shared_set_paused(
+    settings: &Settings,
+    pg: &crate::index::store::postgres::PgSettings,
+    names: &[String],
+    paused: bool,
+) -> Result<i32, StartupError> {
+    for alias in chosen(settings, names)? {
+        let mailbox = identity(settings, &alias).unwrap_or_default();
+        crate::index::store::postgres::admin::set_paused(pg, &mailbox, paused)
+            .await
+            .map_err(|e| index_error(alias.as_str(), &e))?;
+        write_out(&format!(
+            "{}: {}",
+            alias.as_str(),
+            if paused { "paused" } else { "resumed" }
+        ))?;
+    }
+    Ok(0)
+}
+
+/// Removes an allowlisted alias's index from the shared store (never from under a running
+/// sync).
+async fn shared_purge(
+    settings: &Settings,
+    pg: &crate::index::store::postgres::PgSettings,
+    name: &str,
+) -> Result<i32, StartupError> {
+    use crate::index::store::postgres::admin::{self, Purged};
+    let alias = chosen(settings, &[name.to_owned()])?
+        .pop()
+        .ok_or_else(|| StartupError::Usage(format!("{name} is not on the allowlist")))?;
+    let mailbox = identity(settings, &alias).unwrap_or_default();
+    match admin::purge(pg, &mailbox).await {
+        Ok(Purged::Removed) => write_out(&format!("{name}: purged"))?,
+        Ok(Purged::Nothing) => write_out(&format!("{name}: no index"))?,
+        Err(IndexError::Busy) => {
+            return Err(StartupError::Usage(format!(
+                "{name}: a sync is running; stop it first"
+            )));
+        }
+        Err(e) => return Err(index_error(name, &e)),
+    }
+    Ok(0)
+}
+
+fn status_table(settings: &Settings) -> Result<i32, StartupError> {
+    let root = open_root(settings, false)?;
+    let mut code = 0;
+    let mut lines = vec![status_header()];
     let on_disk = match &root {
         Some(root) => layout::aliases_on_disk(root).map_err(|e| index_error("state", &e))?,
         None => Vec::new(),
     };
     let now = Utc::now();
-    let max_staleness =
-        chrono::Duration::from_std(settings.index_max_staleness).unwrap_or(chrono::Duration::MAX);
     for entry in &settings.config.mailboxes {
         let name = entry.alias.as_str();
         let backend = kind(&entry.backend);
@@ -667,35 +849,16 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
             Ok::<_, IndexError>((dir, status))
         });
         let line = match read {
-            Some(Ok((dir, Some(s)))) => {
-                let mailbox = identity(settings, &entry.alias).unwrap_or_default();
-                let coverage = Coverage::of(&s, &mailbox, Scope::Mailbox, max_staleness, now);
-                let served = coverage.serves();
-                let through = s.indexed_through();
-                let staleness = through.map_or_else(
-                    || "never whole".to_owned(),
-                    |t| format!("{} s", (now - t).num_seconds().max(0)),
-                );
-                let last = s.last_sync_finished.map_or_else(
-                    || "-".to_owned(),
-                    |t| t.format("%Y-%m-%d %H:%M:%S").to_string(),
-                );
-                let dash = |v: String| if served { v } else { "-".to_owned() };
-                row([
-                    name,
-                    backend,
-                    &dash(s.messages().to_string()),
-                    &dash(s.folders.len().to_string()),
-                    &dash(last),
-                    &dash(staleness),
-                    &human_bytes(layout::size_of(&dir)),
-                    if s.semantic { "on" } else { "off" },
-                    &state_of(&s, &coverage, name),
-                ])
-            }
+            Some(Ok((dir, Some(s)))) => synced_row(
+                settings,
+                &entry.alias,
+                &s,
+                &human_bytes(layout::size_of(&dir)),
+                now,
+            ),
             Some(Err(e)) if !matches!(e, IndexError::Missing) => {
                 code = 1;
-                row([
+                status_row([
                     name,
                     backend,
                     "-",
@@ -707,7 +870,7 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
                     &format!("REFUSED, never served: {e}"),
                 ])
             }
-            _ => row([name, backend, "-", "-", "-", "-", "-", "-", "not indexed"]),
+            _ => status_row([name, backend, "-", "-", "-", "-", "-", "-", "not indexed"]),
         };
         lines.push(line);
     }
@@ -726,7 +889,7 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
             .as_ref()
             .and_then(|r| r.open_dir(name).ok())
             .map_or(0, |d| layout::size_of(&d));
-        lines.push(row([
+        lines.push(status_row([
             name,
             "-",
             "-",

@@ -46,6 +46,7 @@ pub(crate) fn build_app(
     settings: &Settings,
     gates: Gates,
     semantic: Option<Arc<crate::embed::Semantic>>,
+    shared_index: Option<&crate::index::store::postgres::PgSettings>,
 ) -> Result<Arc<App>, StartupError> {
     // One Graph client (connection pool, app token) for every Graph mailbox; its settings exist
     // exactly when one is listed, and a bad credential or URL stops startup here.
@@ -121,7 +122,7 @@ pub(crate) fn build_app(
             })
         })
         .transpose()?;
-    let indexes = open_indexes(settings);
+    let indexes = open_indexes(settings, shared_index)?;
     let coordination =
         crate::coordination::Coordination::open(settings.cursor_keys_file.as_deref())
             .map_err(StartupError::CursorKeys)?;
@@ -156,10 +157,28 @@ pub(crate) fn build_app(
     }))
 }
 
-/// The local indexes the operator has synced, opened read-only: only when the state folder
-/// already exists (the server never creates it for an index), and never fatal (an alias whose
-/// index cannot be opened searches live, with a warning in the log).
-fn open_indexes(settings: &Settings) -> crate::index::reader::Indexes {
+/// The indexes the server reads. With a shared store, every alias's index in it (a pool of
+/// connections, opened as answers need them: an index synced later is served without a
+/// restart). Otherwise the local indexes the operator has synced, opened read-only: only when
+/// the state folder already exists (the server never creates it for an index), and never fatal
+/// (an alias whose index cannot be opened searches live, with a warning in the log).
+fn open_indexes(
+    settings: &Settings,
+    shared: Option<&crate::index::store::postgres::PgSettings>,
+) -> Result<crate::index::reader::Indexes, StartupError> {
+    use crate::index::reader::Indexes;
+    if let Some(shared) = shared {
+        let pool = crate::index::store::postgres::pool(shared, SHARED_INDEX_CONNECTIONS)
+            .map_err(|e| StartupError::IndexStore(e.to_string()))?;
+        return Ok(Indexes::shared(&pool, settings));
+    }
+    Ok(open_local_indexes(settings))
+}
+
+/// Connections the server keeps to the shared index store at most (answers beyond wait).
+const SHARED_INDEX_CONNECTIONS: usize = 8;
+
+fn open_local_indexes(settings: &Settings) -> crate::index::reader::Indexes {
     use crate::index::reader::Indexes;
     let staleness = settings.index_max_staleness;
     let Ok(state_path) = settings.state_dir() else {

@@ -34,6 +34,67 @@ pub(crate) fn unrepresentable(query: &str) -> Option<&'static str> {
     too_long.then_some(QUERY_TOKEN_TOO_LONG)
 }
 
+/// Terms one spelling of a candidate search may ask for (a 200-character signal of one-letter
+/// atoms would otherwise ask for thousands).
+const MAX_SPELLING_TERMS: usize = 512;
+
+/// The atoms of a text for a candidate search: its tokens (unspaced characters one by one, as
+/// the index holds each of them), cut where they switch between letters and digits (`2024q1` →
+/// `2024`, `q`, `1`).
+fn atoms(text: &str) -> Vec<String> {
+    let mut runs: Vec<String> = Vec::new();
+    each_token(text, Mode::Units, |token, _, _| {
+        let mut last: Option<bool> = None;
+        for ch in token.chars() {
+            let digit = ch.is_numeric();
+            match runs.last_mut() {
+                Some(run) if last == Some(digit) => run.push(ch),
+                _ => runs.push(ch.to_string()),
+            }
+            last = Some(digit);
+        }
+    });
+    runs
+}
+
+/// The indexed tokens that may spell `text` ([`Clue::Text`](super::Clue::Text)), as every
+/// store asks for them: one list per atom, each atom's list any of which must occur in a field,
+/// every atom's list in one field. The text's tokens split between letters and digits are its
+/// atoms; a message's tokens that spell it are runs of consecutive atoms, so each atom must
+/// occur inside one indexed token that is such a run. An atom inside a run too long to be
+/// indexed constrains nothing (the token holding it may be one the analyzer dropped). `None`:
+/// nothing narrows (every message may spell it).
+pub(crate) fn spelling(text: &str) -> Option<Vec<Vec<String>>> {
+    let atoms = atoms(text);
+    let mut per_atom: Vec<Vec<String>> = Vec::new();
+    for i in 0..atoms.len() {
+        let mut runs = Vec::new();
+        let mut open = true;
+        'starts: for j in (0..=i).rev() {
+            for k in i..atoms.len() {
+                let len: usize = atoms[j..=k].iter().map(String::len).sum();
+                if len > MAX_TOKEN_BYTES {
+                    open = false;
+                    break 'starts;
+                }
+                runs.push(atoms[j..=k].concat());
+            }
+        }
+        if open {
+            per_atom.push(runs);
+        }
+    }
+    // Every atom's runs, unless there are so many that the query would be slow: then the
+    // first and last atom's (the runs a spelling starts and ends with).
+    let terms: usize = per_atom.iter().map(Vec::len).sum();
+    if terms > MAX_SPELLING_TERMS && per_atom.len() > 2 {
+        let last = per_atom.pop();
+        per_atom.truncate(1);
+        per_atom.extend(last);
+    }
+    (!per_atom.is_empty()).then_some(per_atom)
+}
+
 /// The tokenizer registered under [`NAME`].
 #[derive(Clone, Default)]
 pub(crate) struct MailTokenizer;

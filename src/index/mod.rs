@@ -16,6 +16,7 @@ pub(crate) mod reader;
 pub(crate) mod state;
 pub(crate) mod status;
 pub(crate) mod store;
+pub(crate) mod stored;
 pub(crate) mod sync;
 pub(crate) mod tantivy_index;
 

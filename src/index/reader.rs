@@ -254,6 +254,29 @@ impl Indexes {
         }
     }
 
+    /// Every allowlisted alias's index in the shared store, bound to the mailbox the alias
+    /// names in `settings` (its rows are that mailbox's; none yet reads as never synced).
+    pub(crate) fn shared(pool: &crate::index::store::postgres::Pool, settings: &Settings) -> Self {
+        let tenant = settings.graph.as_ref().map(|g| g.tenant_id.as_str());
+        let readers = settings
+            .config
+            .mailboxes
+            .iter()
+            .map(|entry| {
+                let mailbox = status::mailbox_identity(entry, tenant);
+                let store = ReadStore::Postgres(crate::index::store::postgres::read::PgRead::new(
+                    pool.clone(),
+                    mailbox.clone(),
+                ));
+                (entry.alias.clone(), IndexReader { mailbox, store })
+            })
+            .collect();
+        Self {
+            readers,
+            max_staleness: settings.index_max_staleness,
+        }
+    }
+
     /// The index of a mailbox the caller was granted (the same key as the backend registry's).
     pub(crate) fn get(&self, alias: &GrantedAlias) -> Option<&IndexReader> {
         self.readers.get(alias.alias())

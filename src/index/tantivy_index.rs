@@ -12,7 +12,6 @@
 use std::ops::Bound;
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RangeQuery, RegexQuery, TermQuery};
 use tantivy::schema::{
@@ -23,14 +22,14 @@ use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{DocAddress, Index, IndexReader, IndexWriter, Order as TOrder, ReloadPolicy, Term};
 use tantivy::{Searcher, TantivyDocument};
 
-use super::analyzer::{self, MAX_TOKEN_BYTES, MailTokenizer};
+use super::analyzer::{self, MailTokenizer};
 use super::capdir::CapDirectory;
+use super::stored::{self, GAPS, gap_code};
 use super::{
     CandidateQuery, Clue, IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex,
     TextIndexWriter, doc_key,
 };
-use crate::backends::model::{AttachmentMeta, ContentGap, MessageSummary, SortBy, SortOrder};
-use crate::mime::Mailbox;
+use crate::backends::model::{ContentGap, MessageSummary, SortBy, SortOrder};
 
 /// The analyzer's registered name (it carries the text analysis version into the schema).
 const ANALYZER: &str = analyzer::NAME;
@@ -42,9 +41,6 @@ const MAX_RAW_BYTES: usize = 4_096;
 /// 300 MB).
 const WRITER_MEMORY: usize = 64 * 1024 * 1024;
 const WRITER_THREADS: usize = 2;
-/// Terms one spelling of a candidate search may ask for (a 200-character signal of one-letter
-/// atoms would otherwise ask for thousands).
-const MAX_SPELLING_TERMS: usize = 512;
 
 const BOOSTS: [(&str, f32); 6] = [
     ("subject", 3.0),
@@ -123,44 +119,6 @@ fn analyzer() -> TextAnalyzer {
     TextAnalyzer::from(MailTokenizer)
 }
 
-/// The atoms of a text for a candidate search: its tokens (unspaced characters one by one, as
-/// the index holds each of them), cut where they switch between letters and digits (`2024q1` →
-/// `2024`, `q`, `1`).
-fn atoms(text: &str) -> Vec<String> {
-    let mut runs: Vec<String> = Vec::new();
-    crate::text::each_token(text, crate::text::Mode::Units, |token, _, _| {
-        let mut last: Option<bool> = None;
-        for ch in token.chars() {
-            let digit = ch.is_numeric();
-            match runs.last_mut() {
-                Some(run) if last == Some(digit) => run.push(ch),
-                _ => runs.push(ch.to_string()),
-            }
-            last = Some(digit);
-        }
-    });
-    runs
-}
-
-fn gap_code(gap: Option<ContentGap>) -> u64 {
-    match gap {
-        None => 0,
-        Some(ContentGap::TooLarge) => 1,
-        Some(ContentGap::Unreadable) => 2,
-        Some(ContentGap::Structure) => 3,
-        Some(ContentGap::Header) => 4,
-        Some(ContentGap::Body) => 5,
-    }
-}
-
-const GAPS: [ContentGap; 5] = [
-    ContentGap::TooLarge,
-    ContentGap::Unreadable,
-    ContentGap::Structure,
-    ContentGap::Header,
-    ContentGap::Body,
-];
-
 fn raw(s: &str) -> String {
     let lower = s.to_lowercase();
     if lower.len() <= MAX_RAW_BYTES {
@@ -171,105 +129,6 @@ fn raw(s: &str) -> String {
         end -= 1;
     }
     lower[..end].to_owned()
-}
-
-/// The stored summary: what an answer shows of a message, nothing more.
-#[derive(Serialize, Deserialize)]
-struct StoredSummary {
-    id: String,
-    folder: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    subject: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    from_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    from_address: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    received: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    sent: Option<i64>,
-    read: bool,
-    flagged: bool,
-    has_att: bool,
-    preview: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    att: Vec<StoredAttachment>,
-    gap: u64,
-}
-
-#[derive(Serialize, Deserialize)]
-struct StoredAttachment {
-    id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
-    ct: String,
-    size: u64,
-    est: bool,
-    inline: bool,
-}
-
-fn to_stored(s: &MessageSummary) -> StoredSummary {
-    StoredSummary {
-        id: s.id.clone(),
-        folder: s.folder_id.clone(),
-        subject: s.subject.clone(),
-        from_name: s.from.as_ref().and_then(|m| m.name.clone()),
-        from_address: s.from.as_ref().and_then(|m| m.address.clone()),
-        received: s.received.map(|d| d.timestamp()),
-        sent: s.sent.map(|d| d.timestamp()),
-        read: s.is_read,
-        flagged: s.is_flagged,
-        has_att: s.has_attachments,
-        preview: s.preview.clone(),
-        att: s
-            .attachments
-            .iter()
-            .map(|a| StoredAttachment {
-                id: a.id.clone(),
-                name: a.name.clone(),
-                ct: a.content_type.clone(),
-                size: a.size,
-                est: a.size_is_estimate,
-                inline: a.is_inline,
-            })
-            .collect(),
-        gap: gap_code(s.gap),
-    }
-}
-
-fn from_stored(s: StoredSummary) -> MessageSummary {
-    let ts = |t: Option<i64>| t.and_then(|t| chrono::DateTime::from_timestamp(t, 0));
-    MessageSummary {
-        id: s.id,
-        folder_id: s.folder,
-        subject: s.subject,
-        from: (s.from_name.is_some() || s.from_address.is_some()).then_some(Mailbox {
-            name: s.from_name,
-            address: s.from_address,
-        }),
-        received: ts(s.received),
-        sent: ts(s.sent),
-        is_read: s.read,
-        is_flagged: s.flagged,
-        has_attachments: s.has_att,
-        preview: s.preview,
-        attachments: s
-            .att
-            .into_iter()
-            .map(|a| AttachmentMeta {
-                id: a.id,
-                name: a.name,
-                content_type: a.ct,
-                size: a.size,
-                size_is_estimate: a.est,
-                is_inline: a.inline,
-            })
-            .collect(),
-        attachments_listed: true,
-        gap: GAPS.iter().copied().find(|g| gap_code(Some(*g)) == s.gap),
-        // The index keeps no categories: a search filtering on them never runs on it.
-        categories: Vec::new(),
-    }
 }
 
 /// One alias's tantivy index.
@@ -384,42 +243,12 @@ impl TantivyIndex {
         Some(Box::new(BooleanQuery::new(per_token)))
     }
 
-    /// Messages where one of `fields` holds a run of tokens spelling `text` ([`Clue::Text`]).
-    /// The text's tokens split between letters and digits are its atoms; a message's tokens
-    /// that spell it are runs of consecutive atoms, so each atom must occur inside one indexed
-    /// token that is such a run. An atom inside a run too long to be indexed constrains
-    /// nothing (the token holding it may be one the analyzer dropped).
+    /// Messages where one of `fields` holds a run of tokens spelling `text` ([`Clue::Text`],
+    /// [`analyzer::spelling`]).
     fn spelled_in(&self, text: &str, fields: &[Field]) -> Box<dyn Query> {
-        let atoms = atoms(text);
-        let mut per_atom: Vec<Vec<String>> = Vec::new();
-        for i in 0..atoms.len() {
-            let mut runs = Vec::new();
-            let mut open = true;
-            'starts: for j in (0..=i).rev() {
-                for k in i..atoms.len() {
-                    let len: usize = atoms[j..=k].iter().map(String::len).sum();
-                    if len > MAX_TOKEN_BYTES {
-                        open = false;
-                        break 'starts;
-                    }
-                    runs.push(atoms[j..=k].concat());
-                }
-            }
-            if open {
-                per_atom.push(runs);
-            }
-        }
-        // Every atom's runs, unless there are so many that the query would be slow: then the
-        // first and last atom's (the runs a spelling starts and ends with).
-        let terms: usize = per_atom.iter().map(Vec::len).sum();
-        if terms > MAX_SPELLING_TERMS && per_atom.len() > 2 {
-            let last = per_atom.pop();
-            per_atom.truncate(1);
-            per_atom.extend(last);
-        }
-        if per_atom.is_empty() {
+        let Some(per_atom) = analyzer::spelling(text) else {
             return Box::new(tantivy::query::AllQuery);
-        }
+        };
         let per_field: Clauses = fields
             .iter()
             .map(|&field| {
@@ -534,9 +363,7 @@ impl TantivyIndex {
             .get_first(self.fields.summary)
             .and_then(|v| v.as_bytes())
             .ok_or_else(|| IndexError::Store("a document has no summary".to_owned()))?;
-        let stored: StoredSummary = serde_json::from_slice(bytes)
-            .map_err(|_| IndexError::Store("a stored summary is unreadable".to_owned()))?;
-        Ok(from_stored(stored))
+        stored::decode(bytes)
     }
 }
 
@@ -807,9 +634,7 @@ impl TextIndexWriter for TantivyWriter {
         doc.add_bool(f.has_att, s.has_attachments);
         doc.add_u64(f.gap, gap_code(s.gap));
         doc.add_bool(f.att_unread, !m.attachments_whole);
-        let stored =
-            serde_json::to_vec(&to_stored(s)).map_err(|e| IndexError::Store(e.to_string()))?;
-        doc.add_bytes(f.summary, &stored);
+        doc.add_bytes(f.summary, &stored::encode(s)?);
         self.writer.add_document(doc)?;
         Ok(())
     }
@@ -832,6 +657,8 @@ impl TextIndexWriter for TantivyWriter {
 pub(crate) mod tests {
     use super::*;
     use crate::index::capdir::CapDirectory;
+    use crate::backends::model::AttachmentMeta;
+    use crate::index::analyzer::MAX_TOKEN_BYTES;
 
     /// A fresh index in a temporary folder (kept alive by the returned guard).
     pub(crate) fn index() -> (tempfile::TempDir, TantivyIndex) {

@@ -59,7 +59,7 @@ fn demo_app_with(principals: Option<serde_json::Value>) -> DemoApp {
         ("MAILGATE_HOME", format!("{home}/state")),
     ]);
     let (settings, gates) = crate::startup::load_settings(&env, Some(&config)).expect("settings");
-    let app = crate::startup::build_app(&settings, gates, None).expect("app");
+    let app = crate::startup::build_app(&settings, gates, None, None).expect("app");
     DemoApp { app, _dir: dir }
 }
 

@@ -40,12 +40,14 @@ pub(crate) enum Nearest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum StoreKind {
     Local,
+    Postgres,
 }
 
 impl StoreKind {
     pub(crate) fn describe(self) -> &'static str {
         match self {
             StoreKind::Local => "local (tantivy and the vector file in the state folder)",
+            StoreKind::Postgres => "postgres (the shared database MAILGATE_INDEX_URL names)",
         }
     }
 }
@@ -53,6 +55,7 @@ impl StoreKind {
 /// One alias's index, read side.
 pub(crate) enum ReadStore {
     Local(local::LocalRead),
+    Postgres(postgres::read::PgRead),
 }
 
 impl ReadStore {
@@ -61,6 +64,7 @@ impl ReadStore {
     pub(crate) async fn status(&self) -> Result<IndexStatus, IndexError> {
         match self {
             ReadStore::Local(store) => store.status(),
+            ReadStore::Postgres(store) => store.status().await,
         }
     }
 
@@ -69,6 +73,7 @@ impl ReadStore {
     pub(crate) fn outdated(&self) -> bool {
         match self {
             ReadStore::Local(store) => store.outdated(),
+            ReadStore::Postgres(store) => store.outdated(),
         }
     }
 
@@ -76,6 +81,7 @@ impl ReadStore {
     pub(crate) async fn search(&self, query: &IndexQuery) -> Result<IndexHits, IndexError> {
         match self {
             ReadStore::Local(store) => store.text()?.search(query),
+            ReadStore::Postgres(store) => store.search(query).await,
         }
     }
 
@@ -83,6 +89,7 @@ impl ReadStore {
     pub(crate) async fn candidates(&self, query: &CandidateQuery) -> Result<IndexHits, IndexError> {
         match self {
             ReadStore::Local(store) => store.text()?.candidates(query),
+            ReadStore::Postgres(store) => store.candidates(query).await,
         }
     }
 
@@ -90,6 +97,7 @@ impl ReadStore {
     pub(crate) async fn summary(&self, id: &str) -> Result<Option<MessageSummary>, IndexError> {
         match self {
             ReadStore::Local(store) => store.text()?.summary(id),
+            ReadStore::Postgres(store) => store.summary(id).await,
         }
     }
 
@@ -102,6 +110,7 @@ impl ReadStore {
     ) -> Result<Vec<Option<MessageSummary>>, IndexError> {
         match self {
             ReadStore::Local(store) => store.text()?.summaries_in(folder_id, ids),
+            ReadStore::Postgres(store) => store.summaries_in(folder_id, ids).await,
         }
     }
 
@@ -119,6 +128,7 @@ impl ReadStore {
                     .map(|(folder, id)| text.message_id(folder, id))
                     .collect()
             }
+            ReadStore::Postgres(store) => store.message_ids(messages).await,
         }
     }
 
@@ -133,6 +143,7 @@ impl ReadStore {
     ) -> Result<Nearest, IndexError> {
         match self {
             ReadStore::Local(store) => Ok(store.nearest(model, query, k, folder_id)),
+            ReadStore::Postgres(store) => Ok(store.nearest()),
         }
     }
 }
@@ -159,6 +170,7 @@ pub(crate) enum Opened<W> {
 /// One alias's index, write side: the only writer (a sync).
 pub(crate) enum WriteStore {
     Local(Box<local::LocalWrite>),
+    Postgres(Box<postgres::write::PgWrite>),
 }
 
 impl WriteStore {
@@ -177,10 +189,44 @@ impl WriteStore {
         )
     }
 
+    /// Opens a mailbox's index in the shared database for a sync, under its lease
+    /// ([`postgres::write::PgWrite::open`]).
+    pub(crate) async fn open_postgres(
+        settings: &postgres::PgSettings,
+        mailbox: &str,
+    ) -> Result<Opened<Self>, IndexError> {
+        Ok(
+            match postgres::write::PgWrite::open(settings, mailbox).await? {
+                Opened::Ready(pg) => Opened::Ready(Box::new(WriteStore::Postgres(pg))),
+                Opened::MailboxChanged => Opened::MailboxChanged,
+                Opened::Paused => Opened::Paused,
+            },
+        )
+    }
+
     /// Why the index was started over when it was opened, if it was.
     pub(crate) fn rebuilt(&self) -> Option<Rebuild> {
         match self {
             WriteStore::Local(store) => store.rebuilt(),
+            WriteStore::Postgres(store) => store.rebuilt(),
+        }
+    }
+
+    /// Set when the operator pauses the mailbox during the sync, where the store learns of it
+    /// itself (the shared store; the local one's pause is a file the caller reads).
+    pub(crate) fn pause_flag(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        match self {
+            WriteStore::Local(_) => None,
+            WriteStore::Postgres(store) => Some(store.pause_flag()),
+        }
+    }
+
+    /// Ends the sync's hold on the index (the shared store's lease is given up at once rather
+    /// than left to expire).
+    pub(crate) async fn close(self) {
+        match self {
+            WriteStore::Local(_) => {}
+            WriteStore::Postgres(store) => store.close().await,
         }
     }
 
@@ -188,12 +234,14 @@ impl WriteStore {
     pub(crate) async fn status(&self) -> Result<Option<IndexStatus>, IndexError> {
         match self {
             WriteStore::Local(store) => store.status(),
+            WriteStore::Postgres(store) => store.status().await,
         }
     }
 
     pub(crate) async fn write_status(&mut self, status: &IndexStatus) -> Result<(), IndexError> {
         match self {
             WriteStore::Local(store) => store.write_status(status),
+            WriteStore::Postgres(store) => store.write_status(status).await,
         }
     }
 
@@ -201,6 +249,7 @@ impl WriteStore {
     pub(crate) async fn folders(&self) -> Result<Vec<String>, IndexError> {
         match self {
             WriteStore::Local(store) => store.state().folders(),
+            WriteStore::Postgres(store) => store.folders().await,
         }
     }
 
@@ -211,6 +260,7 @@ impl WriteStore {
     ) -> Result<HashMap<String, String>, IndexError> {
         match self {
             WriteStore::Local(store) => store.state().versions(folder),
+            WriteStore::Postgres(store) => store.versions(folder).await,
         }
     }
 
@@ -221,6 +271,7 @@ impl WriteStore {
     ) -> Result<HashMap<String, String>, IndexError> {
         match self {
             WriteStore::Local(store) => store.state().pending(folder),
+            WriteStore::Postgres(store) => store.pending(folder).await,
         }
     }
 
@@ -228,6 +279,7 @@ impl WriteStore {
     pub(crate) async fn cursor(&self, folder: &str) -> Result<FolderCursor, IndexError> {
         match self {
             WriteStore::Local(store) => store.state().cursor(folder),
+            WriteStore::Postgres(store) => store.cursor(folder).await,
         }
     }
 
@@ -235,6 +287,7 @@ impl WriteStore {
     pub(crate) async fn seen(&self, folder: &str) -> Result<HashSet<String>, IndexError> {
         match self {
             WriteStore::Local(store) => store.state().seen(folder),
+            WriteStore::Postgres(store) => store.seen(folder).await,
         }
     }
 
@@ -242,6 +295,7 @@ impl WriteStore {
     pub(crate) fn put(&mut self, message: &IndexedMessage) -> Result<(), IndexError> {
         match self {
             WriteStore::Local(store) => store.put(message),
+            WriteStore::Postgres(store) => store.put(message),
         }
     }
 
@@ -249,6 +303,10 @@ impl WriteStore {
     pub(crate) fn remove(&mut self, folder: &str, id: &str) -> Result<(), IndexError> {
         match self {
             WriteStore::Local(store) => store.remove(folder, id),
+            WriteStore::Postgres(store) => {
+                store.remove(folder, id);
+                Ok(())
+            }
         }
     }
 
@@ -266,6 +324,7 @@ impl WriteStore {
                 between.await;
                 store.record(batch)
             }
+            WriteStore::Postgres(store) => store.commit(batch).await,
         }
     }
 
@@ -273,6 +332,7 @@ impl WriteStore {
     pub(crate) async fn record(&mut self, batch: &StateBatch) -> Result<(), IndexError> {
         match self {
             WriteStore::Local(store) => store.record(batch),
+            WriteStore::Postgres(store) => store.record(batch).await,
         }
     }
 
@@ -280,6 +340,7 @@ impl WriteStore {
     pub(crate) async fn drop_folder(&mut self, folder: &str) -> Result<(), IndexError> {
         match self {
             WriteStore::Local(store) => store.state().drop_folder(folder),
+            WriteStore::Postgres(store) => store.drop_folder(folder).await,
         }
     }
 
@@ -287,12 +348,14 @@ impl WriteStore {
     pub(crate) fn vectors(&self) -> Option<&VectorStore> {
         match self {
             WriteStore::Local(store) => store.vectors(),
+            WriteStore::Postgres(_) => None,
         }
     }
 
     pub(crate) fn vectors_mut(&mut self) -> Option<&mut VectorStore> {
         match self {
             WriteStore::Local(store) => store.vectors_mut(),
+            WriteStore::Postgres(_) => None,
         }
     }
 
@@ -300,6 +363,7 @@ impl WriteStore {
     pub(crate) async fn commit_vectors(&mut self) -> Result<(), IndexError> {
         match self {
             WriteStore::Local(store) => store.commit_vectors(),
+            WriteStore::Postgres(_) => Ok(()),
         }
     }
 }

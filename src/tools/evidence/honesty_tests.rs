@@ -265,7 +265,7 @@ fn mailbox_with(messages: &[(usize, Vec<u8>)], limits: Value) -> Generated {
     let (settings, gates) =
         crate::startup::load_settings(&env, Some(&dir.path().join("plugin.json")))
             .expect("settings");
-    let app = crate::startup::build_app(&settings, gates, None).expect("app");
+    let app = crate::startup::build_app(&settings, gates, None, None).expect("app");
     Generated { app, _dir: dir }
 }
 

@@ -4,13 +4,6 @@
 //! holds the lease at the epoch it took ([`Lease::fence`]): a writer that stalled past its
 //! expiry, and whose lease another took meanwhile, cannot commit anything (fencing), whatever it
 //! believes. The database's clock decides expiry, so instances' clocks need not agree.
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the sync takes the lease once WriteStore::Postgres lands (issue 30)"
-    )
-)]
 
 use std::time::Duration;
 
@@ -94,6 +87,7 @@ pub(crate) async fn take(
 }
 
 impl Lease {
+    #[cfg(test)]
     pub(crate) fn epoch(&self) -> i64 {
         self.epoch
     }

@@ -1,17 +1,22 @@
 //! The PostgreSQL store (issue 30): one database that several mailgate instances share for
 //! their indexes, with row-level security keeping each mailbox's rows to sessions that name it.
 //! This module connects ([`connect`], over rustls off loopback) and owns the versioned schema
-//! ([`migrations`], applied only by `mailgate index migrate`); the store's reads and writes
-//! come next.
+//! ([`migrations`], applied only by `mailgate index migrate`); [`read`] is the server's side of
+//! an index, [`write`] a sync's (under [`lease`]), [`rows`] what a message becomes, and
+//! [`admin`] the operator's pause and purge.
 //!
 //! Errors keep to metadata: a failure is reported by its SQLSTATE code and kind, never by the
 //! server's message text, which can quote row values (mail).
 
+pub(crate) mod admin;
 pub(crate) mod lease;
 pub(crate) mod migrations;
+pub(crate) mod read;
+pub(crate) mod rows;
 pub(crate) mod settings;
 #[cfg(test)]
 mod testdb;
+pub(crate) mod write;
 
 use std::time::Duration;
 
@@ -24,19 +29,6 @@ use settings::Transport;
 /// bad.
 pub(crate) fn resolve(env: &crate::config::env::Env) -> Result<Option<PgSettings>, StartupError> {
     PgSettings::resolve(env).map_err(|e| StartupError::IndexStore(e.to_string()))
-}
-
-/// Every command but `index migrate`, while this build's searches and syncs read and write the
-/// local store only: a configured database is refused rather than silently left unused.
-pub(crate) fn refuse_unserved(env: &crate::config::env::Env) -> Result<(), StartupError> {
-    match resolve(env)? {
-        None => Ok(()),
-        Some(_) => Err(StartupError::IndexStore(
-            "this build searches and syncs the local store only; the PostgreSQL store takes \
-             `mailgate index migrate` so far (unset MAILGATE_INDEX_URL to serve)"
-                .to_owned(),
-        )),
-    }
 }
 
 /// How long a connection attempt may take, TLS and login included.
@@ -69,9 +61,16 @@ impl From<tokio_postgres::Error> for PgError {
     }
 }
 
-/// Opens one connection to the database `settings` names; its I/O runs on a task of its own
-/// until the client is dropped.
-pub(crate) async fn connect(settings: &PgSettings) -> Result<tokio_postgres::Client, PgError> {
+/// The connection settings and the TLS connector (`None`: plain TCP to a loopback server).
+fn client_config(
+    settings: &PgSettings,
+) -> Result<
+    (
+        tokio_postgres::Config,
+        Option<tokio_postgres_rustls::MakeRustlsConnect>,
+    ),
+    PgError,
+> {
     let mut config = tokio_postgres::Config::new();
     config
         .host(&settings.host)
@@ -84,17 +83,39 @@ pub(crate) async fn connect(settings: &PgSettings) -> Result<tokio_postgres::Cli
         config.password(password.expose());
     }
     let tls = match &settings.transport {
-        Transport::Loopback => None,
+        Transport::Loopback => {
+            config.ssl_mode(tokio_postgres::config::SslMode::Disable);
+            None
+        }
         Transport::Tls(roots) => {
             let tls = crate::backends::imap::conn::tls_client_config(std::sync::Arc::clone(roots))
                 .map_err(|()| PgError::Unreachable("TLS could not be set up"))?;
+            config.ssl_mode(tokio_postgres::config::SslMode::Require);
             Some(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
         }
     };
+    Ok((config, tls))
+}
+
+/// A failed connection attempt as the operator may read it.
+fn connect_error(e: &tokio_postgres::Error) -> PgError {
+    match e.code() {
+        // Class 28: invalid authorization; 3D000: no such database.
+        Some(code) if code.code().starts_with("28") || code.code() == "3D000" => {
+            PgError::Login(code.code().to_owned())
+        }
+        Some(code) => PgError::Statement(code.code().to_owned()),
+        None => PgError::Unreachable("no answer, or the connection or TLS failed"),
+    }
+}
+
+/// Opens one connection to the database `settings` names; its I/O runs on a task of its own
+/// until the client is dropped.
+pub(crate) async fn connect(settings: &PgSettings) -> Result<tokio_postgres::Client, PgError> {
+    let (config, tls) = client_config(settings)?;
     let attempt = async {
         let client = match tls {
             None => {
-                config.ssl_mode(tokio_postgres::config::SslMode::Disable);
                 let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
                 tokio::spawn(async move {
                     let _ = connection.await;
@@ -102,7 +123,6 @@ pub(crate) async fn connect(settings: &PgSettings) -> Result<tokio_postgres::Cli
                 client
             }
             Some(tls) => {
-                config.ssl_mode(tokio_postgres::config::SslMode::Require);
                 let (client, connection) = config.connect(tls).await?;
                 tokio::spawn(async move {
                     let _ = connection.await;
@@ -115,13 +135,47 @@ pub(crate) async fn connect(settings: &PgSettings) -> Result<tokio_postgres::Cli
     match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
         Err(_) => Err(PgError::Unreachable("timed out")),
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(match e.code() {
-            // Class 28: invalid authorization; 3D000: no such database.
-            Some(code) if code.code().starts_with("28") || code.code() == "3D000" => {
-                PgError::Login(code.code().to_owned())
-            }
-            Some(code) => PgError::Statement(code.code().to_owned()),
-            None => PgError::Unreachable("no answer, or the connection or TLS failed"),
-        }),
+        Ok(Err(e)) => Err(connect_error(&e)),
+    }
+}
+
+/// Connections to the database for the server's answers: at most `size` open, each opened
+/// when first needed and checked before reuse.
+pub(crate) fn pool(settings: &PgSettings, size: usize) -> Result<Pool, PgError> {
+    use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod, Runtime, Timeouts};
+    let (config, tls) = client_config(settings)?;
+    let manager_config = ManagerConfig {
+        recycling_method: RecyclingMethod::Fast,
+    };
+    let manager = match tls {
+        None => Manager::from_config(config, tokio_postgres::NoTls, manager_config),
+        Some(tls) => Manager::from_config(config, tls, manager_config),
+    };
+    deadpool_postgres::Pool::builder(manager)
+        .max_size(size)
+        .timeouts(Timeouts {
+            wait: Some(CONNECT_TIMEOUT),
+            create: Some(CONNECT_TIMEOUT),
+            recycle: Some(CONNECT_TIMEOUT),
+        })
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map(Pool)
+        .map_err(|_| PgError::Unreachable("the connection pool could not be built"))
+}
+
+/// The server's connections to the database.
+#[derive(Clone)]
+pub(crate) struct Pool(deadpool_postgres::Pool);
+
+impl Pool {
+    /// A connection, opened or reused.
+    pub(crate) async fn get(&self) -> Result<deadpool_postgres::Object, PgError> {
+        use deadpool_postgres::PoolError;
+        self.0.get().await.map_err(|e| match e {
+            PoolError::Backend(e) => connect_error(&e),
+            PoolError::Timeout(_) => PgError::Unreachable("timed out"),
+            _ => PgError::Connection,
+        })
     }
 }

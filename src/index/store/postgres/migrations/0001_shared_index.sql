@@ -4,16 +4,23 @@
 -- Every row belongs to one mailbox, named by its identity (`index::status::mailbox_identity`:
 -- a digest, never an address), and row-level security (forced, so the owning role is bound
 -- too) lets a session see and write only the mailbox it names in `mailgate.mailbox`.
--- Text columns hold mailgate's own tokens (the shared normalizer's output, made into a tsvector
--- with array_to_tsvector): PostgreSQL never re-tokenizes, so a token that is not here is a
--- token the index does not hold, exactly as on tantivy.
+-- Text columns hold mailgate's own tokens (the shared normalizer's output, written as tsvector
+-- lexemes and matched by tsquery lexemes mailgate quotes itself): PostgreSQL never
+-- re-tokenizes, so a token that is not here is a token the index does not hold, exactly as on
+-- tantivy.
 
 CREATE TABLE mailgate_mailboxes (
     mailbox text PRIMARY KEY,
     -- The text analysis version the tokens were made by (`text::ANALYZER_VERSION`).
     analyzer integer NOT NULL,
-    -- The index status the last sync committed (the local store's status.json).
-    status jsonb NOT NULL,
+    -- The index status the last sync wrote (the local store's status.json); NULL before.
+    status jsonb,
+    -- `mailgate index pause`: syncs leave the mailbox alone until `resume`.
+    paused boolean NOT NULL DEFAULT false,
+    -- Ranking statistics (BM25), kept by every commit: messages, and tokens per field in the
+    -- order of mailgate_messages.field_lengths.
+    docs bigint NOT NULL DEFAULT 0,
+    field_tokens bigint[] NOT NULL DEFAULT '{0,0,0,0,0,0}',
     committed_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -21,17 +28,18 @@ CREATE TABLE mailgate_messages (
     mailbox text NOT NULL REFERENCES mailgate_mailboxes ON DELETE CASCADE,
     folder_id text NOT NULL,
     id text NOT NULL,
-    received timestamptz,
+    -- Seconds since 1970 (0: unknown), as the local store sorts and filters.
+    received bigint NOT NULL,
     is_read boolean NOT NULL,
     has_attachments boolean NOT NULL,
-    -- The content gap (`ContentGap`), 0 when the message is wholly here.
+    -- The content gap (`index::stored::gap_code`), 0 when the message is wholly here.
     gap smallint NOT NULL,
-    -- Some attachment's text is not wholly in att_text_tokens.
+    -- Some attachment's text is not wholly in attachment_text_tokens.
     attachments_unread boolean NOT NULL,
     internet_message_id text,
-    thread_ids text[] NOT NULL DEFAULT '{}',
-    -- Lower-cased raw values for the substring filters (cut to 4,096 bytes).
-    from_raw text NOT NULL,
+    -- Lower-cased raw values for the substring filters (cut to 4,096 bytes): the sender's
+    -- name and address, the subject.
+    from_raw text[] NOT NULL,
     subject_raw text NOT NULL,
     subject_tokens tsvector NOT NULL,
     from_tokens tsvector NOT NULL,
@@ -39,12 +47,17 @@ CREATE TABLE mailgate_messages (
     body_tokens tsvector NOT NULL,
     attachment_name_tokens tsvector NOT NULL,
     attachment_text_tokens tsvector NOT NULL,
-    -- The summary an answer shows, as the local store keeps it.
-    summary jsonb NOT NULL,
+    -- Tokens per field (BM25's field length): subject, from, recipients, body, attachment
+    -- names, attachment text.
+    field_lengths integer[] NOT NULL,
+    -- "<field number>:<token>" -> how often, for the tokens a field holds more than once.
+    repeats jsonb NOT NULL,
+    -- The summary an answer shows (`index::stored`), opaque to the database.
+    summary bytea NOT NULL,
     PRIMARY KEY (mailbox, folder_id, id)
 );
 CREATE INDEX mailgate_messages_by_date ON mailgate_messages (mailbox, folder_id, received DESC);
-CREATE INDEX mailgate_messages_by_message_id ON mailgate_messages (mailbox, internet_message_id);
+CREATE INDEX mailgate_messages_by_id ON mailgate_messages (mailbox, id);
 CREATE INDEX mailgate_messages_subject ON mailgate_messages USING gin (subject_tokens);
 CREATE INDEX mailgate_messages_from ON mailgate_messages USING gin (from_tokens);
 CREATE INDEX mailgate_messages_recipients ON mailgate_messages USING gin (recipient_tokens);
@@ -52,25 +65,34 @@ CREATE INDEX mailgate_messages_body ON mailgate_messages USING gin (body_tokens)
 CREATE INDEX mailgate_messages_attachment_names ON mailgate_messages USING gin (attachment_name_tokens);
 CREATE INDEX mailgate_messages_attachment_text ON mailgate_messages USING gin (attachment_text_tokens);
 
--- The sync's position per folder (the local store's redb state).
+-- The sync's position (the local store's redb state): per folder its change-feed cursor, per
+-- message the version indexed, the version listed but not fetched yet, and the ids the
+-- inventory round under way listed.
 CREATE TABLE mailgate_folder_state (
     mailbox text NOT NULL REFERENCES mailgate_mailboxes ON DELETE CASCADE,
     folder_id text NOT NULL,
     cursor jsonb NOT NULL,
     PRIMARY KEY (mailbox, folder_id)
 );
-CREATE TABLE mailgate_message_versions (
+CREATE TABLE mailgate_versions (
     mailbox text NOT NULL REFERENCES mailgate_mailboxes ON DELETE CASCADE,
     folder_id text NOT NULL,
     id text NOT NULL,
-    -- The version the index holds (NULL: not indexed).
-    version text,
-    -- A version listed by the backend but not fetched yet (retried by the next sync).
-    pending_version text,
-    -- Listed by the inventory round under way.
-    seen boolean NOT NULL DEFAULT false,
-    PRIMARY KEY (mailbox, folder_id, id),
-    CHECK (version IS NOT NULL OR pending_version IS NOT NULL OR seen)
+    version text NOT NULL,
+    PRIMARY KEY (mailbox, folder_id, id)
+);
+CREATE TABLE mailgate_pending (
+    mailbox text NOT NULL REFERENCES mailgate_mailboxes ON DELETE CASCADE,
+    folder_id text NOT NULL,
+    id text NOT NULL,
+    version text NOT NULL,
+    PRIMARY KEY (mailbox, folder_id, id)
+);
+CREATE TABLE mailgate_seen (
+    mailbox text NOT NULL REFERENCES mailgate_mailboxes ON DELETE CASCADE,
+    folder_id text NOT NULL,
+    id text NOT NULL,
+    PRIMARY KEY (mailbox, folder_id, id)
 );
 
 -- One sync writer per mailbox: a lease with an epoch. Every index write checks the epoch it
@@ -103,7 +125,8 @@ DECLARE
     t text;
 BEGIN
     FOREACH t IN ARRAY ARRAY['mailgate_mailboxes', 'mailgate_messages', 'mailgate_folder_state',
-                             'mailgate_message_versions', 'mailgate_leases']
+                             'mailgate_versions', 'mailgate_pending', 'mailgate_seen',
+                             'mailgate_leases']
     LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
