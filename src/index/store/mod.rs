@@ -312,7 +312,7 @@ impl WriteStore {
 
     /// Commits what was put and removed, then records `batch` (what the commit holds): one
     /// step. `between` runs after the messages are durable and before the record (the crash
-    /// tests' worst moment); a store that commits both in one transaction never runs it.
+    /// tests' worst moment); a store that commits both in one transaction runs it after.
     pub(crate) async fn commit(
         &mut self,
         batch: &StateBatch,
@@ -324,7 +324,11 @@ impl WriteStore {
                 between.await;
                 store.record(batch)
             }
-            WriteStore::Postgres(store) => store.commit(batch).await,
+            WriteStore::Postgres(store) => {
+                store.commit(batch).await?;
+                between.await;
+                Ok(())
+            }
         }
     }
 

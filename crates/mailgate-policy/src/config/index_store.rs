@@ -11,3 +11,6 @@ pub const PASSWORD_ENV_VAR: &str = "MAILGATE_INDEX_PASSWORD_ENV";
 pub const PASSWORD_FILE_VAR: &str = "MAILGATE_INDEX_PASSWORD_FILE";
 /// A PEM file of the CA that signs a non-loopback server's certificate (else the web PKI).
 pub const CA_FILE_VAR: &str = "MAILGATE_INDEX_CA_FILE";
+/// How long a sync's lease on a mailbox lasts without renewal, in seconds (default 60): a sync
+/// killed while holding it keeps the next one waiting at most this long.
+pub const LEASE_TTL_VAR: &str = "MAILGATE_INDEX_LEASE_TTL";

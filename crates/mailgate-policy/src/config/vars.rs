@@ -50,6 +50,7 @@ const KNOWN: &[&str] = &[
     super::index_store::PASSWORD_ENV_VAR,
     super::index_store::PASSWORD_FILE_VAR,
     super::index_store::CA_FILE_VAR,
+    super::index_store::LEASE_TTL_VAR,
     // the reference plugin's, read by mailgate
     super::CONFIG_PATH_VAR,
     super::SEARCH_MEMORY_VAR,

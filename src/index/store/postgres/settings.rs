@@ -12,13 +12,20 @@ use reqwest::Url;
 use tokio_rustls::rustls;
 
 use crate::config::env::Env;
-use crate::config::index_store::{CA_FILE_VAR, PASSWORD_ENV_VAR, PASSWORD_FILE_VAR, URL_VAR};
+use crate::config::index_store::{
+    CA_FILE_VAR, LEASE_TTL_VAR, PASSWORD_ENV_VAR, PASSWORD_FILE_VAR, URL_VAR,
+};
 use crate::path_guard;
 
 /// The longest password file read (a password is far shorter).
 const MAX_PASSWORD_FILE_BYTES: u64 = 4096;
 const MAX_CA_FILE_BYTES: u64 = 1024 * 1024;
 const DEFAULT_PORT: u16 = 5432;
+/// A sync's lease on a mailbox, unless `MAILGATE_INDEX_LEASE_TTL` says otherwise.
+const DEFAULT_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+/// The bounds of that setting: renewals come a third of it apart, and an hour is long enough
+/// for any stall a sync survives.
+const LEASE_TTL_SECONDS: std::ops::RangeInclusive<u64> = 3..=3600;
 
 /// The database password. `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
@@ -54,6 +61,8 @@ pub(crate) struct PgSettings {
     pub(crate) database: String,
     pub(crate) password: Option<Password>,
     pub(crate) transport: Transport,
+    /// How long a sync's lease lasts without renewal.
+    pub(crate) lease_ttl: std::time::Duration,
 }
 
 /// Why the store's settings were refused.
@@ -89,6 +98,8 @@ pub(crate) enum PgSettingsError {
     CaFile,
     #[error("{CA_FILE_VAR} is set but {URL_VAR} names a loopback server, reached without TLS")]
     CaForLoopback,
+    #[error("{LEASE_TTL_VAR} must be a whole number of seconds from 3 to 3600")]
+    LeaseTtl,
     #[error("{0} is set but {URL_VAR} is not")]
     WithoutUrl(&'static str),
 }
@@ -97,7 +108,7 @@ impl PgSettings {
     /// `None` when `MAILGATE_INDEX_URL` is not set (the indexes stay local).
     pub(crate) fn resolve(env: &Env) -> Result<Option<Self>, PgSettingsError> {
         let Some(raw) = env.get(URL_VAR) else {
-            for var in [PASSWORD_ENV_VAR, PASSWORD_FILE_VAR, CA_FILE_VAR] {
+            for var in [PASSWORD_ENV_VAR, PASSWORD_FILE_VAR, CA_FILE_VAR, LEASE_TTL_VAR] {
                 if env.get(var).is_some() {
                     return Err(PgSettingsError::WithoutUrl(var));
                 }
@@ -141,6 +152,16 @@ impl PgSettings {
         } else {
             Transport::Tls(Arc::new(roots(env)?))
         };
+        let lease_ttl = match env.get(LEASE_TTL_VAR) {
+            None => DEFAULT_LEASE_TTL,
+            Some(raw) => raw
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| LEASE_TTL_SECONDS.contains(s))
+                .map(std::time::Duration::from_secs)
+                .ok_or(PgSettingsError::LeaseTtl)?,
+        };
         Ok(Some(Self {
             host,
             port: url.port().unwrap_or(DEFAULT_PORT),
@@ -148,6 +169,7 @@ impl PgSettings {
             database,
             password,
             transport,
+            lease_ttl,
         }))
     }
 }

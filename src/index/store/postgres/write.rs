@@ -20,9 +20,6 @@ use crate::index::status::IndexStatus;
 use crate::index::store::{Opened, Rebuild};
 use crate::index::{IndexError, IndexedMessage};
 
-/// How long a lease lasts without renewal: a sync killed with it held blocks the next for at
-/// most this long.
-const LEASE_TTL: Duration = Duration::from_secs(60);
 
 /// What waits for the next commit, per message key (the last put or remove wins).
 enum Pending {
@@ -75,7 +72,7 @@ impl PgWrite {
     ) -> Result<Opened<Self>, IndexError> {
         let mut client = super::connect(settings).await.map_err(store_error)?;
         let mut renewer = super::connect(settings).await.map_err(store_error)?;
-        let lease = match lease::take(&mut renewer, mailbox, &holder(), LEASE_TTL)
+        let lease = match lease::take(&mut renewer, mailbox, &holder(), settings.lease_ttl)
             .await
             .map_err(store_error)?
         {
@@ -113,6 +110,7 @@ impl PgWrite {
             renewer,
             lease.clone(),
             Renewal {
+                ttl: settings.lease_ttl,
                 lost: Arc::clone(&lost),
                 paused: Arc::clone(&paused),
                 stop: Arc::clone(&stop_renewal),
@@ -577,11 +575,12 @@ async fn apply(tx: &Transaction<'_>, batch: &StateBatch) -> Result<(), IndexErro
     Ok(())
 }
 
-/// How often the renewal task renews the lease and looks for a pause.
+/// How often the renewal task renews the lease and looks for a pause, at most.
 const RENEW_EVERY: Duration = Duration::from_secs(5);
 
 /// What the renewal task tells the writer, and how the writer stops it.
 struct Renewal {
+    ttl: Duration,
     lost: Arc<AtomicBool>,
     paused: Arc<AtomicBool>,
     stop: Arc<tokio::sync::Notify>,
@@ -593,9 +592,9 @@ async fn renew(mut client: Client, lease: Lease, to: Renewal) -> Client {
     loop {
         tokio::select! {
             () = to.stop.notified() => return client,
-            () = tokio::time::sleep(RENEW_EVERY) => {}
+            () = tokio::time::sleep(RENEW_EVERY.min(to.ttl / 3)) => {}
         }
-        match lease.renew(&mut client, LEASE_TTL).await {
+        match lease.renew(&mut client, to.ttl).await {
             Ok(()) => {}
             Err(LeaseError::Lost) => {
                 to.lost.store(true, Ordering::Relaxed);
