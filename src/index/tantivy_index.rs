@@ -656,9 +656,9 @@ impl TextIndexWriter for TantivyWriter {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::index::capdir::CapDirectory;
     use crate::backends::model::AttachmentMeta;
     use crate::index::analyzer::MAX_TOKEN_BYTES;
+    use crate::index::capdir::CapDirectory;
 
     /// A fresh index in a temporary folder (kept alive by the returned guard).
     pub(crate) fn index() -> (tempfile::TempDir, TantivyIndex) {

@@ -11,6 +11,8 @@
 pub(crate) mod admin;
 pub(crate) mod lease;
 pub(crate) mod migrations;
+#[cfg(test)]
+mod parity;
 pub(crate) mod read;
 pub(crate) mod rows;
 pub(crate) mod settings;

@@ -145,9 +145,15 @@ impl PgRead {
             let mut conditions = filter_conditions(&mut st, q);
             // Every token of every word occurs in some field; each occurrence scores.
             let tokens: Vec<&String> = words.iter().flatten().collect();
+            // Ranked by relevance only when asked for no order.
+            let ranked = !tokens.is_empty() && q.order.is_none();
             let mut score = String::from("0");
             if !tokens.is_empty() {
-                let weights = weights(tx, &tokens).await?;
+                let weights = if ranked {
+                    weights(tx, &tokens).await?
+                } else {
+                    vec![[None; 6]; tokens.len()]
+                };
                 for (token, per_field) in tokens.iter().zip(&weights) {
                     let query = st.param(tsquery_of(token));
                     let mut any = Vec::new();
@@ -155,7 +161,7 @@ impl PgRead {
                         let test = format!("{column} @@ {query}::text::tsquery");
                         if let Some((weight, norm)) = per_field[f] {
                             let key = st.param(rows::repeat_key(f, token));
-                            let tf = format!("coalesce((repeats ->> {key})::float8, 1)");
+                            let tf = format!("coalesce((repeats ->> {key}::text)::float8, 1)");
                             let _ = write!(
                                 score,
                                 " + CASE WHEN {test} THEN {weight:e} * {tf} / ({tf} + \
@@ -168,19 +174,17 @@ impl PgRead {
                     conditions.push(format!("({})", any.join(" OR ")));
                 }
             }
-            let order = match (tokens.is_empty(), q.order) {
-                (false, None) => "score DESC, received DESC, id".to_owned(),
-                (_, order) => {
-                    let order = order.unwrap_or_default();
-                    let direction = match order.direction {
-                        SortOrder::Asc => "ASC",
-                        SortOrder::Desc => "DESC",
-                    };
-                    score = "0".to_owned();
-                    match order.by {
-                        SortBy::ReceivedDateTime => format!("received {direction}, id"),
-                        SortBy::Subject => format!("subject_raw COLLATE \"C\" {direction}, id"),
-                    }
+            let order = if ranked {
+                "score DESC, received DESC, id".to_owned()
+            } else {
+                let order = q.order.unwrap_or_default();
+                let direction = match order.direction {
+                    SortOrder::Asc => "ASC",
+                    SortOrder::Desc => "DESC",
+                };
+                match order.by {
+                    SortBy::ReceivedDateTime => format!("received {direction}, id"),
+                    SortBy::Subject => format!("subject_raw COLLATE \"C\" {direction}, id"),
                 }
             };
             let limit = st.param(i64::try_from(q.limit.max(1)).unwrap_or(i64::MAX));

@@ -108,7 +108,12 @@ impl PgSettings {
     /// `None` when `MAILGATE_INDEX_URL` is not set (the indexes stay local).
     pub(crate) fn resolve(env: &Env) -> Result<Option<Self>, PgSettingsError> {
         let Some(raw) = env.get(URL_VAR) else {
-            for var in [PASSWORD_ENV_VAR, PASSWORD_FILE_VAR, CA_FILE_VAR, LEASE_TTL_VAR] {
+            for var in [
+                PASSWORD_ENV_VAR,
+                PASSWORD_FILE_VAR,
+                CA_FILE_VAR,
+                LEASE_TTL_VAR,
+            ] {
                 if env.get(var).is_some() {
                     return Err(PgSettingsError::WithoutUrl(var));
                 }
@@ -171,6 +176,25 @@ impl PgSettings {
             transport,
             lease_ttl,
         }))
+    }
+}
+
+#[cfg(test)]
+impl PgSettings {
+    /// The test server's database `database` as the role and password `url` names (loopback).
+    pub(crate) fn for_test(url: &str, database: &str, lease_ttl: std::time::Duration) -> Self {
+        let config: tokio_postgres::Config = url.parse().expect("the test URL");
+        Self {
+            host: "127.0.0.1".to_owned(),
+            port: config.get_ports().first().copied().unwrap_or(DEFAULT_PORT),
+            user: config.get_user().expect("a user").to_owned(),
+            database: database.to_owned(),
+            password: config
+                .get_password()
+                .map(|p| Password(String::from_utf8_lossy(p).into_owned())),
+            transport: Transport::Loopback,
+            lease_ttl,
+        }
     }
 }
 

@@ -17,8 +17,26 @@ async fn connect(url: &str) -> tokio_postgres::Client {
 
 /// A fresh database with this binary's schema: `connections` clients to it, or `None` (after a
 /// loud SKIP) when no test server is named and none is required.
-#[expect(clippy::print_stderr, reason = "a skipped test says why, loudly")]
 pub(crate) async fn fresh(test: &str, connections: usize) -> Option<Vec<tokio_postgres::Client>> {
+    fresh_named(test, connections).await.map(|(_, _, c)| c)
+}
+
+/// A fresh database with this binary's schema, as the store's settings name it (for the store's
+/// own connections), with one client to it.
+pub(crate) async fn fresh_settings(
+    test: &str,
+    lease_ttl: std::time::Duration,
+) -> Option<(super::PgSettings, tokio_postgres::Client)> {
+    let (url, name, mut clients) = fresh_named(test, 1).await?;
+    let settings = super::PgSettings::for_test(&url, &name, lease_ttl);
+    Some((settings, clients.pop().expect("one client")))
+}
+
+#[expect(clippy::print_stderr, reason = "a skipped test says why, loudly")]
+async fn fresh_named(
+    test: &str,
+    connections: usize,
+) -> Option<(String, String, Vec<tokio_postgres::Client>)> {
     let env = Env::capture().expect("the environment");
     let Some(url) = env.get("MAILGATE_TEST_PG_URL").map(str::to_owned) else {
         let required = env.get("CI").is_some() || env.get("MAILGATE_PG_TESTS") == Some("require");
@@ -60,5 +78,5 @@ pub(crate) async fn fresh(test: &str, connections: usize) -> Option<Vec<tokio_po
     super::migrations::migrate(&mut clients[0])
         .await
         .expect("migrate the test database");
-    Some(clients)
+    Some((url, name, clients))
 }

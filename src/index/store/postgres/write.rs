@@ -20,7 +20,6 @@ use crate::index::status::IndexStatus;
 use crate::index::store::{Opened, Rebuild};
 use crate::index::{IndexError, IndexedMessage};
 
-
 /// What waits for the next commit, per message key (the last put or remove wins).
 enum Pending {
     Put(Box<MessageRow>),

@@ -1,0 +1,366 @@
+//! The shared store answers as the local one (test builds only): one generated mailbox written
+//! to tantivy and to PostgreSQL, then every kind of question asked of both. What decides a
+//! verdict must be equal: how many messages match, how many the scope holds, the content gaps,
+//! the candidates of an investigation. Rankings must be equal too (BM25 with the same boosts and
+//! constants over the same tokens; the corpus keeps fields short enough that tantivy stores
+//! their lengths exactly).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::read::PgRead;
+use super::write::PgWrite;
+use crate::backends::model::{
+    AttachmentMeta, ContentGap, Filters, MessageSummary, Order, SortBy, SortOrder,
+};
+use crate::index::state::StateBatch;
+use crate::index::store::Opened;
+use crate::index::tantivy_index::TantivyIndex;
+use crate::index::{
+    CandidateQuery, Clue, IndexHits, IndexQuery, IndexedMessage, TextIndex as _,
+    TextIndexWriter as _,
+};
+use crate::mime::Mailbox;
+
+const MAILBOX: &str = "sha256:parity";
+
+/// A small deterministic generator (xorshift): the same corpus on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    /// A word, the first ones far more often (as words are).
+    fn word(&mut self) -> &'static str {
+        let i = self.below(WORDS.len());
+        WORDS[self.below(i + 1)]
+    }
+
+    fn words(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.word()).collect::<Vec<_>>().join(" ")
+    }
+}
+
+const WORDS: [&str; 32] = [
+    "report",
+    "meeting",
+    "budget",
+    "invoice",
+    "project",
+    "review",
+    "quarter",
+    "lunch",
+    "contract",
+    "draft",
+    "schedule",
+    "travel",
+    "PROP-1001",
+    "prop1001",
+    "Q1",
+    "2024q1",
+    "kick-off",
+    "Überweisung",
+    "straße",
+    "東京都",
+    "naïve",
+    "e-mail",
+    "follow-up",
+    "deadline",
+    "vendor",
+    "ledger",
+    "audit",
+    "payroll",
+    "roadmap",
+    "offsite",
+    "zephyr",
+    "quokka",
+];
+
+const PEOPLE: [(&str, &str); 6] = [
+    ("Ana Lima", "ana.lima@example.com"),
+    ("Bo Chen", "bo.chen@example.org"),
+    ("Cleo Duarte", "cleo@example.com"),
+    ("Dmitri Ivanov", "d.ivanov@example.org"),
+    ("Eve Okafor", "eve.okafor@example.com"),
+    ("Finance Team", "finance@example.com"),
+];
+
+fn at(hours: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(1_767_000_000 + hours * 3600, 0).expect("a date")
+}
+
+fn corpus(n: usize) -> Vec<IndexedMessage> {
+    let mut rng = Rng(0x6d61_696c_6761_7465);
+    (0..n)
+        .map(|i| {
+            let folder = if rng.chance(70) { "inbox" } else { "archive" };
+            let mut summary = MessageSummary::blank(&format!("m{i}"), folder);
+            let nsubject = 1 + rng.below(5);
+            summary.subject = (!rng.chance(3)).then(|| rng.words(nsubject));
+            let (name, address) = PEOPLE[rng.below(PEOPLE.len())];
+            summary.from = Some(Mailbox {
+                name: Some(name.to_owned()),
+                address: Some(address.to_owned()),
+            });
+            summary.received = Some(at(i64::try_from(i).expect("small")));
+            summary.is_read = rng.chance(50);
+            for a in 0..rng.below(3) {
+                let nname = 1 + rng.below(2);
+                summary.attachments.push(AttachmentMeta {
+                    id: format!("a{a}"),
+                    name: Some(format!("{}.pdf", rng.words(nname).replace(' ', "-"))),
+                    content_type: "application/pdf".to_owned(),
+                    size: 1000,
+                    size_is_estimate: false,
+                    is_inline: false,
+                });
+            }
+            summary.has_attachments = !summary.attachments.is_empty();
+            summary.gap = rng.chance(5).then_some(ContentGap::TooLarge);
+            let nbody = 3 + rng.below(18);
+            let body = rng.words(nbody);
+            summary.preview = body.chars().take(40).collect();
+            let recipients = (0..1 + rng.below(2))
+                .map(|_| PEOPLE[rng.below(PEOPLE.len())].1.to_owned())
+                .collect();
+            let natt = if summary.has_attachments {
+                rng.below(10)
+            } else {
+                0
+            };
+            IndexedMessage {
+                internet_message_id: Some(format!("<m{i}@example.com>")),
+                thread_ids: Vec::new(),
+                recipients,
+                body,
+                attachment_text: rng.words(natt),
+                attachments_whole: !rng.chance(5),
+                summary,
+            }
+        })
+        .collect()
+}
+
+fn query(words: &[&str], folder: Option<&str>) -> IndexQuery {
+    IndexQuery {
+        folder_id: folder.map(str::to_owned),
+        words: words.iter().map(|w| (*w).to_owned()).collect(),
+        filters: Filters::default(),
+        limit: 10,
+        order: None,
+    }
+}
+
+fn queries() -> Vec<IndexQuery> {
+    let mut out = Vec::new();
+    for w in WORDS {
+        out.push(query(&[w], None));
+        out.push(query(&[w], Some("inbox")));
+    }
+    for pair in [
+        ["report", "budget"],
+        ["meeting", "lunch"],
+        ["prop", "1001"],
+        ["ana", "invoice"],
+        ["example", "quarter"],
+        ["tokyo", "report"],
+        ["ueberweisung", "strasse"],
+        ["e", "mail"],
+    ] {
+        out.push(query(&pair, None));
+        out.push(query(&pair, Some("archive")));
+    }
+    // Words no message holds, and a query of no indexable word.
+    out.push(query(&["xylophone"], None));
+    out.push(query(&["--"], Some("inbox")));
+    let filtered = |f: Filters| IndexQuery {
+        filters: f,
+        ..query(&["report"], None)
+    };
+    out.push(filtered(Filters {
+        sender: Some("LIMA".to_owned()),
+        ..Filters::default()
+    }));
+    out.push(filtered(Filters {
+        subject: Some("budget".to_owned()),
+        ..Filters::default()
+    }));
+    out.push(filtered(Filters {
+        date_from: Some(at(50)),
+        date_to: Some(at(150)),
+        ..Filters::default()
+    }));
+    out.push(filtered(Filters {
+        has_attachments: Some(true),
+        is_read: Some(false),
+        ..Filters::default()
+    }));
+    for (by, direction) in [
+        (SortBy::ReceivedDateTime, SortOrder::Desc),
+        (SortBy::ReceivedDateTime, SortOrder::Asc),
+        (SortBy::Subject, SortOrder::Asc),
+        (SortBy::Subject, SortOrder::Desc),
+    ] {
+        for words in [&[][..], &["meeting"][..]] {
+            out.push(IndexQuery {
+                order: Some(Order { by, direction }),
+                limit: 25,
+                ..query(words, Some("inbox"))
+            });
+        }
+    }
+    // Every match, not only the best ten.
+    out.push(IndexQuery {
+        limit: 1000,
+        ..query(&["review"], None)
+    });
+    out
+}
+
+fn candidate_queries() -> Vec<CandidateQuery> {
+    let clues = [
+        vec![Clue::Text("PROP-1001".to_owned())],
+        vec![Clue::Text("prop 1001".to_owned())],
+        vec![Clue::Text("2024 Q1".to_owned())],
+        vec![Clue::Text("kick off".to_owned())],
+        vec![Clue::Text("東京".to_owned())],
+        vec![Clue::AttachmentName("report".to_owned())],
+        vec![Clue::Gap],
+        vec![Clue::UnreadAttachments],
+        vec![Clue::Text("!!!".to_owned())],
+        vec![Clue::Text("zephyr".to_owned()), Clue::Gap],
+    ];
+    clues
+        .into_iter()
+        .flat_map(|c| {
+            ["inbox", "archive"].map(|folder| CandidateQuery {
+                folder_id: folder.to_owned(),
+                clues: c.clone(),
+                limit: 500,
+            })
+        })
+        .collect()
+}
+
+/// What must be equal: the counts, the gaps, the hits in order (by id), and, for ordered
+/// listings, the order's key (subjects may tie, and ties are in no promised order).
+fn assert_same(what: &str, ordered_by_subject: bool, local: &IndexHits, shared: &IndexHits) {
+    assert_eq!(local.matched, shared.matched, "{what}: matched");
+    assert_eq!(local.in_scope, shared.in_scope, "{what}: in scope");
+    assert_eq!(local.gaps, shared.gaps, "{what}: gaps");
+    let key = |h: &IndexHits| -> Vec<String> {
+        h.hits
+            .iter()
+            .map(|(m, _)| {
+                if ordered_by_subject {
+                    m.subject.clone().unwrap_or_default().to_lowercase()
+                } else {
+                    m.id.clone()
+                }
+            })
+            .collect()
+    };
+    assert_eq!(
+        key(local),
+        key(shared),
+        "{what}: hits\n local:  {:?}\n shared: {:?}",
+        local
+            .hits
+            .iter()
+            .map(|(m, s)| (&m.id, s))
+            .collect::<Vec<_>>(),
+        shared
+            .hits
+            .iter()
+            .map(|(m, s)| (&m.id, s))
+            .collect::<Vec<_>>()
+    );
+}
+
+async fn compare(local: &TantivyIndex, shared: &PgRead, round: &str) {
+    for q in queries() {
+        let what = format!(
+            "{round}: {:?} in {:?} by {:?}",
+            q.words, q.folder_id, q.order
+        );
+        let by_subject = q.order.is_some_and(|o| o.by == SortBy::Subject);
+        let a = local.search(&q).expect("local search");
+        let b = shared.search(&q).await.expect("shared search");
+        assert_same(&what, by_subject, &a, &b);
+    }
+    for q in candidate_queries() {
+        let what = format!("{round}: candidates {:?} in {}", q.clues, q.folder_id);
+        let a = local.candidates(&q).expect("local candidates");
+        let b = shared.candidates(&q).await.expect("shared candidates");
+        assert_same(&what, false, &a, &b);
+    }
+    for id in ["m0", "m7", "nope"] {
+        let a = local.summary(id).expect("local summary");
+        let b = shared.summary(id).await.expect("shared summary");
+        assert_eq!(
+            a.map(|s| (s.id, s.subject, s.gap)),
+            b.map(|s| (s.id, s.subject, s.gap)),
+            "{round}: summary of {id}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_shared_store_counts_and_ranks_as_the_local_one() {
+    let Some((settings, _admin)) =
+        super::testdb::fresh_settings("parity", Duration::from_secs(60)).await
+    else {
+        return;
+    };
+    let mut messages = corpus(400);
+    let (_tmp, local) = crate::index::tantivy_index::tests::index();
+    let mut local_writer = local.writer().expect("writer");
+    let Opened::Ready(mut shared_writer) = PgWrite::open(&settings, MAILBOX).await.expect("open")
+    else {
+        panic!("a fresh mailbox opens ready");
+    };
+    for m in &messages {
+        local_writer.put(m).expect("put");
+        shared_writer.put(m).expect("put");
+    }
+    local_writer.commit().expect("commit");
+    let batch = StateBatch {
+        folder: "inbox".to_owned(),
+        ..StateBatch::default()
+    };
+    shared_writer.commit(&batch).await.expect("commit");
+    let pool = super::pool(&settings, 2).expect("pool");
+    let shared = PgRead::new(pool, MAILBOX.to_owned());
+    compare(&local, &shared, "first sync").await;
+
+    // A later sync: some messages gone, some changed (moved to the other folder's words).
+    for i in (0..messages.len()).step_by(7) {
+        let m = &messages[i].summary;
+        local_writer.remove(&m.folder_id, &m.id).expect("remove");
+        shared_writer.remove(&m.folder_id, &m.id);
+    }
+    for i in (3..messages.len()).step_by(11) {
+        messages[i].body = format!("{} quokka quokka zephyr", messages[i].body);
+        messages[i].summary.is_read = !messages[i].summary.is_read;
+        local_writer.put(&messages[i]).expect("put");
+        shared_writer.put(&messages[i]).expect("put");
+    }
+    local_writer.commit().expect("commit");
+    shared_writer.commit(&batch).await.expect("commit");
+    compare(&local, &shared, "second sync").await;
+    shared_writer.close().await;
+}
