@@ -161,14 +161,18 @@ fn settings(env: &Env, config: Option<&Path>) -> Result<(Settings, Gates), Start
 }
 
 /// The app for `gates`, with what the environment adds: the embeddings endpoint and the shared
-/// index store.
-fn app(env: &Env, s: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
-    build_app(
-        s,
-        gates,
-        crate::embed::Semantic::from_env(env)?,
-        crate::index::store::postgres::resolve(env)?.as_ref(),
-    )
+/// database (its schema checked and its cursor key ring read before anything is served).
+async fn app(env: &Env, s: &Settings, gates: Gates) -> Result<Arc<App>, StartupError> {
+    use crate::index::store::postgres::{self, instance::SharedDatabase};
+    let shared = match postgres::resolve(env)? {
+        Some(pg) => Some(
+            SharedDatabase::open(pg)
+                .await
+                .map_err(|e| StartupError::IndexStore(e.to_string()))?,
+        ),
+        None => None,
+    };
+    build_app(s, gates, crate::embed::Semantic::from_env(env)?, shared)
 }
 
 async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
@@ -180,22 +184,22 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
         }
         Command::Serve { http: None } => {
             let (s, gates) = settings(env, config)?;
-            let app = app(env, &s, gates)?;
+            let app = app(env, &s, gates).await?;
             serve_stdio(app).await.map(|_| 0)
         }
         Command::Tools => {
             let (s, gates) = settings(env, config)?;
-            let app = app(env, &s, gates)?;
+            let app = app(env, &s, gates).await?;
             let names: Vec<&str> = app.tools.iter().map(|t| t.name).collect();
             write_out(&names.join("\n"))?;
             Ok(0)
         }
         Command::Call { tool, json } => {
             let (s, gates) = settings(env, config)?;
-            let app = app(env, &s, gates)?;
+            let app = app(env, &s, gates).await?;
             call_and_print(&app, &tool, &json).await
         }
-        Command::Policy { command } => policy(command, env, config),
+        Command::Policy { command } => policy(command, env, config).await,
         Command::Demo { .. } if config.is_some() => Err(StartupError::Usage(
             "demo uses its own plugin.json; --config does not apply to it".into(),
         )),
@@ -265,7 +269,11 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
     }
 }
 
-fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i32, StartupError> {
+async fn policy(
+    command: PolicyCommand,
+    env: &Env,
+    config: Option<&Path>,
+) -> Result<i32, StartupError> {
     match command {
         PolicyCommand::Explain { principal: None } => {
             let (s, gates) = settings(env, config)?;
@@ -281,7 +289,7 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
         }
         PolicyCommand::Check => {
             let (s, gates) = settings(env, config)?;
-            let app = app(env, &s, gates)?;
+            let app = app(env, &s, gates).await?;
             write_out(&format!(
                 "ok: the configuration starts; catalog of {} tools",
                 app.tools.len()
@@ -307,7 +315,7 @@ fn policy(command: PolicyCommand, env: &Env, config: Option<&Path>) -> Result<i3
 /// to start) but the app is built read-only whatever they say (security.md §7).
 async fn serve_http(env: &Env, s: &Settings, addr: &str) -> Result<i32, StartupError> {
     let http = HttpSettings::resolve(env, addr)?;
-    let app = app(env, s, Gates::read_only())?;
+    let app = app(env, s, Gates::read_only()).await?;
     crate::transport::http::serve_http(app, http).await?;
     Ok(0)
 }
@@ -324,7 +332,7 @@ async fn demo(
     if let Some(addr) = http {
         return serve_http(env, &s, addr).await;
     }
-    let app = app(env, &s, gates)?;
+    let app = app(env, &s, gates).await?;
     if serve || !std::io::stdin().is_terminal() {
         if serve_stdio(app).await? == Session::LeftBeforeInitialize {
             // Someone ran `demo --serve` by hand with stdin that is not a client.

@@ -46,7 +46,7 @@ pub(crate) fn build_app(
     settings: &Settings,
     gates: Gates,
     semantic: Option<Arc<crate::embed::Semantic>>,
-    shared_index: Option<&crate::index::store::postgres::PgSettings>,
+    shared: Option<crate::index::store::postgres::instance::SharedDatabase>,
 ) -> Result<Arc<App>, StartupError> {
     // One Graph client (connection pool, app token) for every Graph mailbox; its settings exist
     // exactly when one is listed, and a bad credential or URL stops startup here.
@@ -122,9 +122,13 @@ pub(crate) fn build_app(
             })
         })
         .transpose()?;
-    let indexes = open_indexes(settings, shared_index)?;
+    let (shared_index, shared_keys) = match shared {
+        Some(db) => (Some(db.settings), Some(db.cursor_keys)),
+        None => (None, None),
+    };
+    let indexes = open_indexes(settings, shared_index.as_ref())?;
     let coordination =
-        crate::coordination::Coordination::open(settings.cursor_keys_file.as_deref())
+        crate::coordination::Coordination::open(settings.cursor_keys_file.as_deref(), shared_keys)
             .map_err(StartupError::CursorKeys)?;
     let tools = catalog::build(&gates);
     Ok(Arc::new(App {

@@ -72,6 +72,8 @@ pub(crate) enum KeySource {
     Process,
     /// `MAILGATE_CURSOR_KEYS_FILE`: shared by every instance reading the file.
     File,
+    /// The shared index store's database (`MAILGATE_INDEX_URL`): shared by every instance on it.
+    Database,
 }
 
 /// The keys of this process: never empty, the first one issues.
@@ -161,6 +163,26 @@ impl CursorKeys {
             keys: keys.into_iter().map(|(_, key)| key).collect(),
             source: KeySource::File,
         })
+    }
+
+    /// Keys read from the shared database, newest (issuing) first; `None` when there are none.
+    pub(crate) fn from_database(secrets: Vec<Vec<u8>>) -> Option<Self> {
+        let keys: Vec<CursorKey> = secrets.into_iter().map(CursorKey::from_secret).collect();
+        (!keys.is_empty()).then_some(Self {
+            keys,
+            source: KeySource::Database,
+        })
+    }
+
+    /// A secret for a new key (what the first instance on a database stores).
+    pub(crate) fn new_secret() -> Vec<u8> {
+        let secret: [u8; 32] = rand::rng().random();
+        secret.to_vec()
+    }
+
+    /// The id a secret's key has (the database keeps it beside the secret, for operators).
+    pub(crate) fn id_of(secret: &[u8]) -> [u8; KEY_ID_BYTES] {
+        CursorKey::from_secret(secret.to_vec()).id
     }
 
     /// The key new cursors are signed with.

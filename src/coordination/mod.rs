@@ -22,17 +22,22 @@ pub(crate) struct Coordination {
 }
 
 impl Coordination {
-    /// From the key ring file when one is configured (`MAILGATE_CURSOR_KEYS_FILE`), else keys
-    /// of this process alone.
-    pub(crate) fn open(cursor_keys_file: Option<&Path>) -> Result<Self, KeyRingError> {
-        let cursor_keys = match cursor_keys_file {
-            Some(path) => CursorKeys::load(path)?,
-            None => CursorKeys::for_this_process(),
+    /// From the key ring file when one is configured (`MAILGATE_CURSOR_KEYS_FILE`), else the
+    /// ring the shared database holds (read at startup, `from_database`), else keys of this
+    /// process alone.
+    pub(crate) fn open(
+        cursor_keys_file: Option<&Path>,
+        from_database: Option<CursorKeys>,
+    ) -> Result<Self, KeyRingError> {
+        let cursor_keys = match (cursor_keys_file, from_database) {
+            (Some(path), _) => CursorKeys::load(path)?,
+            (None, Some(keys)) => keys,
+            (None, None) => CursorKeys::for_this_process(),
         };
         // Metadata only: how many keys and whether instances share them, never a key id.
         tracing::info!(
             keys = cursor_keys.len(),
-            shared = cursor_keys.source() == cursor_keys::KeySource::File,
+            shared = cursor_keys.source() != cursor_keys::KeySource::Process,
             "cursor key ring"
         );
         Ok(Self { cursor_keys })

@@ -75,6 +75,22 @@ async fn recorded(client: &impl tokio_postgres::GenericClient) -> Result<i32, Pg
     Ok(row.try_get(0)?)
 }
 
+/// Refuses a database whose schema is not this binary's: older (`mailgate index migrate`
+/// brings it up; a serving process never does) or newer (this mailgate is too old for it).
+pub(crate) async fn check(client: &impl tokio_postgres::GenericClient) -> Result<(), PgError> {
+    match SchemaState::of(recorded(client).await?) {
+        SchemaState::Current => Ok(()),
+        SchemaState::Behind { at } => Err(PgError::SchemaBehind {
+            at,
+            known: SCHEMA_VERSION,
+        }),
+        SchemaState::Ahead { at } => Err(PgError::SchemaAhead {
+            at,
+            known: SCHEMA_VERSION,
+        }),
+    }
+}
+
 /// Applies every pending migration in one transaction. A schema newer than this binary is
 /// refused, and nothing is changed.
 pub(crate) async fn migrate(client: &mut tokio_postgres::Client) -> Result<Migrated, PgError> {

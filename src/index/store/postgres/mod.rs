@@ -9,6 +9,7 @@
 //! server's message text, which can quote row values (mail).
 
 pub(crate) mod admin;
+pub(crate) mod instance;
 pub(crate) mod lease;
 pub(crate) mod migrations;
 #[cfg(test)]
@@ -52,6 +53,11 @@ pub(crate) enum PgError {
          upgrade mailgate"
     )]
     SchemaAhead { at: i32, known: i32 },
+    #[error(
+        "the database's schema is at version {at} and this mailgate needs {known}: run \
+         `mailgate index migrate`"
+    )]
+    SchemaBehind { at: i32, known: i32 },
 }
 
 impl From<tokio_postgres::Error> for PgError {
