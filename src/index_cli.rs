@@ -316,8 +316,17 @@ async fn sync_loop(
             })
         })
         .collect();
-    // The syncs read mail through the app; they never search an index.
-    let app = crate::startup::build_app(&settings, Gates::read_only(), semantic.clone(), None)?;
+    // The syncs read mail through the app (with the shared database's command budgets when
+    // there is one: syncs on several instances keep to an account's limits together).
+    let shared = match &place {
+        Place::Shared(pg) => Some(
+            crate::index::store::postgres::instance::SharedDatabase::open(pg.clone())
+                .await
+                .map_err(|e| StartupError::IndexStore(e.to_string()))?,
+        ),
+        Place::Local(_) => None,
+    };
+    let app = crate::startup::build_app(&settings, Gates::read_only(), semantic.clone(), shared)?;
     if let (Place::Shared(_), Some(_)) = (&place, &semantic) {
         write_out(
             "note: the shared index store keeps no vectors yet: these syncs index text only, \

@@ -58,7 +58,18 @@ pub(crate) fn build_app(
         .map_err(StartupError::Graph)?;
     // Every upstream account's limits, planned before any backend opens, so the aliases of one
     // account share one set.
+    let (shared_index, shared_keys) = match shared {
+        Some(db) => (Some(db.settings), Some(db.cursor_keys)),
+        None => (None, None),
+    };
+    let budgets = shared_index
+        .as_ref()
+        .map(|pg| crate::index::store::postgres::pool(pg, SHARED_BUDGET_CONNECTIONS))
+        .transpose()
+        .map_err(|e| StartupError::IndexStore(e.to_string()))?
+        .map(Arc::new);
     let upstream = crate::coordination::upstream::UpstreamLimits::plan(
+        budgets,
         settings
             .config
             .mailboxes
@@ -122,10 +133,6 @@ pub(crate) fn build_app(
             })
         })
         .transpose()?;
-    let (shared_index, shared_keys) = match shared {
-        Some(db) => (Some(db.settings), Some(db.cursor_keys)),
-        None => (None, None),
-    };
     let indexes = open_indexes(settings, shared_index.as_ref())?;
     let coordination =
         crate::coordination::Coordination::open(settings.cursor_keys_file.as_deref(), shared_keys)
@@ -181,6 +188,8 @@ fn open_indexes(
 
 /// Connections the server keeps to the shared index store at most (answers beyond wait).
 const SHARED_INDEX_CONNECTIONS: usize = 8;
+/// Connections for the shared command budgets (one short statement per upstream command).
+const SHARED_BUDGET_CONNECTIONS: usize = 4;
 
 fn open_local_indexes(settings: &Settings) -> crate::index::reader::Indexes {
     use crate::index::reader::Indexes;

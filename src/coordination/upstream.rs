@@ -4,8 +4,8 @@
 //! backends name the account they reach ([`AccountKey`]) and what they need of it
 //! ([`AccountPlan`]) when startup opens them; [`UpstreamLimits`] merges the plans of one account
 //! (the strictest wins) and hands every backend of the account the same [`AccountLimits`].
-//! In-process today: a database-backed form replaces the bucket and the semaphore when
-//! instances share one.
+//! With a shared database the command budget is the database's ([`SharedBucket`]: every
+//! instance on it takes from one bucket per account); otherwise a bucket in this process.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +14,8 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::rate::TokenBucket;
+use crate::index::store::postgres::Pool;
+use crate::index::store::postgres::buckets::SharedBucket;
 
 /// An upstream account, as its provider counts it. Never logged or shown: it holds a login.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -66,29 +68,43 @@ impl AccountPlan {
     }
 }
 
+/// Where an account's command budget is kept.
+#[derive(Debug)]
+enum Budget {
+    /// This process alone.
+    Local(TokenBucket),
+    /// Every instance on the shared database.
+    Shared(SharedBucket),
+}
+
 /// The limits of one account, shared by every backend that reaches it.
 #[derive(Debug)]
 pub(crate) struct AccountLimits {
     /// Commands per minute, when the account counts them.
-    commands: Option<TokenBucket>,
+    commands: Option<Budget>,
     /// Connections or requests at once.
     at_once: Semaphore,
 }
 
 impl AccountLimits {
-    fn new(plan: AccountPlan) -> Self {
+    fn new(key: &AccountKey, plan: AccountPlan, shared: Option<&Arc<Pool>>) -> Self {
+        let window = Duration::from_secs(60);
         Self {
-            commands: plan
-                .per_minute
-                .map(|n| TokenBucket::new(n, Duration::from_secs(60))),
+            commands: plan.per_minute.map(|n| match shared {
+                Some(pool) => {
+                    Budget::Shared(SharedBucket::new(Arc::clone(pool), &key.0, n, window))
+                }
+                None => Budget::Local(TokenBucket::new(n, window)),
+            }),
             at_once: Semaphore::new(plan.at_once.max(1)),
         }
     }
 
     /// Takes one command of the account's budget, or says how long until one is there.
-    pub(crate) fn admit(&self) -> Result<(), Duration> {
+    pub(crate) async fn admit(&self) -> Result<(), Duration> {
         match &self.commands {
-            Some(bucket) => bucket.try_take(),
+            Some(Budget::Local(bucket)) => bucket.try_take(),
+            Some(Budget::Shared(bucket)) => bucket.try_take().await,
             None => Ok(()),
         }
     }
@@ -100,15 +116,29 @@ impl AccountLimits {
 }
 
 /// Every account's limits, keyed by account.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct UpstreamLimits {
     accounts: BTreeMap<AccountKey, Arc<AccountLimits>>,
+    /// The shared database's connections for the command budgets, when there is one.
+    shared: Option<Arc<Pool>>,
+}
+
+impl std::fmt::Debug for UpstreamLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamLimits")
+            .field("accounts", &self.accounts.len())
+            .field("shared", &self.shared.is_some())
+            .finish()
+    }
 }
 
 impl UpstreamLimits {
     /// The limits of the accounts `plans` name, one set per account, each the strictest of the
-    /// plans that name it.
-    pub(crate) fn plan(plans: impl IntoIterator<Item = (AccountKey, AccountPlan)>) -> Self {
+    /// plans that name it; their command budgets in the shared database when `shared` is given.
+    pub(crate) fn plan(
+        shared: Option<Arc<Pool>>,
+        plans: impl IntoIterator<Item = (AccountKey, AccountPlan)>,
+    ) -> Self {
         let mut merged: BTreeMap<AccountKey, AccountPlan> = BTreeMap::new();
         for (key, plan) in plans {
             merged
@@ -119,17 +149,22 @@ impl UpstreamLimits {
         Self {
             accounts: merged
                 .into_iter()
-                .map(|(key, plan)| (key, Arc::new(AccountLimits::new(plan))))
+                .map(|(key, plan)| {
+                    let limits = AccountLimits::new(&key, plan, shared.as_ref());
+                    (key, Arc::new(limits))
+                })
                 .collect(),
+            shared,
         }
     }
 
     /// The limits of `key`; an account no plan named gets its own, from `plan` (so a backend
     /// opened outside startup is still limited).
     pub(crate) fn of(&self, key: &AccountKey, plan: AccountPlan) -> Arc<AccountLimits> {
-        self.accounts
-            .get(key)
-            .map_or_else(|| Arc::new(AccountLimits::new(plan)), Arc::clone)
+        self.accounts.get(key).map_or_else(
+            || Arc::new(AccountLimits::new(key, plan, self.shared.as_ref())),
+            Arc::clone,
+        )
     }
 }
 
@@ -142,35 +177,38 @@ mod tests {
         at_once: 4,
     };
 
-    #[test]
-    fn aliases_of_one_account_share_the_strictest_limits() {
+    #[tokio::test]
+    async fn aliases_of_one_account_share_the_strictest_limits() {
         let same = AccountKey::imap("Mail.Example.org", 993, "team");
-        let limits = UpstreamLimits::plan([
-            (AccountKey::imap("mail.example.org", 993, "team"), IMAP),
-            (
-                same.clone(),
-                AccountPlan {
-                    per_minute: Some(3),
-                    at_once: 8,
-                },
-            ),
-            (AccountKey::imap("mail.example.org", 993, "other"), IMAP),
-        ]);
+        let limits = UpstreamLimits::plan(
+            None,
+            [
+                (AccountKey::imap("mail.example.org", 993, "team"), IMAP),
+                (
+                    same.clone(),
+                    AccountPlan {
+                        per_minute: Some(3),
+                        at_once: 8,
+                    },
+                ),
+                (AccountKey::imap("mail.example.org", 993, "other"), IMAP),
+            ],
+        );
         let a = limits.of(&same, IMAP);
         let b = limits.of(&AccountKey::imap("mail.example.org", 993, "team"), IMAP);
         assert!(Arc::ptr_eq(&a, &b), "one set of limits per account");
         assert_eq!(a.at_once().available_permits(), 4);
         for _ in 0..3 {
-            b.admit().expect("within the strictest budget");
+            b.admit().await.expect("within the strictest budget");
         }
         assert!(
-            a.admit().is_err(),
+            a.admit().await.is_err(),
             "the budget is the account's, not an alias's"
         );
         // Another login on the same server is another account.
         let other = limits.of(&AccountKey::imap("mail.example.org", 993, "other"), IMAP);
         assert!(!Arc::ptr_eq(&a, &other));
-        other.admit().expect("its own budget");
+        other.admit().await.expect("its own budget");
     }
 
     #[test]
@@ -199,16 +237,16 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_account_without_a_command_budget_admits_every_command() {
+    #[tokio::test]
+    async fn an_account_without_a_command_budget_admits_every_command() {
         let graph = AccountPlan {
             per_minute: None,
             at_once: 4,
         };
-        let limits = UpstreamLimits::plan([(AccountKey::graph("a@example.org"), graph)]);
+        let limits = UpstreamLimits::plan(None, [(AccountKey::graph("a@example.org"), graph)]);
         let a = limits.of(&AccountKey::graph("a@example.org"), graph);
         for _ in 0..100 {
-            a.admit().expect("no command budget");
+            a.admit().await.expect("no command budget");
         }
     }
 }

@@ -397,7 +397,7 @@ impl ImapStore {
         ids: &[String],
         want: AttachmentWant,
     ) -> Vec<Result<IndexFetch, BackendError>> {
-        let (groups, mut results) = match self.batch_start::<IndexFetch>(ids) {
+        let (groups, mut results) = match self.batch_start::<IndexFetch>(ids).await {
             Ok(started) => started,
             Err(refused) => return refused,
         };

@@ -140,9 +140,10 @@ impl ImapStore {
     }
 
     /// Takes one token of the account's budget, or says when one will be there.
-    fn admit(&self) -> Result<(), BackendError> {
+    async fn admit(&self) -> Result<(), BackendError> {
         self.account
             .admit()
+            .await
             .map_err(|wait| BackendError::Throttled {
                 retry_after: Some(wait),
             })
@@ -438,10 +439,10 @@ type Answers<T> = Vec<Result<T, BackendError>>;
 impl ImapStore {
     /// The start of a batched read of `ids`: grouped by folder with refused ids failed, once
     /// the rate limit admits the call (else every id fails with the throttle).
-    fn batch_start<T>(&self, ids: &[String]) -> Result<(Grouped, Slots<T>), Answers<T>> {
+    async fn batch_start<T>(&self, ids: &[String]) -> Result<(Grouped, Slots<T>), Answers<T>> {
         let (groups, refused) = by_folder(ids);
         let results: Slots<T> = refused.into_iter().map(|r| r.map(Err)).collect();
-        match self.admit() {
+        match self.admit().await {
             Ok(()) => Ok((groups, results)),
             Err(e) => Err(results
                 .into_iter()
@@ -586,7 +587,7 @@ impl MailStore for ImapStore {
     }
 
     async fn list_folders(&self) -> Result<Vec<FolderInfo>, BackendError> {
-        self.admit()?;
+        self.admit().await?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             let list = self.folders(conn, true).await?;
             let mut folders = Vec::with_capacity(list.len());
@@ -628,7 +629,7 @@ impl MailStore for ImapStore {
         folder: &FolderSelector,
         max_items: usize,
     ) -> Result<FolderStats, BackendError> {
-        self.admit()?;
+        self.admit().await?;
         let deadline = Self::deadline();
         with_conn!(self.pool, deadline, Repeat::Safe, |conn| {
             let wire = self.resolve(conn, folder).await?;
@@ -689,7 +690,7 @@ impl MailStore for ImapStore {
     }
 
     async fn scan(&self, req: &ScanRequest, query: Option<&str>) -> Result<Page, BackendError> {
-        self.admit()?;
+        self.admit().await?;
         let Some(criteria) = criteria(req, query)? else {
             // No word to search for: nothing can match.
             return Ok(Page::default());
@@ -774,7 +775,7 @@ impl MailStore for ImapStore {
 
     async fn get_message(&self, id: &str) -> Result<MessageDetail, BackendError> {
         let m = MessageRef::parse(id)?;
-        self.admit()?;
+        self.admit().await?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             let uid_validity = conn.open(&m.folder, false).await?;
             current(&m, uid_validity)?;
@@ -794,7 +795,7 @@ impl MailStore for ImapStore {
         deadline: Instant,
     ) -> Vec<Result<MessageText, BackendError>> {
         let ids: Vec<String> = wanted.iter().map(|m| m.id.clone()).collect();
-        let (groups, mut results) = match self.batch_start::<MessageText>(&ids) {
+        let (groups, mut results) = match self.batch_start::<MessageText>(&ids).await {
             Ok(started) => started,
             Err(refused) => return refused,
         };
@@ -849,7 +850,7 @@ impl MailStore for ImapStore {
     }
 
     async fn categories(&self) -> Result<super::Categories, BackendError> {
-        self.admit()?;
+        self.admit().await?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             Ok(super::Categories::Listed(conn.keywords().await?))
         })
@@ -859,7 +860,7 @@ impl MailStore for ImapStore {
         if let FolderSelector::Id(id) = folder {
             ids::folder_name(id)?;
         }
-        self.admit()?;
+        self.admit().await?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             let wire = self.existing(conn, folder).await?;
             Ok(ids::folder_id(&wire))
@@ -872,7 +873,7 @@ impl MailStore for ImapStore {
         cursor: Option<&str>,
     ) -> Result<FolderSync, BackendError> {
         let wire = ids::folder_name(folder_id)?;
-        self.admit()?;
+        self.admit().await?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             let how = changes::How {
                 condstore: self.condstore_allowed && conn.caps.condstore,
@@ -896,7 +897,7 @@ impl MailStore for ImapStore {
         message_id: &str,
     ) -> Result<Vec<AttachmentMeta>, BackendError> {
         let m = MessageRef::parse(message_id)?;
-        self.admit()?;
+        self.admit().await?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             Ok(attachment_parts(conn, &m)
                 .await?
@@ -914,7 +915,7 @@ impl MailStore for ImapStore {
     ) -> Result<(AttachmentMeta, Vec<u8>), BackendError> {
         let m = MessageRef::parse(message_id)?;
         let path = section_path(attachment_id)?;
-        self.admit()?;
+        self.admit().await?;
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             let part = attachment_parts(conn, &m)
                 .await?

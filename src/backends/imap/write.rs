@@ -18,7 +18,7 @@ impl MailWrite for ImapStore {
         raw: &[u8],
         flags: Flags,
     ) -> Result<String, BackendError> {
-        self.admit()?;
+        self.admit().await?;
         let flag_list = [(flags.seen, "\\Seen"), (flags.draft, "\\Draft")]
             .iter()
             .filter(|(on, _)| *on)
@@ -62,7 +62,7 @@ impl MailWrite for ImapStore {
         ids: &[String],
         read: bool,
     ) -> Result<Vec<ItemResult<()>>, BackendError> {
-        self.admit()?;
+        self.admit().await?;
         let (groups, refused) = by_folder(ids);
         with_conn!(self.pool, Self::deadline(), Repeat::Safe, |conn| {
             let mut results: Vec<ItemResult<()>> = unsettled(&refused);
@@ -99,7 +99,7 @@ impl ImapStore {
         ids: &[String],
         destination: &FolderSelector,
     ) -> Result<Vec<ItemResult<String>>, BackendError> {
-        self.admit()?;
+        self.admit().await?;
         let (groups, refused) = by_folder(ids);
         with_conn!(self.pool, Self::deadline(), Repeat::Never, |conn| {
             if verb == "MOVE" && !conn.caps.r#move {

@@ -9,6 +9,7 @@
 //! server's message text, which can quote row values (mail).
 
 pub(crate) mod admin;
+pub(crate) mod buckets;
 pub(crate) mod instance;
 pub(crate) mod lease;
 pub(crate) mod migrations;
