@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 use super::rate::TokenBucket;
 use crate::index::store::postgres::Pool;
 use crate::index::store::postgres::buckets::SharedBucket;
+use crate::index::store::postgres::slots::{SharedSlot, SharedSlots};
 
 /// An upstream account, as its provider counts it. Never logged or shown: it holds a login.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -82,11 +83,44 @@ enum Budget {
 pub(crate) struct AccountLimits {
     /// Commands per minute, when the account counts them.
     commands: Option<Budget>,
-    /// Connections or requests at once.
+    /// Connections or requests at once, in this process.
     at_once: Semaphore,
+    /// The same, across every instance on the shared database.
+    shared_slots: Option<SharedSlots>,
+}
+
+/// Why an account's gate could not be entered.
+#[derive(Debug, thiserror::Error)]
+#[error("the account's request gate is unavailable")]
+pub(crate) struct GateUnavailable;
+
+/// A request or connection admitted under an account's "at once" limit; leaving drops it.
+#[derive(Debug)]
+pub(crate) struct Entered<'a> {
+    _local: tokio::sync::SemaphorePermit<'a>,
+    _shared: Option<SharedSlot>,
+}
+
+impl std::fmt::Debug for SharedSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedSlot(..)")
+    }
 }
 
 impl AccountLimits {
+    /// Limits of this process alone: `at_once`, and no command budget (a gate of mailgate's
+    /// own, like the Graph sender's one submission at a time).
+    pub(crate) fn in_process(at_once: usize) -> Self {
+        Self::new(
+            &AccountKey("in-process".to_owned()),
+            AccountPlan {
+                per_minute: None,
+                at_once,
+            },
+            None,
+        )
+    }
+
     fn new(key: &AccountKey, plan: AccountPlan, shared: Option<&Arc<Pool>>) -> Self {
         let window = Duration::from_secs(60);
         Self {
@@ -97,6 +131,8 @@ impl AccountLimits {
                 None => Budget::Local(TokenBucket::new(n, window)),
             }),
             at_once: Semaphore::new(plan.at_once.max(1)),
+            shared_slots: shared
+                .map(|pool| SharedSlots::new(Arc::clone(pool), &key.0, plan.at_once)),
         }
     }
 
@@ -109,9 +145,22 @@ impl AccountLimits {
         }
     }
 
-    /// The account's connections or requests at once.
-    pub(crate) fn at_once(&self) -> &Semaphore {
-        &self.at_once
+    /// Waits for room under the account's "at once" limit (this process's, then every
+    /// instance's when they share a database) and takes it until the guard drops. The caller
+    /// bounds the wait by its deadline.
+    pub(crate) async fn enter(&self) -> Result<Entered<'_>, GateUnavailable> {
+        let local = self.at_once.acquire().await.map_err(|_| GateUnavailable)?;
+        let shared = match &self.shared_slots {
+            Some(slots) => Some(slots.enter().await.map_err(|e| {
+                tracing::warn!(error = %e, "the shared request gate could not be entered");
+                GateUnavailable
+            })?),
+            None => None,
+        };
+        Ok(Entered {
+            _local: local,
+            _shared: shared,
+        })
     }
 }
 
@@ -197,7 +246,7 @@ mod tests {
         let a = limits.of(&same, IMAP);
         let b = limits.of(&AccountKey::imap("mail.example.org", 993, "team"), IMAP);
         assert!(Arc::ptr_eq(&a, &b), "one set of limits per account");
-        assert_eq!(a.at_once().available_permits(), 4);
+        assert_eq!(a.at_once.available_permits(), 4);
         for _ in 0..3 {
             b.admit().await.expect("within the strictest budget");
         }

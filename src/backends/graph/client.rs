@@ -19,10 +19,10 @@
 
 use std::time::{Duration, Instant};
 
+use crate::coordination::upstream::AccountLimits;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
-use tokio::sync::Semaphore;
 
 use super::auth::TokenSource;
 use super::endpoints::Endpoints;
@@ -169,7 +169,7 @@ impl GraphClient {
     /// Sends `req` under `gate` and the deadline; the body of a 2xx answer.
     pub(crate) async fn exchange(
         &self,
-        gate: &Semaphore,
+        gate: &AccountLimits,
         req: &Request,
         deadline: Instant,
     ) -> Result<Vec<u8>, BackendError> {
@@ -183,7 +183,7 @@ impl GraphClient {
     /// Throttling, token refresh and the deadline work exactly as for `exchange`.
     pub(crate) async fn exchange_or_refusal(
         &self,
-        gate: &Semaphore,
+        gate: &AccountLimits,
         req: &Request,
         deadline: Instant,
     ) -> Result<Result<Vec<u8>, Refusal>, BackendError> {
@@ -192,10 +192,7 @@ impl GraphClient {
         let mut retries = 0;
         loop {
             let exchange = async {
-                let _slot = gate
-                    .acquire()
-                    .await
-                    .map_err(|_| BackendError::Unavailable)?;
+                let _slot = gate.enter().await.map_err(|_| BackendError::Unavailable)?;
                 let token = self.tokens.get().await?;
                 let response = self
                     .build(req, token.expose())
@@ -264,7 +261,7 @@ impl GraphClient {
     /// [`Self::exchange`], the answer parsed as JSON (`Malformed` when it is not what `T` needs).
     pub(crate) async fn json<T: DeserializeOwned>(
         &self,
-        gate: &Semaphore,
+        gate: &AccountLimits,
         req: &Request,
         deadline: Instant,
     ) -> Result<T, BackendError> {

@@ -21,7 +21,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use reqwest::Method;
-use tokio::sync::Semaphore;
 
 use self::auth::{AppCredential, TokenSource};
 use self::client::{Body, GraphClient, Repeat, Request};
@@ -166,8 +165,8 @@ impl GraphStore {
     }
 
     /// The mailbox's request gate.
-    fn gate(&self) -> &Semaphore {
-        self.mailbox.at_once()
+    fn gate(&self) -> &AccountLimits {
+        &self.mailbox
     }
 
     fn url(&self, segments: &[&str]) -> reqwest::Url {
@@ -841,7 +840,7 @@ impl MailWrite for GraphStore {
 /// Sends through Graph's `sendMail` as the permit's pinned sender. Graph saves the Sent copy.
 pub(crate) struct GraphSender {
     client: Arc<GraphClient>,
-    gate: Semaphore,
+    gate: AccountLimits,
 }
 
 /// Why a Graph send failed, as a class.
@@ -853,7 +852,7 @@ impl GraphSender {
     pub(crate) fn new(client: Arc<GraphClient>) -> Self {
         Self {
             client,
-            gate: Semaphore::new(1),
+            gate: AccountLimits::in_process(1),
         }
     }
 

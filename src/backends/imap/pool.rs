@@ -14,8 +14,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::SemaphorePermit;
-
 use super::conn::{self, Endpoint, ImapSession, ServerCaps};
 use crate::backends::BackendError;
 use crate::coordination::upstream::AccountLimits;
@@ -117,7 +115,7 @@ pub(crate) struct Lease<'a> {
     conn: Option<Conn>,
     reused: bool,
     clean: bool,
-    _slot: SemaphorePermit<'a>,
+    _slot: crate::coordination::upstream::Entered<'a>,
 }
 
 impl Drop for Lease<'_> {
@@ -149,7 +147,7 @@ impl Pool {
         fresh: bool,
     ) -> Result<Lease<'_>, BackendError> {
         let deadline = tokio::time::Instant::from_std(deadline);
-        let slot = tokio::time::timeout_at(deadline, self.account.at_once().acquire())
+        let slot = tokio::time::timeout_at(deadline, self.account.enter())
             .await
             .map_err(|_| BackendError::Timeout)?
             .map_err(|_| BackendError::Unavailable)?;

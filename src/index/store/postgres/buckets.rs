@@ -42,15 +42,20 @@ const TAKE: &str = "WITH level AS (
      WHERE b.account = $1
     RETURNING level.v";
 
+/// What the database stores of an upstream account's key: a digest (the key holds a login).
+pub(crate) fn account_digest(key: &str) -> Vec<u8> {
+    sha2::Sha256::new()
+        .chain_update(ACCOUNT_DOMAIN)
+        .chain_update(key.as_bytes())
+        .finalize()
+        .to_vec()
+}
+
 impl SharedBucket {
     /// The bucket of the account `key` names (its text is digested, never stored), holding
     /// `capacity` commands and refilled at `capacity` per `window`.
     pub(crate) fn new(pool: Arc<Pool>, key: &str, capacity: u32, window: Duration) -> Self {
-        let account = sha2::Sha256::new()
-            .chain_update(ACCOUNT_DOMAIN)
-            .chain_update(key.as_bytes())
-            .finalize()
-            .to_vec();
+        let account = account_digest(key);
         let capacity = f64::from(capacity.max(1));
         Self {
             pool,

@@ -18,6 +18,7 @@ mod parity;
 pub(crate) mod read;
 pub(crate) mod rows;
 pub(crate) mod settings;
+pub(crate) mod slots;
 #[cfg(test)]
 mod testdb;
 pub(crate) mod write;

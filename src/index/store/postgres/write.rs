@@ -51,7 +51,7 @@ pub(crate) struct PgWrite {
 }
 
 /// A name for this sync, unique among every instance's (the lease's holder).
-fn holder() -> String {
+pub(crate) fn holder() -> String {
     use rand::RngExt as _;
     let nonce: [u8; 8] = rand::rng().random();
     format!(

@@ -120,6 +120,16 @@ CREATE TABLE mailgate_account_buckets (
     updated_at timestamptz NOT NULL
 );
 
+-- Per upstream account "at once" limits shared by every instance: N slots per account, each
+-- held by one request or connection until given back or expired (a dead holder's).
+CREATE TABLE mailgate_account_slots (
+    account bytea NOT NULL,
+    slot integer NOT NULL,
+    holder text NOT NULL,
+    expires_at timestamptz NOT NULL,
+    PRIMARY KEY (account, slot)
+);
+
 DO $$
 DECLARE
     t text;
