@@ -256,6 +256,20 @@ fn main() {
         ms(spawned.1)
     ));
 
+    // The shared store, on the same corpus, beside the local one.
+    shared_store(
+        &mg,
+        &knobs,
+        &mix,
+        Local {
+            ingest: ingest_rate,
+            p50,
+            p99,
+            size,
+        },
+        &mut report,
+    );
+
     // Incremental: 100 new messages.
     generate(&bench, knobs.size, INCREMENTAL, 0x5eed_0100);
     let inc = mg.sync_timed("bench");
@@ -372,6 +386,202 @@ fn knobs() -> Knobs {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The shared store (PostgreSQL)
+
+/// The local store's figures the shared store's are printed beside.
+struct Local {
+    ingest: f64,
+    p50: Duration,
+    p99: Duration,
+    size: u64,
+}
+
+fn postgres_script(args: &[&str]) -> Option<String> {
+    let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/postgres.sh"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The test PostgreSQL's port (started when a full run finds it down; a smoke run only uses
+/// one already running), or why the shared half is skipped.
+fn postgres_port(smoke: bool) -> Result<u16, String> {
+    if std::env::var("MAILGATE_INDEX_BENCH_PG").is_ok_and(|v| v == "0") {
+        return Err("MAILGATE_INDEX_BENCH_PG=0".to_owned());
+    }
+    if postgres_script(&["running"]).is_none() {
+        if smoke {
+            return Err("no test PostgreSQL running (scripts/postgres.sh up)".to_owned());
+        }
+        postgres_script(&["up"]).ok_or("scripts/postgres.sh up failed")?;
+    }
+    let env = postgres_script(&["env"]).ok_or("scripts/postgres.sh env failed")?;
+    env.lines()
+        .find_map(|l| l.strip_prefix("export MAILGATE_TEST_PG_URL="))
+        .and_then(|url| url.trim().rsplit_once(':'))
+        .and_then(|(_, rest)| rest.split('/').next())
+        .and_then(|port| port.parse().ok())
+        .ok_or_else(|| "scripts/postgres.sh env printed no URL".to_owned())
+}
+
+fn psql(sql: &str) -> String {
+    postgres_script(&["psql", "-tA", "-c", sql])
+        .unwrap_or_else(|| panic!("psql {sql:?} failed"))
+        .trim()
+        .to_owned()
+}
+
+/// Searches of the mix answered per second by `servers` instances together, each with one
+/// call in flight, for `per_server` calls each.
+fn throughput(servers: &mut [Server], mix: &[Query], per_server: usize) -> f64 {
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for (n, server) in servers.iter_mut().enumerate() {
+            scope.spawn(move || {
+                for i in 0..per_server {
+                    let _ = server.search("bench", &mix[(i + n * 7) % mix.len()], "index", 10);
+                }
+            });
+        }
+    });
+    (servers.len() * per_server) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The same corpus synced into the shared store (a database of the test PostgreSQL, made and
+/// dropped here): ingest, size, query latency, and searches per second from one and from two
+/// instances on the database.
+fn shared_store(mg: &Mailgate, knobs: &Knobs, mix: &[Query], local: Local, report: &mut Report) {
+    let port = match postgres_port(knobs.smoke) {
+        Ok(port) => port,
+        Err(why) => {
+            println!("shared store: skipped: {why}");
+            report.note(format!("shared store (PostgreSQL): skipped: {why}"));
+            return;
+        }
+    };
+    let db = format!("mailgate_bench_{}", std::process::id());
+    psql(&format!("DROP DATABASE IF EXISTS {db}"));
+    psql(&format!("CREATE DATABASE {db} OWNER mailgate"));
+    let pg = Mailgate {
+        home: mg.home.clone(),
+        config: mg.config.clone(),
+        extra_env: vec![
+            (
+                "MAILGATE_INDEX_URL".to_owned(),
+                format!("postgres://mailgate@127.0.0.1:{port}/{db}"),
+            ),
+            (
+                "MAILGATE_INDEX_PASSWORD_ENV".to_owned(),
+                "BENCH_INDEX_PASSWORD".to_owned(),
+            ),
+            ("BENCH_INDEX_PASSWORD".to_owned(), "mailgate".to_owned()),
+        ],
+    };
+    let migrated = pg
+        .command(&["index", "migrate"])
+        .output()
+        .expect("run index migrate");
+    assert!(migrated.status.success(), "index migrate: {migrated:?}");
+    let empty: u64 = psql(&format!("SELECT pg_database_size('{db}')"))
+        .parse()
+        .expect("a size");
+    let sync = pg.sync_timed("bench");
+    assert!(
+        sync.ok,
+        "index sync into the shared store failed:\n{}",
+        sync.output
+    );
+    let ingest = knobs.size as f64 / sync.elapsed.as_secs_f64();
+    psql("CHECKPOINT");
+    let size = psql(&format!("SELECT pg_database_size('{db}')"))
+        .parse::<u64>()
+        .expect("a size")
+        .saturating_sub(empty);
+    let mut server = Server::start(&pg, "serve-pg.stderr");
+    server.handshake();
+    for q in mix {
+        let _ = server.search("bench", q, "index", 10);
+    }
+    let mut lat = Vec::new();
+    let mut statuses: BTreeMap<String, usize> = BTreeMap::new();
+    for i in 0..knobs.queries {
+        let (d, answer) = server.search("bench", &mix[i % mix.len()], "index", 10);
+        *statuses.entry(status_of(&answer)).or_default() += 1;
+        lat.push(d);
+    }
+    assert!(
+        statuses.keys().all(|s| s == "FOUND" || s == "NOT_FOUND"),
+        "shared store searches answered {statuses:?}"
+    );
+    let (p50, p99) = (pct(&mut lat, 50), pct(&mut lat, 99));
+    let mut second = Server::start(&pg, "serve-pg-2.stderr");
+    second.handshake();
+    let per_server = knobs.queries / 2;
+    let one = throughput(std::slice::from_mut(&mut server), mix, per_server);
+    let mut both = [server, second];
+    let two = throughput(&mut both, mix, per_server);
+    for server in both {
+        server.stop();
+    }
+    println!(
+        "shared store (PostgreSQL 18, loopback): ingest {} messages in {:.2} s ({ingest:.0} \
+         msg/s, local {:.0}); size {:.1} MB (local {:.1} MB); search p50 {} p99 {} (local {} / \
+         {}); searches/s with one call in flight per instance: one instance {one:.0}, two \
+         instances {two:.0}",
+        knobs.size,
+        sync.elapsed.as_secs_f64(),
+        local.ingest,
+        size as f64 / 1e6,
+        local.size as f64 / 1e6,
+        ms(p50),
+        ms(p99),
+        ms(local.p50),
+        ms(local.p99),
+    );
+    report.row(Row::beside(
+        "ingest, shared store (msg/s)",
+        ingest,
+        "local store",
+        local.ingest,
+        "msg/s",
+    ));
+    report.row(Row::beside(
+        "index size, shared store (MB)",
+        size as f64 / 1e6,
+        "local store",
+        local.size as f64 / 1e6,
+        "MB",
+    ));
+    report.row(Row::beside(
+        "query p50, shared store (ms)",
+        p50.as_secs_f64() * 1e3,
+        "local store",
+        local.p50.as_secs_f64() * 1e3,
+        "ms",
+    ));
+    report.row(Row::beside(
+        "query p99, shared store (ms)",
+        p99.as_secs_f64() * 1e3,
+        "local store",
+        local.p99.as_secs_f64() * 1e3,
+        "ms",
+    ));
+    report.row(Row::beside(
+        "searches/s, two instances, shared",
+        two,
+        "one instance",
+        one,
+        "/s",
+    ));
+    psql(&format!("DROP DATABASE IF EXISTS {db}"));
+}
+
+// ---------------------------------------------------------------------------------------------
 // The report
 
 #[derive(Default)]
@@ -393,9 +603,25 @@ struct Row {
     unit: &'static str,
     /// true: mailgate must be >= target; false: <= target.
     higher_is_better: bool,
+    /// A figure printed beside its anchor with no target (the shared store's).
+    beside: bool,
 }
 
 impl Row {
+    /// A figure with no target, printed beside the anchor measured in the same run.
+    fn beside(
+        figure: &'static str,
+        mailgate: f64,
+        anchor_text: &'static str,
+        anchor: f64,
+        unit: &'static str,
+    ) -> Self {
+        Row {
+            beside: true,
+            ..Row::higher(figure, mailgate, None, anchor_text, Some(anchor), unit)
+        }
+    }
+
     fn higher(
         figure: &'static str,
         mailgate: f64,
@@ -412,6 +638,7 @@ impl Row {
             anchor,
             unit,
             higher_is_better: true,
+            beside: false,
         }
     }
 
@@ -431,6 +658,7 @@ impl Row {
 
     fn verdict(&self) -> &'static str {
         match self.target {
+            None if self.beside => "measured",
             None => "skipped",
             Some(_) if self.mailgate.is_nan() => "n/a",
             Some(t) if self.higher_is_better && self.mailgate >= t => "pass",

@@ -269,6 +269,33 @@ async fn call_and_print(app: &Arc<App>, tool: &str, json: &str) -> Result<i32, S
     }
 }
 
+/// The statuses of the aliases' indexes in the shared store, when one is configured.
+async fn shared_statuses(
+    env: &Env,
+    s: &Settings,
+) -> Result<Option<crate::report::SharedStatuses>, StartupError> {
+    use crate::index::store::postgres;
+    let Some(pg) = postgres::resolve(env)? else {
+        return Ok(None);
+    };
+    let pool = postgres::pool(&pg, 1).map_err(|e| StartupError::IndexStore(e.to_string()))?;
+    let tenant = s.graph.as_ref().map(|g| g.tenant_id.as_str());
+    let mut out = crate::report::SharedStatuses::new();
+    for entry in &s.config.mailboxes {
+        let mailbox = crate::index::status::mailbox_identity(entry, tenant);
+        let status = match postgres::read::PgRead::new(pool.clone(), mailbox)
+            .status()
+            .await
+        {
+            Ok(status) => Ok(Some(status)),
+            Err(crate::index::IndexError::Missing) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        };
+        out.insert(entry.alias.clone(), status);
+    }
+    Ok(Some(out))
+}
+
 async fn policy(
     command: PolicyCommand,
     env: &Env,
@@ -277,7 +304,8 @@ async fn policy(
     match command {
         PolicyCommand::Explain { principal: None } => {
             let (s, gates) = settings(env, config)?;
-            write_out(&crate::report::explain(&s, &gates))?;
+            let shared = shared_statuses(env, &s).await?;
+            write_out(&crate::report::explain(&s, &gates, shared.as_ref()))?;
             Ok(0)
         }
         PolicyCommand::Explain {

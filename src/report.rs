@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::config::{Access, BackendSpec, Settings};
 use crate::error::StartupError;
 use crate::gates::Gates;
+use crate::index::status::IndexStatus;
 use crate::tools::catalog;
 use crate::tools::{self, Family, ToolDef};
 
@@ -398,18 +399,43 @@ fn graph_section(out: &mut String, settings: &Settings, g: &Gates, tools: &[&'st
     let _ = writeln!(out, "  {RBAC_REMINDER}");
 }
 
-/// Whether the operator has synced a local index of `alias` (searches default to `hybrid`
-/// there), read from the index's status without creating anything.
-fn index_note(settings: &Settings, alias: &crate::alias::Alias) -> String {
+/// The statuses of the aliases' indexes in the shared store, as `policy explain` shows them
+/// (read by the caller, which may reach the database): `Ok(None)` for one never synced.
+pub(crate) type SharedStatuses =
+    std::collections::BTreeMap<crate::alias::Alias, Result<Option<IndexStatus>, String>>;
+
+/// The status of the local index of `alias`, read without creating anything.
+fn local_status(
+    settings: &Settings,
+    alias: &crate::alias::Alias,
+) -> Result<Option<IndexStatus>, String> {
     let Ok(state) = settings.state_dir() else {
-        return "none".to_owned();
+        return Ok(None);
     };
     let Ok(state) = crate::path_guard::open_state_dir(state, false) else {
-        return "none".to_owned();
+        return Ok(None);
     };
-    let status = crate::index::layout::open_root(&state, false)
+    match crate::index::layout::open_root(&state, false)
         .and_then(|root| crate::index::layout::open_alias(&root, alias, false))
-        .and_then(|dir| crate::index::status::read(&dir));
+        .and_then(|dir| crate::index::status::read(&dir))
+    {
+        Ok(status) => Ok(status),
+        Err(crate::index::IndexError::Missing) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Whether the operator has synced an index of `alias` (searches default to `hybrid` there),
+/// from the shared store's statuses when there is one, else the local index's.
+fn index_note(
+    settings: &Settings,
+    alias: &crate::alias::Alias,
+    shared: Option<&SharedStatuses>,
+) -> String {
+    let status = match shared {
+        Some(statuses) => statuses.get(alias).cloned().unwrap_or(Ok(None)),
+        None => local_status(settings, alias),
+    };
     match status {
         Ok(Some(s)) => {
             // The one rule of what an index may serve: one withheld is not "synced".
@@ -436,13 +462,13 @@ fn index_note(settings: &Settings, alias: &crate::alias::Alias) -> String {
                 ),
             }
         }
-        Ok(None) | Err(crate::index::IndexError::Missing) => "none".to_owned(),
+        Ok(None) => "none".to_owned(),
         Err(e) => format!("unreadable ({e})"),
     }
 }
 
 /// The `policy explain` text for the effective settings.
-pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
+pub(crate) fn explain(settings: &Settings, g: &Gates, shared: Option<&SharedStatuses>) -> String {
     let tools = catalog::build(g);
     let mut out = String::new();
     let _ = writeln!(
@@ -505,7 +531,7 @@ pub(crate) fn explain(settings: &Settings, g: &Gates) -> String {
             out,
             "  - {} [{kind}] access={access} index={}",
             m.alias,
-            index_note(settings, &m.alias)
+            index_note(settings, &m.alias, shared)
         );
     }
     match &g.send {

@@ -277,9 +277,12 @@ impl Indexes {
         }
     }
 
-    /// The index of a mailbox the caller was granted (the same key as the backend registry's).
-    pub(crate) fn get(&self, alias: &GrantedAlias) -> Option<&IndexReader> {
-        self.readers.get(alias.alias())
+    /// The index of a mailbox the caller was granted (the same key as the backend registry's),
+    /// when its store holds one: a mailbox never synced into the shared store has none, as one
+    /// never synced locally has none.
+    pub(crate) async fn get(&self, alias: &GrantedAlias) -> Option<&IndexReader> {
+        let reader = self.readers.get(alias.alias())?;
+        reader.store.present().await.then_some(reader)
     }
 }
 

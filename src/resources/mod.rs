@@ -93,7 +93,7 @@ pub(crate) async fn read(app: CallScope, raw_uri: &str) -> Result<ReadResourceRe
                 .map_err(tool_error)?;
             (out.structured, out.untrusted)
         }
-        ResourceUri::Policy => (to_value(policy_view::view(&app)), false),
+        ResourceUri::Policy => (to_value(policy_view::view(&app).await), false),
         ResourceUri::Alias { alias, view, query } => {
             let resolved = app.resolve(alias.as_str()).map_err(tool_error)?;
             match view {
@@ -235,7 +235,7 @@ async fn index_view(app: &App, alias: &crate::caller::GrantedAlias) -> IndexOut 
         note: Some(note),
         ..IndexOut::default()
     };
-    let Some(reader) = app.indexes.get(alias) else {
+    let Some(reader) = app.indexes.get(alias).await else {
         return missing(format!(
             "not indexed: searches run live (the operator runs `mailgate index sync {alias}`)"
         ));

@@ -54,7 +54,13 @@ struct OutboundOut {
 
 /// The policy as `app`'s caller sees it: a person's view lists only the mailboxes they reach,
 /// at the access they have there.
-pub(crate) fn view(app: &CallScope) -> PolicyOut {
+pub(crate) async fn view(app: &CallScope) -> PolicyOut {
+    let mut indexed = std::collections::BTreeSet::new();
+    for g in app.granted() {
+        if app.indexes.get(&g).await.is_some() {
+            indexed.insert(g.alias().clone());
+        }
+    }
     let g = &app.gates;
     let send = g.send.as_ref();
     PolicyOut {
@@ -81,7 +87,7 @@ pub(crate) fn view(app: &CallScope) -> PolicyOut {
                     BackendSpec::Maildir { .. } => "maildir",
                 },
                 access: g.access(),
-                indexed: app.indexes.get(g).is_some(),
+                indexed: indexed.contains(g.alias()),
             })
             .collect(),
         outbound: OutboundOut {

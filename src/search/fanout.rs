@@ -61,7 +61,7 @@ pub(crate) async fn search_all(
                     super::error_warning(&err).unwrap_or(super::warning::MAILBOX_FAILED),
                 )),
                 Some((backend, Ok(()))) => {
-                    let index = indexes.get(&granted);
+                    let index = indexes.get(&granted).await;
                     let target = Target {
                         backend,
                         index,

@@ -1066,6 +1066,48 @@ async fn aliases_of_one_imap_account_share_its_budget() {
     c.close().await;
 }
 
+/// Two instances on one database (two `serve` processes) keep to one IMAP account's budget
+/// together: alternating calls run out within the one budget, where two processes without a
+/// database would each have had their own.
+#[tokio::test]
+async fn two_instances_on_one_database_share_an_imap_accounts_budget() {
+    let server = server_or_skip!("two_instances_on_one_database_share_an_imap_accounts_budget");
+    let Some(store) = crate::stores::Store::shared("imap::two_instances_share_a_budget").await
+    else {
+        return;
+    };
+    let owner = ImapUser::fresh(server, "instances");
+    let team = ImapEntry::new(server, "team", &owner).imap_per_minute(20);
+    let (world, config) = imap_config(server, World::new(), &[team], &[]);
+    let world = store.apply(world);
+    store.migrate(&world, &config).await;
+    let a = world.client(&["--config", &config, "serve"]).await;
+    let b = world.client(&["--config", &config, "serve"]).await;
+    let mut served = 0;
+    let mut refused = None;
+    for n in 0..80 {
+        let client = if n % 2 == 0 { &a } else { &b };
+        let args = json!({"mailbox": "team", "folderId": "inbox"});
+        let result = client.call("get_folder_stats", args).await.unwrap();
+        if result.is_error == Some(true) {
+            refused = Some(result);
+            break;
+        }
+        served += 1;
+    }
+    let result = refused.expect("the shared budget ran out within 80 calls");
+    let meta = &result.meta.as_ref().unwrap().0;
+    assert_eq!(meta["mailgate/errorCode"], "RATE_LIMITED", "{meta:?}");
+    // Alone, each instance would have served about 20: together, one budget of 20 (refilling
+    // one per 3 s meanwhile).
+    assert!(
+        (3..=22).contains(&served),
+        "{served} calls across both instances: the budget is the account's"
+    );
+    a.close().await;
+    b.close().await;
+}
+
 /// Implicit TLS (IMAPS), STARTTLS on the IMAP port and plain IMAP to loopback all reach the
 /// same mailbox; TLS without the test CA is refused as unavailable (the certificate is checked).
 #[tokio::test]

@@ -1,18 +1,25 @@
-//! The local index end to end (issue 21): `mailgate index sync|status|pause|resume|rebuild|
+//! The index end to end (issues 21 and 30): `mailgate index sync|status|pause|resume|rebuild|
 //! purge` on a Maildir this test writes, searches with `source` through the MCP client,
 //! incremental sync of new, re-flagged, moved and deleted mail, the freshness rule, a `kill -9`
-//! mid-sync, purge, an orphaned index, and a server answering while a sync holds the writer.
+//! mid-sync, purge, an index whose alias left the allowlist, and a server answering while a
+//! sync holds the writer. Each of these runs over both stores ([`both_stores!`]: the state
+//! folder, and a PostgreSQL database of its own), with a store's own assertion where the stores
+//! differ (what a purge leaves, where the status lives). The SDK clients and semantic recall
+//! run on the local store only (the shared store keeps no vectors yet).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt as _;
 
+use crate::stores::{Mailbox, Store, both_stores};
 use crate::util::{Client, EXE, World};
 
 /// A Maildir `box` with an inbox and an Archive, five messages with one unique word each, and
-/// a config listing it (and `other`, never synced) whose path is returned.
+/// a config listing it (and `other`, never synced) whose path is returned; its `mailgate`
+/// processes keep their indexes in `store`.
 struct Fixture {
+    store: Store,
     world: World,
     mail: PathBuf,
     config: String,
@@ -38,8 +45,8 @@ fn deliver(folder: &Path, name: &str, body: &str) {
     std::fs::write(folder.join("cur").join(name), body).unwrap();
 }
 
-fn fixture() -> Fixture {
-    let world = World::new();
+async fn fixture(store: Store) -> Fixture {
+    let world = store.world();
     let mail = world.path().join("mail");
     for sub in [
         "box/cur",
@@ -62,7 +69,9 @@ fn fixture() -> Fixture {
         );
     }
     let config = write_config(&world, &mail, true);
+    store.migrate(&world, &config).await;
     Fixture {
+        store,
         world,
         mail,
         config,
@@ -107,6 +116,23 @@ impl Fixture {
             .await
     }
 
+    /// The mailbox `box` as the store knows it.
+    fn mailbox(&self) -> Mailbox {
+        Mailbox::maildir("box", &self.mail.join("box"))
+    }
+
+    /// The status the last sync of `box` left, in either store.
+    async fn status(&self) -> Value {
+        self.store.status(&self.world, &self.mailbox()).await
+    }
+
+    /// Replaces the status of `box` behind mailgate's back.
+    async fn set_status(&self, status: &Value) {
+        self.store
+            .set_status(&self.world, &self.mailbox(), status)
+            .await;
+    }
+
     fn status_json(&self, alias: &str) -> PathBuf {
         self.world
             .state()
@@ -129,26 +155,12 @@ async fn search(client: &Client, criteria: Value) -> Value {
 
 use crate::util::message_ids as ids;
 
-#[tokio::test]
-async fn sync_then_search_through_the_index_live_and_hybrid() {
-    let f = fixture();
+both_stores!(sync_then_search_through_the_index_live_and_hybrid);
+async fn sync_then_search_through_the_index_live_and_hybrid(store: Store) {
+    let f = fixture(store).await;
     let (ok, out) = f.index(&["sync", "box"]).await;
     assert!(ok, "{out}");
     assert!(out.contains("box: complete: 5 indexed"), "{out}");
-    // The reviewer's view says which aliases are indexed.
-    let explain = f
-        .world
-        .run(&["--config", f.config.as_str(), "policy", "explain"])
-        .await;
-    let explain = String::from_utf8_lossy(&explain.stdout);
-    assert!(
-        explain.contains("box [maildir] access=full index=synced (5 messages"),
-        "{explain}"
-    );
-    assert!(
-        explain.contains("other [maildir] access=full index=none"),
-        "{explain}"
-    );
     let client = f.client().await;
 
     let hit = search(
@@ -195,7 +207,7 @@ async fn sync_then_search_through_the_index_live_and_hybrid() {
             json!({ "mailbox": "other", "criteria": { "query": "x" } }),
         )
         .await;
-    assert_ne!(other["strategy"], "hybrid");
+    assert_ne!(other["strategy"], "hybrid", "{other}");
     let code = client
         .tool_error(
             "search_mailbox",
@@ -204,11 +216,26 @@ async fn sync_then_search_through_the_index_live_and_hybrid() {
         .await;
     assert_eq!(code, "UNSUPPORTED");
     client.close().await;
+
+    // The reviewer's view says which aliases are indexed.
+    let explain = f
+        .world
+        .run(&["--config", f.config.as_str(), "policy", "explain"])
+        .await;
+    let explain = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        explain.contains("box [maildir] access=full index=synced (5 messages"),
+        "{explain}"
+    );
+    assert!(
+        explain.contains("other [maildir] access=full index=none"),
+        "{explain}"
+    );
 }
 
-#[tokio::test]
-async fn incremental_sync_sees_new_reflagged_moved_and_deleted_mail() {
-    let f = fixture();
+both_stores!(incremental_sync_sees_new_reflagged_moved_and_deleted_mail);
+async fn incremental_sync_sees_new_reflagged_moved_and_deleted_mail(store: Store) {
+    let f = fixture(store).await;
     assert!(f.index(&["sync"]).await.0);
     let inbox = f.mail.join("box/cur");
     let archive = f.mail.join("box/.Archive/cur");
@@ -271,17 +298,16 @@ async fn incremental_sync_sees_new_reflagged_moved_and_deleted_mail() {
     client.close().await;
 }
 
-#[tokio::test]
-async fn a_stale_or_partial_index_never_proves_absence() {
-    let f = fixture();
+both_stores!(a_stale_or_partial_index_never_proves_absence);
+async fn a_stale_or_partial_index_never_proves_absence(store: Store) {
+    let f = fixture(store).await;
     assert!(f.index(&["sync", "box"]).await.0);
     let client = f.client().await;
-    let path = f.status_json("box");
-    let mut status: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut status = f.status().await;
 
     // Synced long ago: older than the 15-minute default.
     status["folders"]["INBOX"]["through"] = json!("2020-01-01T00:00:00Z");
-    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    f.set_status(&status).await;
     let stale = search(&client, json!({ "query": "zuluword", "source": "index" })).await;
     assert_eq!(stale["status"], "SEARCH_INCOMPLETE", "{stale}");
     assert!(
@@ -299,7 +325,7 @@ async fn a_stale_or_partial_index_never_proves_absence() {
     // Fresh but mid-round.
     status["folders"]["INBOX"]["through"] = json!(chrono_now());
     status["folders"]["INBOX"]["complete"] = json!(false);
-    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    f.set_status(&status).await;
     let partial = search(&client, json!({ "query": "zuluword", "source": "index" })).await;
     assert_eq!(partial["status"], "SEARCH_INCOMPLETE", "{partial}");
     assert!(
@@ -341,9 +367,9 @@ fn reasons(answer: &Value) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn investigate_documents_proves_absence_over_the_whole_indexed_folder() {
-    let f = fixture();
+both_stores!(investigate_documents_proves_absence_over_the_whole_indexed_folder);
+async fn investigate_documents_proves_absence_over_the_whole_indexed_folder(store: Store) {
+    let f = fixture(store).await;
     for sub in ["cur", "new", "tmp"] {
         std::fs::create_dir_all(f.mail.join("box/.Sent").join(sub)).unwrap();
     }
@@ -449,10 +475,9 @@ async fn investigate_documents_proves_absence_over_the_whole_indexed_folder() {
     assert_eq!(names["status"], "NOT_FOUND", "{names}");
 
     // A stale index proves nothing; hybrid's live listing proves what it covers.
-    let path = f.status_json("box");
-    let mut status: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut status = f.status().await;
     status["folders"]["INBOX"]["through"] = json!("2020-01-01T00:00:00Z");
-    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    f.set_status(&status).await;
     let stale = investigate(
         &client,
         json!({ "attachmentNames": ["contract.pdf"], "source": "index" }),
@@ -533,9 +558,52 @@ fn sigkill(child: &tokio::process::Child) {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
 }
 
-#[tokio::test]
-async fn kill_9_mid_sync_leaves_a_consistent_index_and_the_next_sync_finishes_without_duplicates() {
-    let f = fixture();
+/// `index sync box` once nothing holds `box` any more: at once on the local store (a killed
+/// sync's lock died with it); on the shared store once the killed sync's lease expired, retried
+/// until then within a deadline, each refusal claiming nothing. Returns the sync's output.
+async fn sync_after_a_kill(f: &Fixture) -> String {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (ok, out) = f.index(&["sync", "box"]).await;
+        if !out.contains("another sync is running") {
+            assert!(ok, "{out}");
+            return out;
+        }
+        assert!(
+            f.store.is_shared(),
+            "the local store's lock dies with the killed sync: {out}"
+        );
+        assert!(
+            !ok && !out.contains("complete"),
+            "a refusal claims nothing: {out}"
+        );
+        assert_eq!(
+            f.status().await["syncing"],
+            true,
+            "a refusal leaves the status alone"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the killed sync's lease never expired: {out}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+both_stores!(
+    kill_9_mid_sync_leaves_a_consistent_index_and_the_next_sync_finishes_without_duplicates
+);
+async fn kill_9_mid_sync_leaves_a_consistent_index_and_the_next_sync_finishes_without_duplicates(
+    store: Store,
+) {
+    let mut f = fixture(store).await;
+    // The shared store's lease of a killed sync keeps the next out until it expires: the
+    // shortest lease, renewed every second while the sync lives.
+    if f.store.is_shared() {
+        f.world
+            .env
+            .insert("MAILGATE_INDEX_LEASE_TTL".into(), "3".into());
+    }
     // A first full sync, then a change in both folders, so the second sync commits twice.
     assert!(f.index(&["sync", "box"]).await.0);
     deliver(
@@ -551,11 +619,21 @@ async fn kill_9_mid_sync_leaves_a_consistent_index_and_the_next_sync_finishes_wi
     let mut child = sync_holding_at(&f, 1).await;
     sigkill(&child);
     let _ = child.wait().await;
+    if f.store.is_shared() {
+        // Right after the kill its lease (at least 2 s of it left) still holds the mailbox.
+        let (ok, out) = f.index(&["sync", "box"]).await;
+        assert!(!ok, "{out}");
+        assert!(
+            out.contains("box: another sync is running; skipped"),
+            "{out}"
+        );
+    }
 
     // The killed sync left an index that answers (as of its last commit) and a status that
     // says it did not finish.
     let (_, status) = f.index(&["status"]).await;
     assert!(status.contains("syncing or interrupted"), "{status}");
+    assert_eq!(f.status().await["syncing"], true);
     let client = f.client().await;
     let during = search(
         &client,
@@ -565,8 +643,8 @@ async fn kill_9_mid_sync_leaves_a_consistent_index_and_the_next_sync_finishes_wi
     assert_ne!(during["status"], "SEARCH_FAILED", "{during}");
     client.close().await;
 
-    let (ok, out) = f.index(&["sync", "box"]).await;
-    assert!(ok, "{out}");
+    let out = sync_after_a_kill(&f).await;
+    assert!(out.contains("box: complete: "), "{out}");
     let client = f.client().await;
     for folder in ["inbox", "archive"] {
         let all = search(
@@ -592,9 +670,9 @@ async fn kill_9_mid_sync_leaves_a_consistent_index_and_the_next_sync_finishes_wi
     client.close().await;
 }
 
-#[tokio::test]
-async fn a_server_answers_while_a_sync_holds_the_writer() {
-    let f = fixture();
+both_stores!(a_server_answers_while_a_sync_holds_the_writer);
+async fn a_server_answers_while_a_sync_holds_the_writer(store: Store) {
+    let f = fixture(store).await;
     assert!(f.index(&["sync", "box"]).await.0);
     deliver(
         &f.mail.join("box"),
@@ -615,23 +693,41 @@ async fn a_server_answers_while_a_sync_holds_the_writer() {
     let _ = child.wait().await;
 }
 
-#[tokio::test]
-async fn purge_leaves_no_file_and_no_mail_text_and_the_server_stops_serving_it() {
-    let f = fixture();
+both_stores!(purge_leaves_no_file_and_no_mail_text_and_the_server_stops_serving_it);
+async fn purge_leaves_no_file_and_no_mail_text_and_the_server_stops_serving_it(store: Store) {
+    let f = fixture(store).await;
     assert!(f.index(&["sync"]).await.0);
     let client = f.client().await;
     assert_eq!(
         search(&client, json!({ "query": "deltaword", "source": "index" })).await["status"],
         "FOUND"
     );
+    // The mail text really is in the store before (so the checks below mean something).
+    let held = match &f.store {
+        Store::Local => grep_tree(&f.world.state(), b"deltaword"),
+        Store::Shared(_) => f.store.holds_text("deltaword").await,
+    };
+    assert!(held, "the synced text is not where the check looks");
     let (ok, out) = f.index(&["purge", "box"]).await;
     assert!(ok && out.contains("box: purged"), "{out}");
-    let root = f.world.state().join("index");
-    assert!(!root.join("box").exists());
-    assert!(
-        !grep_tree(&f.world.state(), b"deltaword"),
-        "mail text left behind"
-    );
+    match &f.store {
+        Store::Local => {
+            let root = f.world.state().join("index");
+            assert!(!root.join("box").exists());
+            assert!(
+                !grep_tree(&f.world.state(), b"deltaword"),
+                "mail text left behind"
+            );
+        }
+        Store::Shared(_) => {
+            // Not one row of the mailbox, and no row of any mailbox holds its text.
+            assert_eq!(f.store.rows_of(&f.mailbox()).await, []);
+            assert!(
+                !f.store.holds_text("deltaword").await,
+                "mail text left behind"
+            );
+        }
+    }
     // The running server had the index open: it answers in band that the index is gone.
     let after = search(&client, json!({ "query": "deltaword", "source": "index" })).await;
     assert_eq!(after["status"], "SEARCH_FAILED", "{after}");
@@ -659,21 +755,27 @@ fn grep_tree(dir: &Path, needle: &[u8]) -> bool {
     })
 }
 
-#[tokio::test]
-async fn an_index_whose_alias_left_the_allowlist_is_listed_as_an_orphan_and_never_served() {
-    let mut f = fixture();
+both_stores!(an_index_whose_alias_left_the_allowlist_is_never_served);
+/// An index whose alias left the allowlist is never served. The local store lists its folder
+/// as an orphan, and `index purge` removes it by name; the shared store reaches a mailbox's
+/// rows only through an alias that names it, so it lists none and a purge by a name no longer
+/// allowlisted is refused, removing nothing.
+async fn an_index_whose_alias_left_the_allowlist_is_never_served(store: Store) {
+    let mut f = fixture(store).await;
     assert!(f.index(&["sync", "box"]).await.0);
-    // The indexed text really is on disk before (so the orphan check below means something).
-    assert!(grep_tree(&f.world.state().join("index/box"), b"Note"));
+    // The indexed text really is in the store before (so the checks below mean something).
+    match &f.store {
+        Store::Local => assert!(grep_tree(&f.world.state().join("index/box"), b"Note")),
+        Store::Shared(_) => assert!(!f.store.rows_of(&f.mailbox()).await.is_empty()),
+    }
     f.config = write_config(&f.world, &f.mail, false);
     let (ok, status) = f.index(&["status"]).await;
     assert!(ok, "{status}");
-    assert!(
-        status
-            .lines()
-            .any(|l| l.starts_with("box") && l.contains("ORPHAN")),
-        "{status}"
-    );
+    let listed = status.lines().find(|l| l.starts_with("box"));
+    match &f.store {
+        Store::Local => assert!(listed.is_some_and(|l| l.contains("ORPHAN")), "{status}"),
+        Store::Shared(_) => assert_eq!(listed, None, "{status}"),
+    }
     let client = f.client().await;
     let code = client
         .tool_error(
@@ -684,12 +786,18 @@ async fn an_index_whose_alias_left_the_allowlist_is_listed_as_an_orphan_and_neve
     assert_eq!(code, "UNKNOWN_MAILBOX");
     client.close().await;
     let (ok, out) = f.index(&["purge", "box"]).await;
-    assert!(ok && out.contains("purged"), "{out}");
+    match &f.store {
+        Store::Local => assert!(ok && out.contains("purged"), "{out}"),
+        Store::Shared(_) => {
+            assert!(!ok && out.contains("box is not on the allowlist"), "{out}");
+            assert!(!f.store.rows_of(&f.mailbox()).await.is_empty());
+        }
+    }
 }
 
-#[tokio::test]
-async fn pause_stops_syncing_until_resume() {
-    let f = fixture();
+both_stores!(pause_stops_syncing_until_resume);
+async fn pause_stops_syncing_until_resume(store: Store) {
+    let f = fixture(store).await;
     let (ok, out) = f.index(&["pause", "box"]).await;
     assert!(ok && out.contains("box: paused"), "{out}");
     let (_, out) = f.index(&["sync", "box"]).await;
@@ -700,6 +808,10 @@ async fn pause_stops_syncing_until_resume() {
             .lines()
             .any(|l| l.starts_with("box") && l.contains("paused")),
         "{status}"
+    );
+    assert!(
+        status.lines().any(|l| l.starts_with(f.store.status_line())),
+        "index status names the store: {status}"
     );
     assert!(f.index(&["resume", "box"]).await.0);
     let (ok, out) = f.index(&["sync", "box"]).await;
@@ -775,9 +887,9 @@ fn skip(why: &str) {
     );
 }
 
-#[tokio::test]
-async fn watch_syncs_again_every_interval_and_stops_on_sigint() {
-    let f = fixture();
+both_stores!(watch_syncs_again_every_interval_and_stops_on_sigint);
+async fn watch_syncs_again_every_interval_and_stops_on_sigint(store: Store) {
+    let f = fixture(store).await;
     let mut child = tokio::process::Command::new(EXE)
         .args([
             "--config",
@@ -842,7 +954,7 @@ async fn semantic_recall_finds_a_paraphrase_and_survives_the_endpoint_going_down
     else {
         return;
     };
-    let f = fixture();
+    let f = fixture(Store::Local).await;
     deliver(
         &f.mail.join("box"),
         "177000020.M20P1.test:2,",

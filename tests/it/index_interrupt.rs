@@ -7,6 +7,13 @@
 //! duplicates. The points come from the debug-build hook `MAILGATE_TEST_INDEX_HOLD_AT`: the
 //! sync says "holding for a crash test" on stderr and waits there until it is told to stop, so
 //! no test sleeps for a fixed time. Also: `pause` is durable against a running `--watch`.
+//!
+//! The Maildir matrix, Ctrl-C and pause run over both stores ([`both_stores!`]); the Graph and
+//! Dovecot matrices on the local store only (what they add is the backends' side of a sync,
+//! and the shared store's side is the Maildir matrix's). On the shared store a sync killed with
+//! `-9` keeps its lease until it expires: the next sync is refused as busy, claiming nothing,
+//! and the one after the lease's end (brought forward in the database here; `index` waits for
+//! a real expiry) finishes the job.
 
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
@@ -18,6 +25,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
 use crate::fake_graph::{FakeGraph, Message};
 use crate::imap::uid_store;
 use crate::imap_server::{ImapEntry, ImapUser, MailServer, imap_config};
+use crate::stores::{Mailbox, Store, both_stores};
 use crate::util::{EXE, World, maildir_box, write_mode};
 
 /// Messages added to the inbox: more than one fetch batch (256), so a point falls mid-page.
@@ -49,23 +57,27 @@ enum Backing {
     Imap(ImapUser),
 }
 
-/// One mailbox `box` and the world whose `mailgate` syncs it.
+/// One mailbox `box` and the world whose `mailgate` syncs it into `store`.
 struct Case {
     world: World,
     config: String,
     backing: Backing,
+    store: Store,
     /// Messages added so far (numbered from 0).
     added: usize,
 }
 
 impl Case {
-    fn maildir() -> Self {
-        let world = World::new();
+    /// A Maildir on `store` (its schema created).
+    async fn maildir(store: Store) -> Self {
+        let world = store.world();
         let (mail, config) = maildir_box(&world, &["Archive"]);
+        store.migrate(&world, &config).await;
         Case {
             world,
             config,
             backing: Backing::Maildir(mail),
+            store,
             added: 0,
         }
     }
@@ -88,6 +100,7 @@ impl Case {
             world,
             config: config.display().to_string(),
             backing: Backing::Graph(fake, BOX.to_owned()),
+            store: Store::Local,
             added: 0,
         }
     }
@@ -100,6 +113,7 @@ impl Case {
             world,
             config,
             backing: Backing::Imap(user),
+            store: Store::Local,
             added: 0,
         }
     }
@@ -191,6 +205,33 @@ impl Case {
         (out.status, text + &String::from_utf8_lossy(&out.stderr))
     }
 
+    /// `index sync box` once no sync holds `box`: at once (a sync that stopped gave its lease
+    /// up), except after a `kill -9` (`killed`) on the shared store, whose killed sync's lease
+    /// (60 s) keeps the next out: that one is refused (exit 1), claiming nothing and leaving the
+    /// status's claims true, and the one after the lease's end (brought forward in the
+    /// database, rather than waited for) runs.
+    async fn sync_when_free(
+        &self,
+        killed: bool,
+        changed: chrono::DateTime<chrono::Utc>,
+        what: &str,
+    ) -> (std::process::ExitStatus, String) {
+        if killed && let (Store::Shared(_), Backing::Maildir(mail)) = (&self.store, &self.backing) {
+            let (status, out) = self.sync().await;
+            assert!(
+                out.contains("box: another sync is running; skipped"),
+                "{what}: the killed sync's lease is not held: {out}"
+            );
+            assert_eq!(status.code(), Some(1), "{what}: {out}");
+            assert!(!out.contains("box: complete"), "{what}: {out}");
+            self.claims_hold(changed, what).await;
+            self.store
+                .expire_lease(&Mailbox::maildir("box", mail))
+                .await;
+        }
+        self.sync().await
+    }
+
     /// `index sync box` held at `point`, hit with `signal` there: (exit status, stdout).
     async fn interrupted_sync(
         &self,
@@ -248,11 +289,21 @@ impl Case {
         })
     }
 
-    fn status(&self) -> Value {
-        let path = self.world.state().join("index/box/status.json");
-        std::fs::read(&path)
-            .map(|b| serde_json::from_slice(&b).unwrap())
-            .unwrap_or(Value::Null)
+    /// The status the last sync left (`Null` before any), from the case's store.
+    async fn status(&self) -> Value {
+        match &self.backing {
+            Backing::Maildir(mail) => {
+                let mailbox = Mailbox::maildir("box", mail);
+                self.store.status(&self.world, &mailbox).await
+            }
+            // The Graph and IMAP cases run on the local store only: its `status.json`.
+            _ => {
+                let path = self.world.state().join("index/box/status.json");
+                std::fs::read(&path)
+                    .map(|b| serde_json::from_slice(&b).unwrap())
+                    .unwrap_or(Value::Null)
+            }
+        }
     }
 
     /// Every folder of the live mailbox: id → messages it holds.
@@ -288,7 +339,7 @@ impl Case {
     /// The status's claims hold: every folder it calls complete (a round that started after
     /// `changed`, with nothing pending) holds every message of the folder, once.
     async fn claims_hold(&self, changed: chrono::DateTime<chrono::Utc>, what: &str) {
-        let status = self.status();
+        let status = self.status().await;
         for (id, live) in self.live_counts().await {
             let folder = &status["folders"][&id];
             let through = folder["through"]
@@ -310,7 +361,7 @@ impl Case {
     /// After a sync that ended well: every folder complete, holding each message once, and
     /// the newest message found through the index.
     async fn whole(&self, what: &str) {
-        let status = self.status();
+        let status = self.status().await;
         assert_eq!(status["syncing"], false, "{what}: {status}");
         for (id, live) in self.live_counts().await {
             assert_eq!(
@@ -369,11 +420,13 @@ async fn interrupt_once(mut case: Case, first: bool, point: &str, signal: Signal
         if signal != Signal::SIGKILL {
             assert!(out.contains("box: interrupted"), "{what}: {out}");
         }
-        assert_eq!(case.status()["syncing"], true, "{what}: {}", case.status());
+        let status = case.status().await;
+        assert_eq!(status["syncing"], true, "{what}: {status}");
     }
     case.claims_hold(changed, &what).await;
 
-    let (status, out) = case.sync().await;
+    let killed = signal == Signal::SIGKILL;
+    let (status, out) = case.sync_when_free(killed, changed, &what).await;
     assert!(status.success(), "{what}: the next sync: {out}");
     assert!(out.contains("box: complete"), "{what}: {out}");
     case.whole(&what).await;
@@ -402,9 +455,11 @@ async fn matrix(make: impl Fn(usize) -> futures::future::BoxFuture<'static, Case
         .await;
 }
 
-#[tokio::test]
-async fn signals_at_any_point_of_a_maildir_sync_never_overclaim() {
-    matrix(|_| Box::pin(async { Case::maildir() })).await;
+both_stores!(signals_at_any_point_of_a_maildir_sync_never_overclaim);
+/// The cases share the store (on the shared store, one database: each case's rows are its own
+/// mailbox's).
+async fn signals_at_any_point_of_a_maildir_sync_never_overclaim(store: Store) {
+    matrix(|_| Box::pin(Case::maildir(store.clone()))).await;
 }
 
 #[tokio::test]
@@ -425,20 +480,21 @@ async fn signals_at_any_point_of_an_imap_sync_never_overclaim() {
     .await;
 }
 
+both_stores!(ctrl_c_during_a_first_sync_leaves_it_partial_and_the_next_sync_finishes_it);
 /// The issue's own case: Ctrl-C during a first sync of a 600-message Maildir. It used to exit
 /// 0, print `complete: 256 indexed`, say complete with nothing pending, and the next sync
 /// indexed nothing. Now: exit 130, `interrupted`, the inbox partial and its absence unproven,
 /// and the next sync indexes exactly the rest.
-#[tokio::test]
-async fn ctrl_c_during_a_first_sync_leaves_it_partial_and_the_next_sync_finishes_it() {
-    let mut case = Case::maildir();
+async fn ctrl_c_during_a_first_sync_leaves_it_partial_and_the_next_sync_finishes_it(store: Store) {
+    let mut case = Case::maildir(store).await;
     case.add(600).await;
     let (status, out) = case.interrupted_sync("fetch:1", Signal::SIGINT).await;
     assert_eq!(status.code(), Some(130), "{out}");
     assert!(out.contains("box: interrupted"), "{out}");
-    let inbox = &case.status()["folders"]["INBOX"];
-    assert_eq!(inbox["complete"], false, "{}", case.status());
-    assert_eq!(inbox["messages"], 256, "{}", case.status());
+    let status = case.status().await;
+    let inbox = &status["folders"]["INBOX"];
+    assert_eq!(inbox["complete"], false, "{status}");
+    assert_eq!(inbox["messages"], 256, "{status}");
     // 344 messages are not indexed yet: the index proves no absence.
     let missing = case
         .call(
@@ -460,12 +516,19 @@ async fn ctrl_c_during_a_first_sync_leaves_it_partial_and_the_next_sync_finishes
     case.whole("after Ctrl-C").await;
 }
 
+both_stores!(a_pause_during_a_running_watch_holds_until_resume);
 /// `pause` while `index sync --watch` runs is durable: the round under way stops at its next
 /// durable point, and the later rounds skip the alias until `resume` (the sync used to write
 /// its own copy of the status back over the pause).
-#[tokio::test]
-async fn a_pause_during_a_running_watch_holds_until_resume() {
-    let mut case = Case::maildir();
+async fn a_pause_during_a_running_watch_holds_until_resume(store: Store) {
+    let mut case = Case::maildir(store).await;
+    if case.store.is_shared() {
+        // A running sync of the shared store sees a pause when it renews its lease: every
+        // third of the lease (at most 5 s), so every second with the shortest.
+        case.world
+            .env
+            .insert("MAILGATE_INDEX_LEASE_TTL".into(), "3".into());
+    }
     case.add(MANY).await;
     let mut child = case
         .command(&["index", "sync", "box", "--watch", "1s"])
@@ -525,7 +588,9 @@ async fn a_pause_during_a_running_watch_holds_until_resume() {
         "{status}"
     );
     assert!(
-        status.lines().any(|l| l.starts_with("store: local")),
+        status
+            .lines()
+            .any(|l| l.starts_with(case.store.status_line())),
         "index status names the store: {status}"
     );
     let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);

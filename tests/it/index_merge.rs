@@ -1,13 +1,14 @@
 //! Hybrid merging never hides a message (issue 27, item 6), end to end on a Maildir mailbox
 //! synced by `mailgate index sync`: two messages that share a Message-ID (a look-alike sent under
 //! a real invoice's id) are both listed in the default answer, and an index hit the live side
-//! proves gone (deleted after the sync) is never listed. Also the small fixture the other
-//! index tests of this issue (`index_vectors`) share.
+//! proves gone (deleted after the sync) is never listed, over both stores ([`both_stores!`]).
+//! Also the small fixture the other index tests of this issue (`index_vectors`) share.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::stores::{Store, both_stores};
 use crate::util::{Client, World, maildir_box, make_maildir};
 
 /// A Maildir mailbox `box` (inbox only) and a config listing it.
@@ -18,9 +19,22 @@ pub(crate) struct Mailbox {
 }
 
 impl Mailbox {
+    /// On the local store.
     pub(crate) fn new() -> Self {
         let world = World::new();
         let (inbox, config) = maildir_box(&world, &[]);
+        Mailbox {
+            world,
+            inbox,
+            config,
+        }
+    }
+
+    /// On `store`, its schema created.
+    pub(crate) async fn on(store: &Store) -> Self {
+        let world = store.world();
+        let (inbox, config) = maildir_box(&world, &[]);
+        store.migrate(&world, &config).await;
         Mailbox {
             world,
             inbox,
@@ -123,10 +137,10 @@ fn deliver_lunch(m: &Mailbox, n: u32) {
     );
 }
 
+both_stores!(issue_27_a_look_alike_under_a_real_message_id_never_hides_the_real_one);
 /// See: issue 27 ("Hybrid deduplication trusts a sender-chosen header").
-#[tokio::test]
-async fn issue_27_a_look_alike_under_a_real_message_id_never_hides_the_real_one() {
-    let m = Mailbox::new();
+async fn issue_27_a_look_alike_under_a_real_message_id_never_hides_the_real_one(store: Store) {
+    let m = Mailbox::on(&store).await;
     m.deliver(
         "177000001.M1P1.test:2,",
         &mail(
@@ -176,10 +190,10 @@ async fn issue_27_a_look_alike_under_a_real_message_id_never_hides_the_real_one(
     client.close().await;
 }
 
+both_stores!(issue_27_a_hybrid_answer_never_lists_mail_deleted_since_the_sync);
 /// See: issue 27 ("a hybrid answer never lists an index hit that its live half proved gone").
-#[tokio::test]
-async fn issue_27_a_hybrid_answer_never_lists_mail_deleted_since_the_sync() {
-    let m = Mailbox::new();
+async fn issue_27_a_hybrid_answer_never_lists_mail_deleted_since_the_sync(store: Store) {
+    let m = Mailbox::on(&store).await;
     let gone = m.deliver(
         "177000001.M1P1.test:2,",
         &mail(

@@ -4,13 +4,15 @@
 //! zero-width space inside words, Hangul), synced with `mailgate index sync`, then searched
 //! through the MCP client live, from the index, and hybrid: every source finds every word,
 //! none answers `NOT_FOUND`; a query of no word and a query token the index cannot hold are
-//! `SEARCH_INCOMPLETE` naming why, never `NOT_FOUND` or a wider match.
+//! `SEARCH_INCOMPLETE` naming why, never `NOT_FOUND` or a wider match. Over both stores
+//! ([`both_stores!`]): the shared store matches on the same tokens.
 
 use std::path::Path;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::stores::{Store, both_stores};
 use crate::util::{Client, World, maildir_box};
 
 const DIGEST: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -74,10 +76,11 @@ fn write_box(mail: &Path) {
     }
 }
 
-async fn synced() -> (World, String) {
-    let world = World::new();
+async fn synced(store: &Store) -> (World, String) {
+    let world = store.world();
     let (mail, config) = maildir_box(&world, &[]);
     write_box(&mail);
+    store.migrate(&world, &config).await;
     let out = world
         .run(&["--config", &config, "index", "sync", "box"])
         .await;
@@ -110,9 +113,9 @@ fn subjects(answer: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-#[tokio::test]
-async fn every_source_finds_what_the_reader_sees() {
-    let (world, config) = synced().await;
+both_stores!(every_source_finds_what_the_reader_sees);
+async fn every_source_finds_what_the_reader_sees(store: Store) {
+    let (world, config) = synced(&store).await;
     let client = world.client(&["--config", &config, "serve"]).await;
     for (query, subject) in [
         ("résumé", "Résumé for the role"),
@@ -146,9 +149,9 @@ async fn every_source_finds_what_the_reader_sees() {
     client.close().await;
 }
 
-#[tokio::test]
-async fn a_query_of_no_word_or_of_a_token_the_index_cannot_hold_proves_nothing() {
-    let (world, config) = synced().await;
+both_stores!(a_query_of_no_word_or_of_a_token_the_index_cannot_hold_proves_nothing);
+async fn a_query_of_no_word_or_of_a_token_the_index_cannot_hold_proves_nothing(store: Store) {
+    let (world, config) = synced(&store).await;
     let client = world.client(&["--config", &config, "serve"]).await;
     for source in ["live", "index", "hybrid"] {
         let answer = search(&client, "____", source).await;

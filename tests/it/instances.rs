@@ -137,3 +137,139 @@ async fn a_bad_key_ring_file_stops_startup_naming_the_variable_and_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("MAILGATE_CURSOR_KEYS_FILE"));
 }
+
+/// A TCP relay to the test database that the test can cut: the database "going away" for
+/// the mailgate processes that reach it through the relay.
+struct Relay {
+    port: u16,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Relay {
+    async fn to(target_port: u16) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            loop {
+                let mut cut = stopped.clone();
+                tokio::select! {
+                    _ = cut.changed() => return,
+                    accepted = listener.accept() => {
+                        let Ok((mut inbound, _)) = accepted else { return };
+                        let mut cut = stopped.clone();
+                        tokio::spawn(async move {
+                            let Ok(mut outbound) =
+                                tokio::net::TcpStream::connect(("127.0.0.1", target_port)).await
+                            else {
+                                return;
+                            };
+                            tokio::select! {
+                                _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                                _ = cut.changed() => {}
+                            }
+                        });
+                    }
+                }
+            }
+        });
+        Self { port, stop }
+    }
+
+    fn cut(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// `search_mailbox` of finance from its index.
+fn from_index(query: &str) -> Value {
+    json!({ "mailbox": "finance", "criteria": { "query": query, "source": "index" } })
+}
+
+/// Two `serve --http` instances on one database (no key file): each continues the other's
+/// cursors (the key ring is the database's), both serve an index synced after they started,
+/// without a restart, and when the database goes away an index answer is `SEARCH_FAILED`,
+/// never `NOT_FOUND`.
+#[tokio::test]
+async fn instances_on_one_database_share_cursors_and_the_index_and_never_claim_absence_without_it()
+{
+    let Some(store) = crate::stores::Store::shared("instances::one_database").await else {
+        return;
+    };
+    let crate::stores::Store::Shared(db) = &store else {
+        unreachable!("a shared store");
+    };
+    let pg: tokio_postgres::Config = db.url.parse().unwrap();
+    let relay = Relay::to(pg.get_ports()[0]).await;
+    // Every process reaches the database through the relay.
+    let env: Vec<(String, String)> = db
+        .env
+        .iter()
+        .map(|(k, v)| match k.as_str() {
+            "MAILGATE_INDEX_URL" => {
+                let name = v.rsplit('/').next().unwrap();
+                (
+                    k.clone(),
+                    format!("postgres://mailgate@127.0.0.1:{}/{name}", relay.port),
+                )
+            }
+            _ => (k.clone(), v.clone()),
+        })
+        .collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let world = World::new();
+    let config = config_over_shared_demo(&world, &[FINANCE], r#", "maxResultsPerMailbox": 100"#);
+    let migrated = world
+        .run_with(&env, &["--config", &config, "index", "migrate"])
+        .await;
+    assert!(migrated.status.success(), "{migrated:?}");
+    let args = ["serve", "--http", "127.0.0.1:0", "--config", &config];
+    let (one, two) = tokio::join!(
+        HttpServer::start(&world, &args, &env),
+        HttpServer::start(&world, &args, &env),
+    );
+    let (one, two) = tokio::join!(over_http(&one), over_http(&two));
+    let all = message_ids(
+        &one.ok(
+            "list_messages",
+            json!({ "mailbox": "finance", "criteria": { "maxResults": 100 } }),
+        )
+        .await,
+    );
+    let (paged, answers) = pages_in_turn(&[&one, &two]).await;
+    assert!(
+        answers > 2,
+        "several pages, so both instances redeemed cursors"
+    );
+    assert_eq!(paged, all, "every cursor continued on the other instance");
+
+    // Not synced yet: the index says so. Synced now, by a third process: served at once.
+    let never = refusal(&two, "search_mailbox", from_index("invoice")).await;
+    assert!(never.contains("mailgate index sync finance"), "{never}");
+    let synced = world
+        .run_with(&env, &["--config", &config, "index", "sync", "finance"])
+        .await;
+    assert!(
+        String::from_utf8_lossy(&synced.stdout).contains("finance: complete"),
+        "{synced:?}"
+    );
+    let found = two.ok("search_mailbox", from_index("invoice")).await;
+    assert_eq!(found["status"], "FOUND", "{found}");
+    let absent = one.ok("search_mailbox", from_index("xylophonequark")).await;
+    assert_eq!(absent["status"], "NOT_FOUND", "{absent}");
+
+    // The database goes away: no index answer may claim absence.
+    relay.cut();
+    for client in [&one, &two] {
+        for query in ["xylophonequark", "invoice"] {
+            let answer = client.ok("search_mailbox", from_index(query)).await;
+            assert_eq!(answer["status"], "SEARCH_FAILED", "{query}: {answer}");
+            assert!(
+                answer["warnings"]
+                    .as_array()
+                    .is_some_and(|w| w.iter().any(|c| c == "index_failed")),
+                "{answer}"
+            );
+        }
+    }
+}

@@ -18,6 +18,7 @@ mod fake_graph;
 mod fake_graph_selftest;
 mod imap_server;
 mod oauth_issuer;
+mod stores;
 
 mod architecture;
 mod catalog;

@@ -68,6 +68,15 @@ impl ReadStore {
         }
     }
 
+    /// Whether the store holds an index of the mailbox at all (a local reader exists only for
+    /// an index on disk; the shared store is asked until it has answered one status).
+    pub(crate) async fn present(&self) -> bool {
+        match self {
+            ReadStore::Local(_) => true,
+            ReadStore::Postgres(store) => store.present().await,
+        }
+    }
+
     /// Whether the text index was built by another text analysis than this binary's: then
     /// nothing of it may be served, whatever the status says.
     pub(crate) fn outdated(&self) -> bool {

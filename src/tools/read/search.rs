@@ -108,17 +108,17 @@ pub(super) fn requested_mode(criteria: &Criteria) -> Option<Mode> {
 
 /// Where one mailbox's call runs: the caller's `source`, else the default; an explicit `index`
 /// or `hybrid` on a mailbox without an index is a clear error naming the operator's command.
-pub(in crate::tools) fn mode_of<'a>(
+pub(in crate::tools) async fn mode_of<'a>(
     app: &'a App,
     alias: &GrantedAlias,
     requested: Option<Mode>,
 ) -> Result<(Mode, Option<&'a crate::index::reader::IndexReader>), ToolError> {
-    let index = app.indexes.get(alias);
+    let index = app.indexes.get(alias).await;
     if index.is_none() && matches!(requested, Some(Mode::Index | Mode::Hybrid)) {
         return Err(ToolError::new(
             ErrorCode::Unsupported,
             format!(
-                "source: mailbox {alias} has no local index (the operator runs `mailgate index \
+                "source: mailbox {alias} has no index (the operator runs `mailgate index \
                  sync {alias}`); use source \"live\""
             ),
         ));
@@ -134,7 +134,7 @@ pub(super) async fn search_one(
     criteria: &Criteria,
     plan: &SearchPlan,
 ) -> Result<Answer, ToolError> {
-    let (mode, index) = mode_of(app, &resolved.granted, requested_mode(criteria))?;
+    let (mode, index) = mode_of(app, &resolved.granted, requested_mode(criteria)).await?;
     // Categories live on the backend only: the index keeps none, and a backend without them
     // cannot be asked (never a silent ignore).
     let mode = if plan.filters.categories.is_empty() {

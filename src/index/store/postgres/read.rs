@@ -39,6 +39,9 @@ pub(crate) struct PgRead {
     mailbox: String,
     /// The last status read named another text analysis than this binary's.
     outdated: AtomicBool,
+    /// A status was read once: the mailbox has an index here (a purge later makes its reads
+    /// say so, as the local store's do).
+    seen: AtomicBool,
 }
 
 /// An SQL statement being written, with its parameters.
@@ -71,6 +74,7 @@ impl PgRead {
             pool,
             mailbox,
             outdated: AtomicBool::new(false),
+            seen: AtomicBool::new(false),
         }
     }
 
@@ -118,7 +122,19 @@ impl PgRead {
             analyzer.is_some_and(|a| i64::from(a) != current),
             Ordering::Relaxed,
         );
-        status.ok_or(IndexError::Missing)
+        let status = status.ok_or(IndexError::Missing)?;
+        self.seen.store(true, Ordering::Relaxed);
+        Ok(status)
+    }
+
+    /// Whether the store holds an index of this mailbox: known once a status was read, else
+    /// asked. A store that cannot be asked counts as holding one, so its answers say the index
+    /// failed rather than that there is none.
+    pub(crate) async fn present(&self) -> bool {
+        if self.seen.load(Ordering::Relaxed) {
+            return true;
+        }
+        !matches!(self.status().await, Err(IndexError::Missing))
     }
 
     pub(crate) fn outdated(&self) -> bool {

@@ -133,7 +133,7 @@ pub(crate) async fn investigate_documents(
         },
     };
     let (mode, index) =
-        crate::tools::read::mode_of(&app, &resolved.granted, c.source.map(Mode::from))?;
+        crate::tools::read::mode_of(&app, &resolved.granted, c.source.map(Mode::from)).await?;
     let view = match (mode, index) {
         (Mode::Index | Mode::Hybrid, Some(reader)) => Some(IndexView {
             reader,
