@@ -257,7 +257,7 @@ fn main() {
     ));
 
     // The shared store, on the same corpus, beside the local one.
-    shared_store(
+    let shared = shared_store(
         &mg,
         &knobs,
         &mix,
@@ -323,7 +323,10 @@ fn main() {
     server.stop();
 
     // Semantic recall.
-    semantic(&mg, &knobs, &recall, &mut report);
+    semantic(&mg, shared.as_ref(), &knobs, &recall, &mut report);
+    if let Some(shared) = shared {
+        psql(&format!("DROP DATABASE IF EXISTS {}", shared.database));
+    }
 
     let total = started.elapsed();
     report.print(knobs.smoke, total);
@@ -452,16 +455,28 @@ fn throughput(servers: &mut [Server], mix: &[Query], per_server: usize) -> f64 {
     (servers.len() * per_server) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// The same corpus synced into the shared store (a database of the test PostgreSQL, made and
-/// dropped here): ingest, size, query latency, and searches per second from one and from two
+/// The shared store's database, as the runs after its own half use it (dropped at the end).
+struct Shared {
+    mg: Mailgate,
+    database: String,
+}
+
+/// The same corpus synced into the shared store (a database of the test PostgreSQL, made
+/// here): ingest, size, query latency, and searches per second from one and from two
 /// instances on the database.
-fn shared_store(mg: &Mailgate, knobs: &Knobs, mix: &[Query], local: Local, report: &mut Report) {
+fn shared_store(
+    mg: &Mailgate,
+    knobs: &Knobs,
+    mix: &[Query],
+    local: Local,
+    report: &mut Report,
+) -> Option<Shared> {
     let port = match postgres_port(knobs.smoke) {
         Ok(port) => port,
         Err(why) => {
             println!("shared store: skipped: {why}");
             report.note(format!("shared store (PostgreSQL): skipped: {why}"));
-            return;
+            return None;
         }
     };
     let db = format!("mailgate_bench_{}", std::process::id());
@@ -578,7 +593,10 @@ fn shared_store(mg: &Mailgate, knobs: &Knobs, mix: &[Query], local: Local, repor
         one,
         "/s",
     ));
-    psql(&format!("DROP DATABASE IF EXISTS {db}"));
+    Some(Shared {
+        mg: pg,
+        database: db,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1496,7 +1514,13 @@ fn recall_hits(
     (hits, missed)
 }
 
-fn semantic(mg: &Mailgate, knobs: &Knobs, set: &RecallSet, report: &mut Report) {
+fn semantic(
+    mg: &Mailgate,
+    shared: Option<&Shared>,
+    knobs: &Knobs,
+    set: &RecallSet,
+    report: &mut Report,
+) {
     let n = knobs.sem_size + set.paraphrase.len() + set.exact.len();
     let lexical_sync = mg.sync_timed("sem");
     assert!(
@@ -1518,6 +1542,40 @@ fn semantic(mg: &Mailgate, knobs: &Knobs, set: &RecallSet, report: &mut Report) 
         set.exact.len()
     );
     let _ = missed_para;
+    if let Some(shared) = shared {
+        let sync = shared.mg.sync_timed("sem");
+        assert!(
+            sync.ok,
+            "index sync sem into the shared store failed:\n{}",
+            sync.output
+        );
+        let mut server = Server::start(&shared.mg, "serve-sem-pg.stderr");
+        server.handshake();
+        let mut lat = Vec::new();
+        let (para, _) = recall_hits(&mut server, &set.paraphrase, "index", &mut lat);
+        let (exact, missed) = recall_hits(&mut server, &set.exact, "index", &mut lat);
+        server.stop();
+        println!(
+            "shared store, lexical recall@{RECALL_AT}: paraphrase {para}/{}, exact {exact}/{} \
+             (exact misses: {missed:?})",
+            set.paraphrase.len(),
+            set.exact.len()
+        );
+        report.row(Row::beside(
+            "recall@10 paraphrase, lexical, shared",
+            para as f64,
+            "local store",
+            lex_para as f64,
+            "hits",
+        ));
+        report.row(Row::beside(
+            "recall@10 exact, lexical, shared",
+            exact as f64,
+            "local store",
+            lex_exact as f64,
+            "hits",
+        ));
+    }
 
     let hybrid = match Embeddings::find() {
         Err(why) => {

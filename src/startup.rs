@@ -67,7 +67,10 @@ pub(crate) fn build_app(
         .map(|pg| crate::index::store::postgres::pool(pg, SHARED_BUDGET_CONNECTIONS))
         .transpose()
         .map_err(|e| StartupError::IndexStore(e.to_string()))?
-        .map(Arc::new);
+        .map(|pool| {
+            let limits = crate::index::store::postgres::buckets::DatabaseLimits(Arc::new(pool));
+            Arc::new(limits) as Arc<dyn crate::coordination::upstream::SharedLimits>
+        });
     let upstream = crate::coordination::upstream::UpstreamLimits::plan(
         budgets,
         settings

@@ -4,8 +4,9 @@
 //! backends name the account they reach ([`AccountKey`]) and what they need of it
 //! ([`AccountPlan`]) when startup opens them; [`UpstreamLimits`] merges the plans of one account
 //! (the strictest wins) and hands every backend of the account the same [`AccountLimits`].
-//! With a shared database the command budget is the database's ([`SharedBucket`]: every
-//! instance on it takes from one bucket per account); otherwise a bucket in this process.
+//! With a shared database the command budget and the "at once" slots are the database's
+//! ([`SharedLimits`], implemented by the PostgreSQL store and handed in by startup: every
+//! instance on it takes from one budget per account); otherwise this process's alone.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,9 +15,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::rate::TokenBucket;
-use crate::index::store::postgres::Pool;
-use crate::index::store::postgres::buckets::SharedBucket;
-use crate::index::store::postgres::slots::{SharedSlot, SharedSlots};
+use futures::future::BoxFuture;
 
 /// An upstream account, as its provider counts it. Never logged or shown: it holds a login.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -69,24 +68,61 @@ impl AccountPlan {
     }
 }
 
+/// Where instances keep the limits they share (the shared database): a command budget and a
+/// number of slots per account, named by the account's key (which the store never keeps as
+/// such: it holds a login).
+pub(crate) trait SharedLimits: Send + Sync {
+    fn budget(&self, account: &str, per_window: u32, window: Duration) -> Box<dyn SharedBudget>;
+    fn slots(&self, account: &str, count: usize) -> Box<dyn SharedSlots>;
+}
+
+/// One account's command budget across instances.
+pub(crate) trait SharedBudget: Send + Sync {
+    /// Takes one command now, or says how long until one is there (a store that cannot be
+    /// asked refuses).
+    fn try_take(&self) -> BoxFuture<'_, Result<(), Duration>>;
+}
+
+/// One account's "at once" slots across instances.
+pub(crate) trait SharedSlots: Send + Sync {
+    /// Waits for a free slot and holds it until the returned guard drops.
+    fn enter(&self) -> BoxFuture<'_, Result<Box<dyn Send + Sync>, GateUnavailable>>;
+}
+
 /// Where an account's command budget is kept.
-#[derive(Debug)]
 enum Budget {
     /// This process alone.
     Local(TokenBucket),
     /// Every instance on the shared database.
-    Shared(SharedBucket),
+    Shared(Box<dyn SharedBudget>),
+}
+
+impl std::fmt::Debug for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Budget::Local(bucket) => bucket.fmt(f),
+            Budget::Shared(_) => f.write_str("Shared(..)"),
+        }
+    }
 }
 
 /// The limits of one account, shared by every backend that reaches it.
-#[derive(Debug)]
 pub(crate) struct AccountLimits {
     /// Commands per minute, when the account counts them.
     commands: Option<Budget>,
     /// Connections or requests at once, in this process.
     at_once: Semaphore,
     /// The same, across every instance on the shared database.
-    shared_slots: Option<SharedSlots>,
+    shared_slots: Option<Box<dyn SharedSlots>>,
+}
+
+impl std::fmt::Debug for AccountLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountLimits")
+            .field("commands", &self.commands)
+            .field("shared_slots", &self.shared_slots.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why an account's gate could not be entered.
@@ -95,16 +131,9 @@ pub(crate) struct AccountLimits {
 pub(crate) struct GateUnavailable;
 
 /// A request or connection admitted under an account's "at once" limit; leaving drops it.
-#[derive(Debug)]
 pub(crate) struct Entered<'a> {
     _local: tokio::sync::SemaphorePermit<'a>,
-    _shared: Option<SharedSlot>,
-}
-
-impl std::fmt::Debug for SharedSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SharedSlot(..)")
-    }
+    _shared: Option<Box<dyn Send + Sync>>,
 }
 
 impl AccountLimits {
@@ -121,18 +150,15 @@ impl AccountLimits {
         )
     }
 
-    fn new(key: &AccountKey, plan: AccountPlan, shared: Option<&Arc<Pool>>) -> Self {
+    fn new(key: &AccountKey, plan: AccountPlan, shared: Option<&dyn SharedLimits>) -> Self {
         let window = Duration::from_secs(60);
         Self {
             commands: plan.per_minute.map(|n| match shared {
-                Some(pool) => {
-                    Budget::Shared(SharedBucket::new(Arc::clone(pool), &key.0, n, window))
-                }
+                Some(store) => Budget::Shared(store.budget(&key.0, n, window)),
                 None => Budget::Local(TokenBucket::new(n, window)),
             }),
             at_once: Semaphore::new(plan.at_once.max(1)),
-            shared_slots: shared
-                .map(|pool| SharedSlots::new(Arc::clone(pool), &key.0, plan.at_once)),
+            shared_slots: shared.map(|store| store.slots(&key.0, plan.at_once)),
         }
     }
 
@@ -151,10 +177,7 @@ impl AccountLimits {
     pub(crate) async fn enter(&self) -> Result<Entered<'_>, GateUnavailable> {
         let local = self.at_once.acquire().await.map_err(|_| GateUnavailable)?;
         let shared = match &self.shared_slots {
-            Some(slots) => Some(slots.enter().await.map_err(|e| {
-                tracing::warn!(error = %e, "the shared request gate could not be entered");
-                GateUnavailable
-            })?),
+            Some(slots) => Some(slots.enter().await?),
             None => None,
         };
         Ok(Entered {
@@ -168,8 +191,8 @@ impl AccountLimits {
 #[derive(Default)]
 pub(crate) struct UpstreamLimits {
     accounts: BTreeMap<AccountKey, Arc<AccountLimits>>,
-    /// The shared database's connections for the command budgets, when there is one.
-    shared: Option<Arc<Pool>>,
+    /// Where instances share the limits, when they do.
+    shared: Option<Arc<dyn SharedLimits>>,
 }
 
 impl std::fmt::Debug for UpstreamLimits {
@@ -185,7 +208,7 @@ impl UpstreamLimits {
     /// The limits of the accounts `plans` name, one set per account, each the strictest of the
     /// plans that name it; their command budgets in the shared database when `shared` is given.
     pub(crate) fn plan(
-        shared: Option<Arc<Pool>>,
+        shared: Option<Arc<dyn SharedLimits>>,
         plans: impl IntoIterator<Item = (AccountKey, AccountPlan)>,
     ) -> Self {
         let mut merged: BTreeMap<AccountKey, AccountPlan> = BTreeMap::new();
@@ -199,7 +222,7 @@ impl UpstreamLimits {
             accounts: merged
                 .into_iter()
                 .map(|(key, plan)| {
-                    let limits = AccountLimits::new(&key, plan, shared.as_ref());
+                    let limits = AccountLimits::new(&key, plan, shared.as_deref());
                     (key, Arc::new(limits))
                 })
                 .collect(),
@@ -211,7 +234,7 @@ impl UpstreamLimits {
     /// opened outside startup is still limited).
     pub(crate) fn of(&self, key: &AccountKey, plan: AccountPlan) -> Arc<AccountLimits> {
         self.accounts.get(key).map_or_else(
-            || Arc::new(AccountLimits::new(key, plan, self.shared.as_ref())),
+            || Arc::new(AccountLimits::new(key, plan, self.shared.as_deref())),
             Arc::clone,
         )
     }

@@ -5,8 +5,7 @@
 use std::time::Duration;
 
 use super::lease::{self, Taken};
-use super::write::store_error;
-use super::{PgSettings, connect};
+use super::{PgSettings, connect, store_error};
 use crate::index::IndexError;
 
 /// Sets or clears the pause of `mailbox` (a mailbox never synced is recorded paused).

@@ -51,6 +51,43 @@ pub(crate) fn account_digest(key: &str) -> Vec<u8> {
         .to_vec()
 }
 
+/// The shared database as the place instances share upstream limits.
+pub(crate) struct DatabaseLimits(pub(crate) Arc<Pool>);
+
+impl crate::coordination::upstream::SharedLimits for DatabaseLimits {
+    fn budget(
+        &self,
+        account: &str,
+        per_window: u32,
+        window: Duration,
+    ) -> Box<dyn crate::coordination::upstream::SharedBudget> {
+        Box::new(SharedBucket::new(
+            Arc::clone(&self.0),
+            account,
+            per_window,
+            window,
+        ))
+    }
+
+    fn slots(
+        &self,
+        account: &str,
+        count: usize,
+    ) -> Box<dyn crate::coordination::upstream::SharedSlots> {
+        Box::new(super::slots::SharedSlots::new(
+            Arc::clone(&self.0),
+            account,
+            count,
+        ))
+    }
+}
+
+impl crate::coordination::upstream::SharedBudget for SharedBucket {
+    fn try_take(&self) -> futures::future::BoxFuture<'_, Result<(), Duration>> {
+        Box::pin(SharedBucket::try_take(self))
+    }
+}
+
 impl SharedBucket {
     /// The bucket of the account `key` names (its text is digested, never stored), holding
     /// `capacity` commands and refilled at `capacity` per `window`.

@@ -62,6 +62,11 @@ pub(crate) enum PgError {
     SchemaBehind { at: i32, known: i32 },
 }
 
+/// A database failure as the index reports it (its SQLSTATE, never the server's text).
+pub(crate) fn store_error(e: impl Into<PgError>) -> crate::index::IndexError {
+    crate::index::IndexError::Store(e.into().to_string())
+}
+
 impl From<tokio_postgres::Error> for PgError {
     fn from(e: tokio_postgres::Error) -> Self {
         match e.code() {

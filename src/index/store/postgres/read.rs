@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_postgres::types::ToSql;
 
 use super::rows::{self, FIELDS};
-use super::write::{status_of, store_error};
+use super::store_error;
+use super::write::status_of;
 use super::{Pool, lease};
 use crate::backends::model::{ContentGap, MessageSummary, SortBy, SortOrder};
 use crate::index::analyzer;

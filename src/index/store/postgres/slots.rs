@@ -84,6 +84,25 @@ impl SharedSlots {
     }
 }
 
+impl crate::coordination::upstream::SharedSlots for SharedSlots {
+    fn enter(
+        &self,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<Box<dyn Send + Sync>, crate::coordination::upstream::GateUnavailable>,
+    > {
+        Box::pin(async move {
+            match SharedSlots::enter(self).await {
+                Ok(slot) => Ok(Box::new(slot) as Box<dyn Send + Sync>),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the shared request gate could not be entered");
+                    Err(crate::coordination::upstream::GateUnavailable)
+                }
+            }
+        })
+    }
+}
+
 /// A slot this instance holds; given back when dropped.
 pub(crate) struct SharedSlot {
     pool: Arc<Pool>,

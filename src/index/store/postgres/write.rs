@@ -14,7 +14,7 @@ use tokio_postgres::{Client, Transaction};
 
 use super::lease::{self, Lease, LeaseError, Taken};
 use super::rows::MessageRow;
-use super::{PgError, PgSettings};
+use super::{PgSettings, store_error};
 use crate::index::state::{FolderCursor, StateBatch};
 use crate::index::status::IndexStatus;
 use crate::index::store::{Opened, Rebuild};
@@ -24,10 +24,6 @@ use crate::index::{IndexError, IndexedMessage};
 enum Pending {
     Put(Box<MessageRow>),
     Remove,
-}
-
-pub(crate) fn store_error(e: impl Into<PgError>) -> IndexError {
-    IndexError::Store(e.into().to_string())
 }
 
 fn lease_error(e: LeaseError) -> IndexError {
