@@ -2,7 +2,7 @@
 //! their indexes, with row-level security keeping each mailbox's rows to sessions that name it.
 //! This module connects ([`connect`], over rustls off loopback) and owns the versioned schema
 //! ([`migrations`], applied only by `mailgate index migrate`); [`read`] is the server's side of
-//! an index, [`write`] a sync's (under [`lease`]), [`rows`] what a message becomes, and
+//! an index, [`mod@write`] a sync's (under [`lease`]), [`rows`] what a message becomes, and
 //! [`admin`] the operator's pause and purge.
 //!
 //! Errors keep to metadata: a failure is reported by its SQLSTATE code and kind, never by the
