@@ -117,13 +117,14 @@ pub(crate) async fn connect(url: &str) -> tokio_postgres::Client {
     client
 }
 
-/// Drops the test databases (`t_…_<pid>_<nanos>`) of test processes that are gone. A database
+/// Drops the test databases (`t_…_<pid>_<nanos>`, and the unit tests' `u_…`) of test processes
+/// that are gone. A database
 /// still in use is left alone (a plain `DROP DATABASE` refuses it).
 async fn drop_leftovers(server: &PgServer) {
     let db = connect(&server.url).await;
     let names: Vec<String> = db
         .query(
-            "SELECT datname FROM pg_database WHERE datname LIKE 't\\_%'",
+            "SELECT datname FROM pg_database WHERE datname LIKE 't\\_%' OR datname LIKE 'u\\_%'",
             &[],
         )
         .await
