@@ -274,26 +274,10 @@ async fn shared_statuses(
     env: &Env,
     s: &Settings,
 ) -> Result<Option<crate::report::SharedStatuses>, StartupError> {
-    use crate::index::store::postgres;
-    let Some(pg) = postgres::resolve(env)? else {
-        return Ok(None);
-    };
-    let pool = postgres::pool(&pg, 1).map_err(|e| StartupError::IndexStore(e.to_string()))?;
-    let tenant = s.graph.as_ref().map(|g| g.tenant_id.as_str());
-    let mut out = crate::report::SharedStatuses::new();
-    for entry in &s.config.mailboxes {
-        let mailbox = crate::index::status::mailbox_identity(entry, tenant);
-        let status = match postgres::read::PgRead::new(pool.clone(), mailbox)
-            .status()
-            .await
-        {
-            Ok(status) => Ok(Some(status)),
-            Err(crate::index::IndexError::Missing) => Ok(None),
-            Err(e) => Err(e.to_string()),
-        };
-        out.insert(entry.alias.clone(), status);
+    match crate::index::store::postgres::resolve(env)? {
+        Some(pg) => Ok(Some(crate::index_cli::shared_statuses(s, &pg).await?)),
+        None => Ok(None),
     }
-    Ok(Some(out))
 }
 
 async fn policy(

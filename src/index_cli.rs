@@ -695,6 +695,11 @@ fn status_row(cells: [&str; 9]) -> String {
     )
 }
 
+/// The status line of an alias whose index has no status to show: only its state.
+fn unserved_row(name: &str, backend: &str, state: &str) -> String {
+    status_row([name, backend, "-", "-", "-", "-", "-", "-", state])
+}
+
 fn status_header() -> String {
     status_row([
         "ALIAS",
@@ -749,41 +754,50 @@ fn synced_row(
     ])
 }
 
+/// The status of every allowlisted alias's index in the shared store (`Ok(None)`: never
+/// synced): `index status` and `policy explain` read them.
+pub(crate) async fn shared_statuses(
+    settings: &Settings,
+    pg: &crate::index::store::postgres::PgSettings,
+) -> Result<crate::report::SharedStatuses, StartupError> {
+    use crate::index::store::postgres;
+    let pool = postgres::pool(pg, 1).map_err(|e| StartupError::IndexStore(e.to_string()))?;
+    let mut out = crate::report::SharedStatuses::new();
+    for entry in &settings.config.mailboxes {
+        let mailbox = identity(settings, &entry.alias).unwrap_or_default();
+        let status = match postgres::read::PgRead::new(pool.clone(), mailbox)
+            .status()
+            .await
+        {
+            Ok(status) => Ok(Some(status)),
+            Err(IndexError::Missing) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        };
+        out.insert(entry.alias.clone(), status);
+    }
+    Ok(out)
+}
+
 /// `index status` of the shared store: every allowlisted alias's index in it (an index of a
 /// mailbox no alias names is not reachable by name, so the store lists no orphans).
 async fn shared_status_table(
     settings: &Settings,
     pg: &crate::index::store::postgres::PgSettings,
 ) -> Result<i32, StartupError> {
-    use crate::index::store::postgres;
-    let pool = postgres::pool(pg, 1).map_err(|e| StartupError::IndexStore(e.to_string()))?;
+    let statuses = shared_statuses(settings, pg).await?;
     let now = Utc::now();
     let mut code = 0;
     let mut lines = vec![status_header()];
     for entry in &settings.config.mailboxes {
         let name = entry.alias.as_str();
         let backend = kind(&entry.backend);
-        let mailbox = identity(settings, &entry.alias).unwrap_or_default();
-        let read = postgres::read::PgRead::new(pool.clone(), mailbox);
-        let line = match read.status().await {
-            Ok(s) => synced_row(settings, &entry.alias, &s, "-", now),
-            Err(IndexError::Missing) => {
-                status_row([name, backend, "-", "-", "-", "-", "-", "-", "not indexed"])
-            }
-            Err(e) => {
+        let line = match statuses.get(&entry.alias) {
+            Some(Ok(Some(s))) => synced_row(settings, &entry.alias, s, "-", now),
+            Some(Err(e)) => {
                 code = 1;
-                status_row([
-                    name,
-                    backend,
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    &format!("UNREADABLE: {e}"),
-                ])
+                unserved_row(name, backend, &format!("UNREADABLE: {e}"))
             }
+            Some(Ok(None)) | None => unserved_row(name, backend, "not indexed"),
         };
         lines.push(line);
     }
@@ -867,19 +881,9 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
             ),
             Some(Err(e)) if !matches!(e, IndexError::Missing) => {
                 code = 1;
-                status_row([
-                    name,
-                    backend,
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                    &format!("REFUSED, never served: {e}"),
-                ])
+                unserved_row(name, backend, &format!("REFUSED, never served: {e}"))
             }
-            _ => status_row([name, backend, "-", "-", "-", "-", "-", "-", "not indexed"]),
+            _ => unserved_row(name, backend, "not indexed"),
         };
         lines.push(line);
     }

@@ -1,6 +1,7 @@
 //! What every index store keeps of a message for its answers: the summary an answer shows
-//! (subject, sender, dates, flags, preview, attachments, content gap) as one opaque blob, and
-//! the content gap as a small code the stores filter on. One codec, so an answer from either
+//! (subject, sender, dates, flags, preview, attachments, content gap) as one opaque blob, the
+//! content gap as a small code the stores filter on, and the raw values the substring filters
+//! match. One codec, so an answer from either
 //! store shows a message the same way.
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +20,24 @@ pub(crate) fn gap_code(gap: Option<ContentGap>) -> u64 {
         Some(ContentGap::Header) => 4,
         Some(ContentGap::Body) => 5,
     }
+}
+
+/// Raw (substring-matched) values are cut to this many bytes (far under tantivy's term limit of
+/// 65,530), in both stores, so a sender or subject filter matches the same messages in each.
+const MAX_RAW_BYTES: usize = 4_096;
+
+/// The lower-cased value a sender or subject filter matches as a substring, cut to
+/// [`MAX_RAW_BYTES`] on a character boundary.
+pub(crate) fn raw(s: &str) -> String {
+    let lower = s.to_lowercase();
+    if lower.len() <= MAX_RAW_BYTES {
+        return lower;
+    }
+    let mut end = MAX_RAW_BYTES;
+    while !lower.is_char_boundary(end) {
+        end -= 1;
+    }
+    lower[..end].to_owned()
 }
 
 /// Every content gap, in the order of their codes.

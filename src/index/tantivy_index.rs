@@ -24,7 +24,7 @@ use tantivy::{Searcher, TantivyDocument};
 
 use super::analyzer::{self, MailTokenizer};
 use super::capdir::CapDirectory;
-use super::stored::{self, GAPS, gap_code};
+use super::stored::{self, GAPS, gap_code, raw};
 use super::{
     CandidateQuery, Clue, IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex,
     TextIndexWriter, doc_key,
@@ -33,9 +33,6 @@ use crate::backends::model::{ContentGap, MessageSummary, SortBy, SortOrder};
 
 /// The analyzer's registered name (it carries the text analysis version into the schema).
 const ANALYZER: &str = analyzer::NAME;
-/// Raw (substring-matched) field values are cut to this many bytes (tantivy's term limit is
-/// 65,530).
-const MAX_RAW_BYTES: usize = 4_096;
 /// The writer's indexing memory (tantivy needs ≥ 15 MB per thread). 64 MB rather than 96: the
 /// sync's peak RSS at 100,000 messages was 326 MB with 96 (`cargo bench --bench index`, target
 /// 300 MB).
@@ -117,18 +114,6 @@ fn schema_with(analyzer: &str) -> (Schema, Fields) {
 
 fn analyzer() -> TextAnalyzer {
     TextAnalyzer::from(MailTokenizer)
-}
-
-fn raw(s: &str) -> String {
-    let lower = s.to_lowercase();
-    if lower.len() <= MAX_RAW_BYTES {
-        return lower;
-    }
-    let mut end = MAX_RAW_BYTES;
-    while !lower.is_char_boundary(end) {
-        end -= 1;
-    }
-    lower[..end].to_owned()
 }
 
 /// One alias's tantivy index.

@@ -176,6 +176,17 @@ pub(crate) enum Opened<W> {
     Paused,
 }
 
+impl<W> Opened<W> {
+    /// The same outcome, the store it opened made into another.
+    fn map<T>(self, ready: impl FnOnce(Box<W>) -> T) -> Opened<T> {
+        match self {
+            Opened::Ready(store) => Opened::Ready(Box::new(ready(store))),
+            Opened::MailboxChanged => Opened::MailboxChanged,
+            Opened::Paused => Opened::Paused,
+        }
+    }
+}
+
 /// One alias's index, write side: the only writer (a sync).
 pub(crate) enum WriteStore {
     Local(Box<local::LocalWrite>),
@@ -189,13 +200,7 @@ impl WriteStore {
         mailbox: &str,
         semantic_model: Option<&str>,
     ) -> Result<Opened<Self>, IndexError> {
-        Ok(
-            match local::LocalWrite::open(alias_dir, mailbox, semantic_model)? {
-                Opened::Ready(local) => Opened::Ready(Box::new(WriteStore::Local(local))),
-                Opened::MailboxChanged => Opened::MailboxChanged,
-                Opened::Paused => Opened::Paused,
-            },
-        )
+        Ok(local::LocalWrite::open(alias_dir, mailbox, semantic_model)?.map(WriteStore::Local))
     }
 
     /// Opens a mailbox's index in the shared database for a sync, under its lease
@@ -204,13 +209,9 @@ impl WriteStore {
         settings: &postgres::PgSettings,
         mailbox: &str,
     ) -> Result<Opened<Self>, IndexError> {
-        Ok(
-            match postgres::write::PgWrite::open(settings, mailbox).await? {
-                Opened::Ready(pg) => Opened::Ready(Box::new(WriteStore::Postgres(pg))),
-                Opened::MailboxChanged => Opened::MailboxChanged,
-                Opened::Paused => Opened::Paused,
-            },
-        )
+        Ok(postgres::write::PgWrite::open(settings, mailbox)
+            .await?
+            .map(WriteStore::Postgres))
     }
 
     /// Why the index was started over when it was opened, if it was.

@@ -67,6 +67,24 @@ pub(crate) fn store_error(e: impl Into<PgError>) -> crate::index::IndexError {
     crate::index::IndexError::Store(e.into().to_string())
 }
 
+/// The first two columns of `rows` as a map's keys and values.
+pub(crate) fn two_columns<K, V>(
+    rows: &[tokio_postgres::Row],
+) -> Result<std::collections::HashMap<K, V>, crate::index::IndexError>
+where
+    K: for<'a> tokio_postgres::types::FromSql<'a> + Eq + std::hash::Hash,
+    V: for<'a> tokio_postgres::types::FromSql<'a>,
+{
+    rows.iter()
+        .map(|r| {
+            Ok((
+                r.try_get(0).map_err(store_error)?,
+                r.try_get(1).map_err(store_error)?,
+            ))
+        })
+        .collect()
+}
+
 impl From<tokio_postgres::Error> for PgError {
     fn from(e: tokio_postgres::Error) -> Self {
         match e.code() {

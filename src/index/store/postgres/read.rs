@@ -14,7 +14,7 @@ use tokio_postgres::types::ToSql;
 use super::rows::{self, FIELDS};
 use super::store_error;
 use super::write::status_of;
-use super::{Pool, lease};
+use super::{Pool, lease, two_columns};
 use crate::backends::model::{ContentGap, MessageSummary, SortBy, SortOrder};
 use crate::index::analyzer;
 use crate::index::status::IndexStatus;
@@ -211,13 +211,7 @@ impl PgRead {
                    FROM mailgate_messages WHERE {} ORDER BY {order} LIMIT {limit}",
                 where_all(&conditions)
             );
-            let (hits, matched) = hits(tx, &st).await?;
-            Ok(IndexHits {
-                hits,
-                matched,
-                in_scope,
-                gaps,
-            })
+            hits(tx, &st, in_scope, gaps).await
         })
         .await
     }
@@ -253,13 +247,7 @@ impl PgRead {
                   ORDER BY received DESC, id LIMIT {limit}",
                 any.join(" OR ")
             );
-            let (hits, matched) = hits(tx, &st).await?;
-            Ok(IndexHits {
-                hits,
-                matched,
-                in_scope,
-                gaps,
-            })
+            hits(tx, &st, in_scope, gaps).await
         })
         .await
     }
@@ -294,14 +282,7 @@ impl PgRead {
                     )
                     .await
                     .map_err(store_error)?;
-                rows.iter()
-                    .map(|r| {
-                        Ok((
-                            r.try_get(0).map_err(store_error)?,
-                            r.try_get(1).map_err(store_error)?,
-                        ))
-                    })
-                    .collect()
+                two_columns(&rows)
             })
             .await?;
         ids.iter()
@@ -389,7 +370,7 @@ fn filter_conditions(st: &mut Statement, q: &IndexQuery) -> Vec<String> {
     }
     let f = &q.filters;
     if let Some(sender) = &f.sender {
-        let needle = st.param(rows::raw(sender));
+        let needle = st.param(stored::raw(sender));
         out.push(format!(
             "EXISTS (SELECT 1 FROM unnest(from_raw) AS v WHERE strpos(v, {needle}) > 0)"
         ));
@@ -397,7 +378,7 @@ fn filter_conditions(st: &mut Statement, q: &IndexQuery) -> Vec<String> {
     if let Some(subject) = &f.subject {
         out.push(format!(
             "strpos(subject_raw, {}) > 0",
-            st.param(rows::raw(subject))
+            st.param(stored::raw(subject))
         ));
     }
     if let Some(from) = f.date_from {
@@ -513,11 +494,13 @@ async fn scope_counts(
     Ok((count(0)?, gaps))
 }
 
-/// Runs a hits statement (summary, score, matches in all): the hits and the match count.
+/// Runs a hits statement (summary, score, matches in all): the answer, with the scope's counts.
 async fn hits(
     tx: &Tx<'_>,
     st: &Statement,
-) -> Result<(Vec<(MessageSummary, f32)>, usize), IndexError> {
+    in_scope: usize,
+    gaps: Vec<(ContentGap, usize)>,
+) -> Result<IndexHits, IndexError> {
     let rows = tx
         .query(st.sql.as_str(), &st.params())
         .await
@@ -531,5 +514,10 @@ async fn hits(
         matched = usize::try_from(all).unwrap_or(0);
         out.push((stored::decode(&summary)?, score));
     }
-    Ok((out, matched))
+    Ok(IndexHits {
+        hits: out,
+        matched,
+        in_scope,
+        gaps,
+    })
 }

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 use crate::backends::model::ContentGap;
 use crate::index::analyzer::MAX_TOKEN_BYTES;
-use crate::index::{IndexError, IndexedMessage, stored};
+use crate::index::stored::{self, raw};
+use crate::index::{IndexError, IndexedMessage};
 use crate::text::{Mode, each_token};
 
 /// The text fields, in the order of `field_lengths` and of the ranking boosts (as tantivy's):
@@ -26,9 +27,6 @@ pub(crate) const FIELDS: [(&str, f64); 6] = [
 pub(crate) const BODY: usize = 3;
 pub(crate) const ATTACHMENT_NAMES: usize = 4;
 pub(crate) const ATTACHMENT_TEXT: usize = 5;
-
-/// Raw (substring-matched) values are cut to this many bytes, as the local store cuts them.
-const MAX_RAW_BYTES: usize = 4_096;
 
 /// What one field's lexemes may take in a `tsvector` (PostgreSQL refuses one over 1 MiB): a
 /// field with more distinct tokens keeps the first ones and marks the message incomplete.
@@ -54,19 +52,6 @@ pub(crate) struct MessageRow {
     /// The `repeats` object, as JSON text.
     pub(crate) repeats: String,
     pub(crate) summary: Vec<u8>,
-}
-
-/// The lower-cased value a substring filter matches, cut as the local store cuts it.
-pub(crate) fn raw(s: &str) -> String {
-    let lower = s.to_lowercase();
-    if lower.len() <= MAX_RAW_BYTES {
-        return lower;
-    }
-    let mut end = MAX_RAW_BYTES;
-    while !lower.is_char_boundary(end) {
-        end -= 1;
-    }
-    lower[..end].to_owned()
 }
 
 /// `token` as a quoted lexeme of a `tsvector` or `tsquery` literal: inside quotes a quote and a

@@ -241,14 +241,7 @@ impl PgWrite {
             )
             .await
             .map_err(store_error)?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get(0).map_err(store_error)?,
-                    r.try_get(1).map_err(store_error)?,
-                ))
-            })
-            .collect()
+        super::two_columns(&rows)
     }
 
     pub(crate) async fn versions(
@@ -504,6 +497,27 @@ fn last_of(pairs: &[(String, String)]) -> (Vec<&str>, Vec<&str>) {
     seen.into_iter().unzip()
 }
 
+/// Sets each id's version in `table` (`mailgate_versions` or `mailgate_pending`), the last one
+/// `pairs` names as the local store keeps it; returns the ids.
+async fn upsert_versions<'a>(
+    tx: &Transaction<'_>,
+    table: &str,
+    folder: &str,
+    pairs: &'a [(String, String)],
+) -> Result<Vec<&'a str>, IndexError> {
+    let (ids, versions) = last_of(pairs);
+    let sql = format!(
+        "INSERT INTO {table} (mailbox, folder_id, id, version)
+         SELECT current_setting('mailgate.mailbox'), $1, i, v
+           FROM unnest($2::text[], $3::text[]) AS t(i, v)
+         ON CONFLICT (mailbox, folder_id, id) DO UPDATE SET version = EXCLUDED.version"
+    );
+    tx.execute(&sql, &[&folder, &ids, &versions])
+        .await
+        .map_err(store_error)?;
+    Ok(ids)
+}
+
 /// Records one step of the sync, in the order the local store applies it.
 async fn apply(tx: &Transaction<'_>, batch: &StateBatch) -> Result<(), IndexError> {
     let folder = batch.folder.as_str();
@@ -511,15 +525,7 @@ async fn apply(tx: &Transaction<'_>, batch: &StateBatch) -> Result<(), IndexErro
         tx.execute(sql, params).await.map_err(store_error)
     };
     if !batch.indexed.is_empty() {
-        let (ids, versions) = last_of(&batch.indexed);
-        exec(
-            "INSERT INTO mailgate_versions (mailbox, folder_id, id, version)
-             SELECT current_setting('mailgate.mailbox'), $1, i, v
-               FROM unnest($2::text[], $3::text[]) AS t(i, v)
-             ON CONFLICT (mailbox, folder_id, id) DO UPDATE SET version = EXCLUDED.version",
-            &[&folder, &ids, &versions],
-        )
-        .await?;
+        let ids = upsert_versions(tx, "mailgate_versions", folder, &batch.indexed).await?;
         exec(
             "DELETE FROM mailgate_pending WHERE folder_id = $1 AND id = ANY($2)",
             &[&folder, &ids],
@@ -535,15 +541,7 @@ async fn apply(tx: &Transaction<'_>, batch: &StateBatch) -> Result<(), IndexErro
         }
     }
     if !batch.pending.is_empty() {
-        let (ids, versions) = last_of(&batch.pending);
-        exec(
-            "INSERT INTO mailgate_pending (mailbox, folder_id, id, version)
-             SELECT current_setting('mailgate.mailbox'), $1, i, v
-               FROM unnest($2::text[], $3::text[]) AS t(i, v)
-             ON CONFLICT (mailbox, folder_id, id) DO UPDATE SET version = EXCLUDED.version",
-            &[&folder, &ids, &versions],
-        )
-        .await?;
+        upsert_versions(tx, "mailgate_pending", folder, &batch.pending).await?;
     }
     if batch.clear_seen {
         exec("DELETE FROM mailgate_seen WHERE folder_id = $1", &[&folder]).await?;
