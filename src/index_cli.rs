@@ -157,13 +157,13 @@ pub(crate) async fn run(
         }
         (IndexCommand::Status, None) => status_table(&settings),
         (IndexCommand::Status, Some(pg)) => shared_status_table(&settings, &pg).await,
-        (IndexCommand::Pause { aliases }, None) => set_paused(&settings, &aliases, true),
-        (IndexCommand::Pause { aliases }, Some(pg)) => {
-            shared_set_paused(&settings, &pg, &aliases, true).await
+        (IndexCommand::Pause { aliases }, shared) => {
+            let place = Place::of(&settings, shared)?;
+            set_paused(&settings, &place, &aliases, true).await
         }
-        (IndexCommand::Resume { aliases }, None) => set_paused(&settings, &aliases, false),
-        (IndexCommand::Resume { aliases }, Some(pg)) => {
-            shared_set_paused(&settings, &pg, &aliases, false).await
+        (IndexCommand::Resume { aliases }, shared) => {
+            let place = Place::of(&settings, shared)?;
+            set_paused(&settings, &place, &aliases, false).await
         }
         (IndexCommand::Rebuild { alias }, shared) => {
             let aliases = chosen(&settings, std::slice::from_ref(&alias))?;
@@ -566,12 +566,24 @@ impl Display {
     }
 }
 
-fn set_paused(settings: &Settings, names: &[String], paused: bool) -> Result<i32, StartupError> {
-    let root = created_root(settings)?;
+/// `index pause` and `resume`: the pause marker of each alias's local index, or its flag in the
+/// shared store.
+async fn set_paused(
+    settings: &Settings,
+    place: &Place,
+    names: &[String],
+    paused: bool,
+) -> Result<i32, StartupError> {
     for alias in chosen(settings, names)? {
-        let dir =
-            layout::open_alias(&root, &alias, true).map_err(|e| index_error(alias.as_str(), &e))?;
-        status::set_paused(&dir, paused).map_err(|e| index_error(alias.as_str(), &e))?;
+        let set = match place {
+            Place::Local(root) => layout::open_alias(root, &alias, true)
+                .and_then(|dir| status::set_paused(&dir, paused)),
+            Place::Shared(pg) => {
+                let mailbox = identity(settings, &alias).unwrap_or_default();
+                crate::index::store::postgres::admin::set_paused(pg, &mailbox, paused).await
+            }
+        };
+        set.map_err(|e| index_error(alias.as_str(), &e))?;
         write_out(&format!(
             "{}: {}",
             alias.as_str(),
@@ -807,26 +819,6 @@ async fn shared_status_table(
     ));
     write_out(&lines.join("\n"))?;
     Ok(code)
-}
-
-async fn shared_set_paused(
-    settings: &Settings,
-    pg: &crate::index::store::postgres::PgSettings,
-    names: &[String],
-    paused: bool,
-) -> Result<i32, StartupError> {
-    for alias in chosen(settings, names)? {
-        let mailbox = identity(settings, &alias).unwrap_or_default();
-        crate::index::store::postgres::admin::set_paused(pg, &mailbox, paused)
-            .await
-            .map_err(|e| index_error(alias.as_str(), &e))?;
-        write_out(&format!(
-            "{}: {}",
-            alias.as_str(),
-            if paused { "paused" } else { "resumed" }
-        ))?;
-    }
-    Ok(0)
 }
 
 /// Removes an allowlisted alias's index from the shared store (never from under a running
