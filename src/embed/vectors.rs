@@ -52,6 +52,8 @@ pub(crate) enum VectorError {
     Dimension { expected: usize, got: usize },
     #[error("a vector holds a non-finite number")]
     NotFinite,
+    #[error("a vector is all zeros")]
+    Zero,
     #[error("a message key is longer than 65,535 bytes")]
     KeyTooLong,
 }
@@ -141,27 +143,16 @@ impl VectorStore {
         if key.len() > usize::from(u16::MAX) {
             return Err(VectorError::KeyTooLong);
         }
-        if vectors.is_empty() {
-            return Err(VectorError::NoChunks);
-        }
-        if vectors.len() > MAX_CHUNKS {
-            return Err(VectorError::TooManyChunks(vectors.len()));
-        }
         // An empty store takes the dimension of its first message (a new model may bring a
         // new one; `open` already dropped the old model's vectors).
         let expected = if self.rows.is_empty() || self.dim == 0 {
-            vectors[0].len()
+            vectors.first().map_or(0, Vec::len)
         } else {
             self.dim
         };
+        check_passages(&vectors, expected)?;
         let mut quantised = Vec::with_capacity(vectors.len());
         for vector in &vectors {
-            if vector.len() != expected || !(1..=MAX_DIMENSION).contains(&vector.len()) {
-                return Err(VectorError::Dimension {
-                    expected,
-                    got: vector.len(),
-                });
-            }
             quantised.push(quantise(vector).ok_or(VectorError::NotFinite)?);
         }
         drop(vectors);
@@ -398,6 +389,46 @@ impl VectorStore {
 
 /// The unit-length `vector` as int8 values and their scale; `None` for a non-finite number. A
 /// zero vector becomes zeros with scale 0 (it matches nothing).
+/// Refuses a message's passages that no store keeps: none, more than [`MAX_CHUNKS`], a size
+/// other than `expected` or outside `1..=MAX_DIMENSION`. Every store checks the same way.
+pub(crate) fn check_passages(vectors: &[Vec<f32>], expected: usize) -> Result<(), VectorError> {
+    if vectors.is_empty() {
+        return Err(VectorError::NoChunks);
+    }
+    if vectors.len() > MAX_CHUNKS {
+        return Err(VectorError::TooManyChunks(vectors.len()));
+    }
+    match vectors
+        .iter()
+        .find(|v| v.len() != expected || !(1..=MAX_DIMENSION).contains(&v.len()))
+    {
+        Some(vector) => Err(VectorError::Dimension {
+            expected,
+            got: vector.len(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `vector` scaled to length 1 (so a dot product is its cosine), `None` when a number is not
+/// finite or every number is 0 (no direction to compare).
+pub(crate) fn unit_length(vector: &[f32]) -> Option<Vec<f32>> {
+    if !vector.iter().all(|x| x.is_finite()) {
+        return None;
+    }
+    let norm = vector
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
+    (norm > 0.0).then(|| {
+        vector
+            .iter()
+            .map(|&x| (f64::from(x) / norm) as f32)
+            .collect()
+    })
+}
+
 fn quantise(vector: &[f32]) -> Option<Row> {
     if !vector.iter().all(|x| x.is_finite()) {
         return None;

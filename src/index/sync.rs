@@ -33,7 +33,6 @@ use crate::backends::changes::{AttachmentWant, FolderDelta, IndexFetch, SyncItem
 use crate::backends::model::{AttachmentMeta, FolderSelector, WellKnown};
 use crate::backends::{Backend, BackendError};
 use crate::embed::Semantic;
-use crate::embed::vectors::VectorStore;
 use crate::extract::pipeline::{Pipeline, Wait};
 use crate::extract::{self, Caps, Extractor, Job};
 
@@ -601,12 +600,7 @@ impl Run<'_> {
         let mut folders = vec![folder.to_owned()];
         while let Some(folder) = folders.pop() {
             self.fill_folder_vectors(&folder).await?;
-            if self
-                .target
-                .vectors_mut()
-                .is_some_and(VectorStore::take_refill)
-                && !self.semantic_down
-            {
+            if self.target.vectors_mut().is_some_and(|v| v.take_refill()) && !self.semantic_down {
                 folders = self.target.folders().await?;
             }
         }

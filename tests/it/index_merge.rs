@@ -16,6 +16,7 @@ pub(crate) struct Mailbox {
     pub(crate) world: World,
     pub(crate) inbox: PathBuf,
     pub(crate) config: String,
+    pub(crate) store: Store,
 }
 
 impl Mailbox {
@@ -27,6 +28,7 @@ impl Mailbox {
             world,
             inbox,
             config,
+            store: Store::Local,
         }
     }
 
@@ -39,6 +41,7 @@ impl Mailbox {
             world,
             inbox,
             config,
+            store: store.clone(),
         }
     }
 
@@ -81,6 +84,23 @@ impl Mailbox {
     pub(crate) fn status_json(&self) -> Value {
         let path = self.world.state().join("index/box/status.json");
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    /// The status the last sync left, from whichever store holds the index.
+    pub(crate) async fn status(&self) -> Value {
+        self.store.status(&self.world, &self.as_indexed()).await
+    }
+
+    /// The sizes of the vectors the index holds (the local store's file has one).
+    pub(crate) async fn vector_sizes(&self) -> Vec<u32> {
+        match &self.store {
+            Store::Local => vec![vector_dimension(&vectors_file(self))],
+            Store::Shared(_) => self.store.vector_sizes(&self.as_indexed()).await,
+        }
+    }
+
+    fn as_indexed(&self) -> crate::stores::Mailbox {
+        crate::stores::Mailbox::maildir("box", &self.inbox)
     }
 }
 

@@ -12,7 +12,8 @@ use tokio::io::AsyncReadExt as _;
 use tokio::net::TcpListener;
 
 use crate::embeddings_server::FakeEndpoint;
-use crate::index_merge::{Mailbox, mail, search, vector_dimension, vectors_file, warnings};
+use crate::index_merge::{Mailbox, mail, search, warnings};
+use crate::stores::{Store, both_stores};
 
 /// A loopback OpenAI-style embeddings endpoint (the unit tests' [`FakeEndpoint`]) answering
 /// every input with a vector of the current `dimension` (derived from the text, so vectors
@@ -173,17 +174,20 @@ fn team_lunch(m: &Mailbox) {
     );
 }
 
+both_stores!(issue_27_a_changed_vector_size_refills_the_vectors_and_never_blocks_the_text);
 /// See: issue 27 ("an embeddings endpoint whose vector size changes aborts the whole sync").
-#[tokio::test]
-async fn issue_27_a_changed_vector_size_refills_the_vectors_and_never_blocks_the_text() {
-    let m = Mailbox::new();
+/// Over both stores: the shared one keeps the vectors in pgvector.
+async fn issue_27_a_changed_vector_size_refills_the_vectors_and_never_blocks_the_text(
+    store: Store,
+) {
+    let m = Mailbox::on(&store).await;
     two_messages(&m);
     let endpoint = FakeEmbeddings::start(8).await;
     let env = endpoint.env();
     let (ok, out) = m.index(&borrowed(&env), &["sync", "box"]).await;
     assert!(ok && out.contains("box: complete: 2 indexed"), "{out}");
-    assert_eq!(m.status_json()["vectorsPending"], 0);
-    assert_eq!(vector_dimension(&vectors_file(&m)), 8);
+    assert_eq!(m.status().await["vectorsPending"], 0);
+    assert_eq!(m.vector_sizes().await, [8]);
     let first = endpoint.passages();
     assert!(first >= 2, "{first}");
 
@@ -222,11 +226,11 @@ async fn issue_27_a_changed_vector_size_refills_the_vectors_and_never_blocks_the
     assert!(ok, "the sync goes on: {out}");
     assert!(out.contains("box: complete: 1 indexed"), "{out}");
     assert_eq!(
-        m.status_json()["vectorsPending"],
+        m.status().await["vectorsPending"],
         0,
         "refilled in this sync"
     );
-    assert_eq!(vector_dimension(&vectors_file(&m)), 12);
+    assert_eq!(m.vector_sizes().await, [12]);
     assert!(
         endpoint.passages() >= first + 3,
         "the two older messages embedded again with the new one"
@@ -299,10 +303,11 @@ async fn issue_27_the_embeddings_client_never_uses_an_ambient_proxy() {
 /// The lease mail of the semantic tests, and a query that shares no content word with it.
 const LEASE_QUERY: &str = "the rent invoice for the Lisbon office";
 
+both_stores!(issue_27_semantic_only_answers_are_low_confidence_on_every_path);
 /// See: issue 27 ("a semantic-only answer has confidence low with source index but medium by
-/// default").
-#[tokio::test]
-async fn issue_27_semantic_only_answers_are_low_confidence_on_every_path() {
+/// default"). Over both stores, with the real model: the paraphrase is found through the
+/// shared store's pgvector index as through the local vector file.
+async fn issue_27_semantic_only_answers_are_low_confidence_on_every_path(store: Store) {
     let Some(model) = crate::embeddings_server::EmbeddingsServer::start(
         "issue_27_semantic_only_answers_are_low_confidence_on_every_path",
     )
@@ -310,7 +315,7 @@ async fn issue_27_semantic_only_answers_are_low_confidence_on_every_path() {
     else {
         return;
     };
-    let m = Mailbox::new();
+    let m = Mailbox::on(&store).await;
     m.deliver(
         "177000001.M1P1.test:2,",
         &mail(
@@ -326,7 +331,7 @@ async fn issue_27_semantic_only_answers_are_low_confidence_on_every_path() {
     let env: Vec<(&'static str, String)> = crate::embeddings_server::env(&model).into();
     let (ok, out) = m.index(&borrowed(&env), &["sync", "box"]).await;
     assert!(ok, "{out}");
-    assert_eq!(m.status_json()["vectorsPending"], 0, "{out}");
+    assert_eq!(m.status().await["vectorsPending"], 0, "{out}");
     let client = m.client(&env).await;
     for (path, criteria) in [
         ("index", json!({ "query": LEASE_QUERY, "source": "index" })),

@@ -362,9 +362,10 @@ impl Store {
     /// Its lease is not counted: that row names a holder and an expiry, no mail, and outlives
     /// the index (a purge takes the lease, and leaves it expired).
     pub(crate) async fn rows_of(&self, mailbox: &Mailbox) -> Vec<(&'static str, i64)> {
-        const TABLES: [&str; 6] = [
+        const TABLES: [&str; 7] = [
             "mailgate_mailboxes",
             "mailgate_messages",
+            "mailgate_vectors",
             "mailgate_folder_state",
             "mailgate_versions",
             "mailgate_pending",
@@ -386,6 +387,21 @@ impl Store {
             }
         }
         counts
+    }
+
+    /// The sizes of the vectors the shared store holds of `mailbox`, smallest first.
+    pub(crate) async fn vector_sizes(&self, mailbox: &Mailbox) -> Vec<u32> {
+        self.admin()
+            .await
+            .query(
+                "SELECT DISTINCT dims FROM mailgate_vectors WHERE mailbox = $1 ORDER BY dims",
+                &[&mailbox.identity()],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, i32>(0) as u32)
+            .collect()
     }
 
     /// Whether any message row of the shared store (of any mailbox) holds `needle`: in a text

@@ -25,6 +25,51 @@ use super::{CandidateQuery, IndexError, IndexHits, IndexQuery, IndexedMessage, T
 use crate::backends::model::MessageSummary;
 use crate::embed::vectors::VectorStore;
 
+/// A store's vectors as a sync sees them: which messages have some, and the changes the sync
+/// makes (written at the store's next commit). The local store's [`VectorStore`] and the shared
+/// store's [`postgres::vectors::PgVectors`] keep the same rules.
+pub(crate) trait SyncVectors {
+    fn contains(&self, key: &str) -> bool;
+    /// Replaces `key`'s passages ([`VectorStore::upsert`]); nothing changes when refused.
+    fn upsert(
+        &mut self,
+        key: &str,
+        vectors: Vec<Vec<f32>>,
+    ) -> Result<(), crate::embed::vectors::VectorError>;
+    /// [`VectorStore::adopt_dimension`].
+    fn adopt_dimension(&mut self, dim: usize) -> usize;
+    /// [`VectorStore::restarts`].
+    fn restarts(&self) -> u32;
+    /// [`VectorStore::take_refill`].
+    fn take_refill(&mut self) -> bool;
+}
+
+impl SyncVectors for VectorStore {
+    fn contains(&self, key: &str) -> bool {
+        VectorStore::contains(self, key)
+    }
+
+    fn upsert(
+        &mut self,
+        key: &str,
+        vectors: Vec<Vec<f32>>,
+    ) -> Result<(), crate::embed::vectors::VectorError> {
+        VectorStore::upsert(self, key, vectors)
+    }
+
+    fn adopt_dimension(&mut self, dim: usize) -> usize {
+        VectorStore::adopt_dimension(self, dim)
+    }
+
+    fn restarts(&self) -> u32 {
+        VectorStore::restarts(self)
+    }
+
+    fn take_refill(&mut self) -> bool {
+        VectorStore::take_refill(self)
+    }
+}
+
 /// What the nearest-vector search of a folder found.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Nearest {
@@ -152,7 +197,7 @@ impl ReadStore {
     ) -> Result<Nearest, IndexError> {
         match self {
             ReadStore::Local(store) => Ok(store.nearest(model, query, k, folder_id)),
-            ReadStore::Postgres(store) => Ok(store.nearest()),
+            ReadStore::Postgres(store) => store.nearest(model, query, k, folder_id).await,
         }
     }
 }
@@ -208,10 +253,13 @@ impl WriteStore {
     pub(crate) async fn open_postgres(
         settings: &postgres::PgSettings,
         mailbox: &str,
+        semantic_model: Option<&str>,
     ) -> Result<Opened<Self>, IndexError> {
-        Ok(postgres::write::PgWrite::open(settings, mailbox)
-            .await?
-            .map(WriteStore::Postgres))
+        Ok(
+            postgres::write::PgWrite::open(settings, mailbox, semantic_model)
+                .await?
+                .map(WriteStore::Postgres),
+        )
     }
 
     /// Why the index was started over when it was opened, if it was.
@@ -359,17 +407,17 @@ impl WriteStore {
     }
 
     /// The vectors, when this sync embeds.
-    pub(crate) fn vectors(&self) -> Option<&VectorStore> {
+    pub(crate) fn vectors(&self) -> Option<&dyn SyncVectors> {
         match self {
-            WriteStore::Local(store) => store.vectors(),
-            WriteStore::Postgres(_) => None,
+            WriteStore::Local(store) => store.vectors().map(|v| v as &dyn SyncVectors),
+            WriteStore::Postgres(store) => store.vectors().map(|v| v as &dyn SyncVectors),
         }
     }
 
-    pub(crate) fn vectors_mut(&mut self) -> Option<&mut VectorStore> {
+    pub(crate) fn vectors_mut(&mut self) -> Option<&mut dyn SyncVectors> {
         match self {
-            WriteStore::Local(store) => store.vectors_mut(),
-            WriteStore::Postgres(_) => None,
+            WriteStore::Local(store) => store.vectors_mut().map(|v| v as &mut dyn SyncVectors),
+            WriteStore::Postgres(store) => store.vectors_mut().map(|v| v as &mut dyn SyncVectors),
         }
     }
 
@@ -377,7 +425,7 @@ impl WriteStore {
     pub(crate) async fn commit_vectors(&mut self) -> Result<(), IndexError> {
         match self {
             WriteStore::Local(store) => store.commit_vectors(),
-            WriteStore::Postgres(_) => Ok(()),
+            WriteStore::Postgres(store) => store.commit_vectors().await,
         }
     }
 }

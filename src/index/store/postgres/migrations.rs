@@ -105,6 +105,18 @@ pub(crate) async fn migrate(client: &mut tokio_postgres::Client) -> Result<Migra
             known: SCHEMA_VERSION,
         });
     }
+    // pgvector is not a trusted extension: a role without superuser cannot create it, so its
+    // absence is named before any table is made (rather than as a failed `halfvec` column).
+    let vector = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')",
+            &[],
+        )
+        .await?
+        .try_get::<_, bool>(0)?;
+    if from < SCHEMA_VERSION && !vector {
+        return Err(PgError::NoVectorExtension);
+    }
     let mut applied = Vec::new();
     for migration in MIGRATIONS.iter().filter(|m| m.version > from) {
         tx.batch_execute(migration.sql).await?;

@@ -2,8 +2,8 @@
 //! their indexes, with row-level security keeping each mailbox's rows to sessions that name it.
 //! This module connects ([`connect`], over rustls off loopback) and owns the versioned schema
 //! ([`migrations`], applied only by `mailgate index migrate`); [`read`] is the server's side of
-//! an index, [`mod@write`] a sync's (under [`lease`]), [`rows`] what a message becomes, and
-//! [`admin`] the operator's pause and purge.
+//! an index, [`mod@write`] a sync's (under [`lease`]), [`rows`] what a message becomes,
+//! [`vectors`] its passages' vectors (pgvector), and [`admin`] the operator's pause and purge.
 //!
 //! Errors keep to metadata: a failure is reported by its SQLSTATE code and kind, never by the
 //! server's message text, which can quote row values (mail).
@@ -21,6 +21,7 @@ pub(crate) mod settings;
 pub(crate) mod slots;
 #[cfg(test)]
 mod testdb;
+pub(crate) mod vectors;
 pub(crate) mod write;
 
 use std::time::Duration;
@@ -60,6 +61,11 @@ pub(crate) enum PgError {
          `mailgate index migrate`"
     )]
     SchemaBehind { at: i32, known: i32 },
+    #[error(
+        "the database lacks the `vector` extension (pgvector), which the schema needs: as a \
+         superuser, run `CREATE EXTENSION vector` in it, then `mailgate index migrate` again"
+    )]
+    NoVectorExtension,
 }
 
 /// A database failure as the index reports it (its SQLSTATE, never the server's text).

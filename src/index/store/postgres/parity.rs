@@ -329,7 +329,8 @@ async fn the_shared_store_counts_and_ranks_as_the_local_one() {
     let mut messages = corpus(400);
     let (_tmp, local) = crate::index::tantivy_index::tests::index();
     let mut local_writer = local.writer().expect("writer");
-    let Opened::Ready(mut shared_writer) = PgWrite::open(&settings, MAILBOX).await.expect("open")
+    let Opened::Ready(mut shared_writer) =
+        PgWrite::open(&settings, MAILBOX, None).await.expect("open")
     else {
         panic!("a fresh mailbox opens ready");
     };
@@ -363,4 +364,245 @@ async fn the_shared_store_counts_and_ranks_as_the_local_one() {
     shared_writer.commit(&batch).await.expect("commit");
     compare(&local, &shared, "second sync").await;
     shared_writer.close().await;
+}
+
+/// A vector of `dim` numbers near one of eight directions (so messages cluster, as mail on
+/// one subject does), from the generator.
+fn vector(rng: &mut Rng, dim: usize) -> Vec<f32> {
+    let centre = rng.below(8);
+    (0..dim)
+        .map(|d| {
+            let pull = if d % 8 == centre { 3.0 } else { 0.0 };
+            pull + (rng.below(2001) as f32 - 1000.0) / 1000.0
+        })
+        .collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+/// `found` (id, similarity) against the exact best-passage cosines `truth` of the folder: every
+/// similarity within `TOLERANCE` of the exact one, in order, and nothing left out that is
+/// clearly closer than the last one listed (int8 and halfvec both round).
+fn assert_nearest(what: &str, k: usize, found: &[(String, f32)], truth: &[(String, f64)]) {
+    const TOLERANCE: f64 = 0.02;
+    let exact = |id: &str| truth.iter().find(|(t, _)| t == id).map(|(_, s)| *s);
+    assert_eq!(found.len(), k.min(truth.len()), "{what}: how many");
+    for (id, similarity) in found {
+        let exact = exact(id).unwrap_or_else(|| panic!("{what}: {id} is not in the folder"));
+        assert!(
+            (exact - f64::from(*similarity)).abs() < TOLERANCE,
+            "{what}: {id} at {similarity}, exactly {exact}"
+        );
+    }
+    for pair in found.windows(2) {
+        assert!(
+            pair[0].1 + TOLERANCE as f32 >= pair[1].1,
+            "{what}: order {pair:?}"
+        );
+    }
+    let last = found
+        .last()
+        .and_then(|(id, _)| exact(id))
+        .unwrap_or(f64::MIN);
+    for (id, similarity) in truth {
+        if *similarity > last + TOLERANCE {
+            assert!(
+                found.iter().any(|(f, _)| f == id),
+                "{what}: {id} ({similarity}) left out"
+            );
+        }
+    }
+}
+
+/// A message's passages: folder, id, vectors.
+type Passages = [(String, String, Vec<Vec<f32>>)];
+
+/// The exact best-passage cosine of every message of `folder` to `q`, closest first.
+fn exact_nearest(passages: &Passages, folder: &str, q: &[f32]) -> Vec<(String, f64)> {
+    let mut best: Vec<(String, f64)> = passages
+        .iter()
+        .filter(|(f, _, _)| f == folder)
+        .map(|(_, id, chunks)| {
+            let s = chunks.iter().map(|c| cosine(c, q)).fold(f64::MIN, f64::max);
+            (id.clone(), s)
+        })
+        .collect();
+    best.sort_by(|a, b| b.1.total_cmp(&a.1));
+    best
+}
+
+async fn compare_nearest(
+    local: &crate::embed::vectors::VectorStore,
+    shared: &PgRead,
+    passages: &Passages,
+    round: &str,
+    rng: &mut Rng,
+) {
+    use crate::index::store::Nearest;
+    for (n, k) in [1, 10, 10, 10, 50, 500].into_iter().enumerate() {
+        let q = vector(rng, passages[0].2[0].len());
+        for folder in ["inbox", "archive"] {
+            let what = format!("{round}: query {n}, k {k}, {folder}");
+            let truth = exact_nearest(passages, folder, &q);
+            let prefix = crate::index::doc_key(folder, "");
+            let mine: Vec<(String, f32)> = local
+                .search_where(&q, k, |key| key.starts_with(&prefix))
+                .into_iter()
+                .map(|(key, s)| (key[prefix.len()..].to_owned(), s))
+                .collect();
+            assert_nearest(&format!("{what} (local)"), k, &mine, &truth);
+            let Nearest::Found(theirs) = shared
+                .nearest("fake-embed", &q, k, folder)
+                .await
+                .expect("nearest")
+            else {
+                panic!("{what}: the shared store holds vectors");
+            };
+            assert_nearest(&format!("{what} (shared)"), k, &theirs, &truth);
+        }
+    }
+}
+
+/// Both stores' nearest-passage searches find what an exact scan finds, per folder; a message
+/// put again or removed loses its vectors, and vectors of another size are never compared.
+#[tokio::test]
+async fn the_shared_store_finds_the_nearest_passages_as_the_local_one() {
+    use crate::embed::vectors::VectorStore;
+    use crate::index::store::{Nearest, SyncVectors};
+    let Some((settings, admin)) =
+        super::testdb::fresh_settings("parity_vectors", Duration::from_secs(60)).await
+    else {
+        return;
+    };
+    const DIM: usize = 32;
+    let messages = corpus(400);
+    let tmp = tempfile::tempdir().expect("a temp folder");
+    let dir = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority())
+        .expect("open it");
+    let mut local = VectorStore::open(dir, "fake-embed").expect("local vectors");
+    let Opened::Ready(mut writer) = PgWrite::open(&settings, MAILBOX, Some("fake-embed"))
+        .await
+        .expect("open")
+    else {
+        panic!("a fresh mailbox opens ready");
+    };
+    let mut rng = Rng(0x7665_6374_6f72);
+    let mut passages: Vec<(String, String, Vec<Vec<f32>>)> = Vec::new();
+    for m in &messages {
+        writer.put(m).expect("put");
+        let chunks: Vec<Vec<f32>> = (0..1 + rng.below(4))
+            .map(|_| vector(&mut rng, DIM))
+            .collect();
+        let key = crate::index::doc_key(&m.summary.folder_id, &m.summary.id);
+        local.upsert(&key, chunks.clone()).expect("local upsert");
+        writer
+            .vectors_mut()
+            .expect("vectors")
+            .upsert(&key, chunks.clone())
+            .expect("upsert");
+        passages.push((m.summary.folder_id.clone(), m.summary.id.clone(), chunks));
+    }
+    let batch = StateBatch {
+        folder: "inbox".to_owned(),
+        ..StateBatch::default()
+    };
+    writer.commit(&batch).await.expect("commit");
+    let hnsw: bool = admin
+        .query_one(
+            "SELECT to_regclass('mailgate_vectors_hnsw_32') IS NOT NULL",
+            &[],
+        )
+        .await
+        .expect("ask")
+        .get(0);
+    assert!(hnsw, "the first vectors of a size make its HNSW index");
+    let pool = super::pool(&settings, 2).expect("pool");
+    let shared = PgRead::new(pool, MAILBOX.to_owned());
+    compare_nearest(&local, &shared, &passages, "first sync", &mut rng).await;
+
+    // A later sync: some messages removed, some put again without new vectors (their old
+    // vectors go with their old text), and some put again and embedded again.
+    let mut kept = Vec::new();
+    for (i, (folder, id, chunks)) in passages.into_iter().enumerate() {
+        let key = crate::index::doc_key(&folder, &id);
+        let m = messages
+            .iter()
+            .find(|m| m.summary.id == id)
+            .expect("a message");
+        match i % 5 {
+            0 => {
+                local.remove(&key);
+                writer.remove(&folder, &id);
+            }
+            1 => {
+                local.remove(&key);
+                writer.put(m).expect("put");
+                assert!(!writer.vectors().expect("vectors").contains(&key));
+            }
+            2 => {
+                let fresh = vec![vector(&mut rng, DIM)];
+                writer.put(m).expect("put");
+                local.upsert(&key, fresh.clone()).expect("local upsert");
+                writer
+                    .vectors_mut()
+                    .expect("vectors")
+                    .upsert(&key, fresh.clone())
+                    .expect("upsert");
+                kept.push((folder, id, fresh));
+            }
+            _ => kept.push((folder, id, chunks)),
+        }
+    }
+    writer.commit(&batch).await.expect("commit");
+    compare_nearest(&local, &shared, &kept, "second sync", &mut rng).await;
+    admin
+        .execute(
+            "SELECT set_config('mailgate.mailbox', $1, false)",
+            &[&MAILBOX],
+        )
+        .await
+        .expect("scope");
+    let count: i64 = admin
+        .query_one(
+            "SELECT count(DISTINCT (folder_id, id)) FROM mailgate_vectors",
+            &[],
+        )
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(
+        count,
+        kept.len() as i64,
+        "only the kept messages have vectors"
+    );
+
+    // The model now answers another size: every vector is stale, and a query of the new size
+    // finds none to compare with until they are embedded again.
+    let vectors = writer.vectors_mut().expect("vectors");
+    assert_eq!(vectors.adopt_dimension(DIM + 16), kept.len());
+    assert!(vectors.take_refill());
+    writer.commit_vectors().await.expect("commit");
+    assert_eq!(
+        shared
+            .nearest("fake-embed", &[1.0; DIM + 16], 10, "inbox")
+            .await
+            .expect("nearest"),
+        Nearest::NotIndexed
+    );
+    assert_eq!(
+        shared
+            .nearest("fake-embed", &[1.0; DIM], 10, "inbox")
+            .await
+            .expect("nearest"),
+        Nearest::NotIndexed
+    );
+    writer.close().await;
 }

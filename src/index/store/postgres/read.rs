@@ -14,7 +14,7 @@ use tokio_postgres::types::ToSql;
 use super::rows::{self, FIELDS};
 use super::store_error;
 use super::write::status_of;
-use super::{Pool, lease, two_columns};
+use super::{Pool, lease, two_columns, vectors};
 use crate::backends::model::{ContentGap, MessageSummary, SortBy, SortOrder};
 use crate::index::analyzer;
 use crate::index::status::IndexStatus;
@@ -329,9 +329,17 @@ impl PgRead {
             .collect())
     }
 
-    /// The shared store keeps no vectors yet: a hybrid search of it is lexical, and says so.
-    pub(crate) fn nearest(&self) -> Nearest {
-        Nearest::NotIndexed
+    /// The `k` messages of `folder_id` whose best passage of `model` is closest to `query`
+    /// ([`vectors::nearest`]).
+    pub(crate) async fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        k: usize,
+        folder_id: &str,
+    ) -> Result<Nearest, IndexError> {
+        self.read(async |tx| vectors::nearest(&**tx, model, query, k, folder_id).await)
+            .await
     }
 }
 

@@ -14,6 +14,7 @@ use tokio_postgres::{Client, Transaction};
 
 use super::lease::{self, Lease, LeaseError, Taken};
 use super::rows::MessageRow;
+use super::vectors::PgVectors;
 use super::{PgSettings, store_error};
 use crate::index::state::{FolderCursor, StateBatch};
 use crate::index::status::IndexStatus;
@@ -44,6 +45,8 @@ pub(crate) struct PgWrite {
     stop_renewal: Arc<tokio::sync::Notify>,
     rebuilt: Option<Rebuild>,
     pending: HashMap<(String, String), Pending>,
+    /// The vectors, when this sync embeds.
+    vectors: Option<PgVectors>,
 }
 
 /// A name for this sync, unique among every instance's (the lease's holder).
@@ -64,6 +67,7 @@ impl PgWrite {
     pub(crate) async fn open(
         settings: &PgSettings,
         mailbox: &str,
+        semantic_model: Option<&str>,
     ) -> Result<Opened<Self>, IndexError> {
         let mut client = super::connect(settings).await.map_err(store_error)?;
         let mut renewer = super::connect(settings).await.map_err(store_error)?;
@@ -83,7 +87,7 @@ impl PgWrite {
             .await
             .map_err(store_error)?;
         }
-        let opened = Self::prepare(&mut client, &lease).await;
+        let opened = Self::prepare(&mut client, &lease, semantic_model).await;
         let opened = match opened {
             Ok(opened) => opened,
             Err(e) => {
@@ -91,8 +95,8 @@ impl PgWrite {
                 return Err(e);
             }
         };
-        let rebuilt = match opened {
-            Prepared::Ready(rebuilt) => rebuilt,
+        let (rebuilt, vectors) = match opened {
+            Prepared::Ready(rebuilt, vectors) => (rebuilt, vectors),
             Prepared::Paused => {
                 let _ = lease.release(&mut renewer).await;
                 return Ok(Opened::Paused);
@@ -120,11 +124,17 @@ impl PgWrite {
             stop_renewal,
             rebuilt,
             pending: HashMap::new(),
+            vectors,
         })))
     }
 
-    /// Creates the mailbox's row, or empties an index of another text analysis.
-    async fn prepare(client: &mut Client, lease: &Lease) -> Result<Prepared, IndexError> {
+    /// Creates the mailbox's row, or empties an index of another text analysis, and loads the
+    /// vectors of `semantic_model`.
+    async fn prepare(
+        client: &mut Client,
+        lease: &Lease,
+        semantic_model: Option<&str>,
+    ) -> Result<Prepared, IndexError> {
         let tx = client.transaction().await.map_err(store_error)?;
         lease.fence(&tx).await.map_err(lease_error)?;
         let row = tx
@@ -167,8 +177,12 @@ impl PgWrite {
                 }
             }
         };
+        let vectors = match semantic_model {
+            Some(model) => Some(PgVectors::load(&tx, model).await?),
+            None => None,
+        };
         tx.commit().await.map_err(store_error)?;
-        Ok(Prepared::Ready(rebuilt))
+        Ok(Prepared::Ready(rebuilt, vectors))
     }
 
     pub(crate) fn rebuilt(&self) -> Option<Rebuild> {
@@ -292,6 +306,9 @@ impl PgWrite {
 
     pub(crate) fn put(&mut self, message: &IndexedMessage) -> Result<(), IndexError> {
         let row = MessageRow::of(message)?;
+        if let Some(vectors) = &mut self.vectors {
+            vectors.forget(&crate::index::doc_key(&row.folder_id, &row.id));
+        }
         self.pending.insert(
             (row.folder_id.clone(), row.id.clone()),
             Pending::Put(Box::new(row)),
@@ -300,6 +317,9 @@ impl PgWrite {
     }
 
     pub(crate) fn remove(&mut self, folder: &str, id: &str) {
+        if let Some(vectors) = &mut self.vectors {
+            vectors.forget(&crate::index::doc_key(folder, id));
+        }
         self.pending
             .insert((folder.to_owned(), id.to_owned()), Pending::Remove);
     }
@@ -307,10 +327,43 @@ impl PgWrite {
     /// Writes what was put and removed and records `batch`, in one transaction.
     pub(crate) async fn commit(&mut self, batch: &StateBatch) -> Result<(), IndexError> {
         let pending = std::mem::take(&mut self.pending);
-        let tx = self.begin().await?;
-        write_messages(&tx, &pending).await?;
-        apply(&tx, batch).await?;
-        tx.commit().await.map_err(store_error)
+        let mut vectors = self.vectors.take();
+        let written = async {
+            let tx = self.begin().await?;
+            write_messages(&tx, &pending).await?;
+            if let Some(vectors) = &mut vectors {
+                vectors.write(&tx).await?;
+            }
+            apply(&tx, batch).await?;
+            tx.commit().await.map_err(store_error)
+        }
+        .await;
+        self.vectors = vectors;
+        written
+    }
+
+    /// Writes the vectors upserted since the last commit (the fill pass's, without text).
+    pub(crate) async fn commit_vectors(&mut self) -> Result<(), IndexError> {
+        let mut vectors = self.vectors.take();
+        let written = async {
+            let Some(vectors) = &mut vectors else {
+                return Ok(());
+            };
+            let tx = self.begin().await?;
+            vectors.write(&tx).await?;
+            tx.commit().await.map_err(store_error)
+        }
+        .await;
+        self.vectors = vectors;
+        written
+    }
+
+    pub(crate) fn vectors(&self) -> Option<&PgVectors> {
+        self.vectors.as_ref()
+    }
+
+    pub(crate) fn vectors_mut(&mut self) -> Option<&mut PgVectors> {
+        self.vectors.as_mut()
     }
 
     pub(crate) async fn record(&mut self, batch: &StateBatch) -> Result<(), IndexError> {
@@ -347,7 +400,7 @@ impl PgWrite {
 }
 
 enum Prepared {
-    Ready(Option<Rebuild>),
+    Ready(Option<Rebuild>, Option<PgVectors>),
     Paused,
 }
 

@@ -65,6 +65,25 @@ CREATE INDEX mailgate_messages_body ON mailgate_messages USING gin (body_tokens)
 CREATE INDEX mailgate_messages_attachment_names ON mailgate_messages USING gin (attachment_name_tokens);
 CREATE INDEX mailgate_messages_attachment_text ON mailgate_messages USING gin (attachment_text_tokens);
 
+-- Semantic recall: each passage's vector (a message has up to 8), of the embeddings model that
+-- made it, as pgvector's halfvec. Derived data: a message's vectors go with its row (replaced or
+-- removed), and a sync embeds them again. The nearest-passage search uses an HNSW index per
+-- vector size, `mailgate_vectors_hnsw_<dims>` over `embedding::halfvec(<dims>)`: the size is
+-- the model's, known only when the first sync stores one, so that sync creates it (the
+-- `vector` extension's operator class needs a fixed size).
+CREATE TABLE mailgate_vectors (
+    mailbox text NOT NULL,
+    folder_id text NOT NULL,
+    id text NOT NULL,
+    passage smallint NOT NULL,
+    model text NOT NULL,
+    dims integer NOT NULL,
+    embedding halfvec NOT NULL,
+    PRIMARY KEY (mailbox, folder_id, id, passage),
+    FOREIGN KEY (mailbox, folder_id, id) REFERENCES mailgate_messages ON DELETE CASCADE
+);
+CREATE INDEX mailgate_vectors_by_model ON mailgate_vectors (mailbox, model, dims);
+
 -- The sync's position (the local store's redb state): per folder its change-feed cursor, per
 -- message the version indexed, the version listed but not fetched yet, and the ids the
 -- inventory round under way listed.
@@ -134,7 +153,8 @@ DO $$
 DECLARE
     t text;
 BEGIN
-    FOREACH t IN ARRAY ARRAY['mailgate_mailboxes', 'mailgate_messages', 'mailgate_folder_state',
+    FOREACH t IN ARRAY ARRAY['mailgate_mailboxes', 'mailgate_messages', 'mailgate_vectors',
+                             'mailgate_folder_state',
                              'mailgate_versions', 'mailgate_pending', 'mailgate_seen',
                              'mailgate_leases']
     LOOP
