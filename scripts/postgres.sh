@@ -22,7 +22,9 @@
 #   (default 15432; no IPv6, no other address), Unix socket in $PG_DIR/run.
 #   Database: mailgate_test, with the vector extension. template1 has it as well, so every
 #             database created later (CREATE DATABASE x) has it too: pgvector is not a trusted
-#             extension, so a non-superuser could not create it there itself.
+#             extension, so a non-superuser could not create it there itself. Both also mark
+#             `ts_match_vq` (tsvector @@ tsquery) LEAKPROOF, as docs/deployment.md asks of an
+#             operator: without it row-level security keeps the planner off the GIN indexes.
 #   Roles:    mailgate / password "mailgate": LOGIN CREATEDB, NOSUPERUSER NOBYPASSRLS, so row-level
 #             security applies to it (on tables it owns only with FORCE ROW LEVEL SECURITY); it may
 #             create schemas in mailgate_test and objects in its public schema, and create (and so
@@ -221,11 +223,13 @@ END \$\$;
 ALTER ROLE $PG_USER LOGIN NOSUPERUSER NOBYPASSRLS CREATEDB NOCREATEROLE NOREPLICATION PASSWORD '$PG_PASSWORD';
 \c template1
 CREATE EXTENSION IF NOT EXISTS vector;
+ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF;
 \c postgres
 SELECT 'CREATE DATABASE $PG_DB' WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$PG_DB') \gexec
 GRANT CONNECT, CREATE, TEMPORARY ON DATABASE $PG_DB TO $PG_USER;
 \c $PG_DB
 CREATE EXTENSION IF NOT EXISTS vector;
+ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF;
 GRANT USAGE, CREATE ON SCHEMA public TO $PG_USER;
 SQL
   log "setup: database $PG_DB (vector $(admin_psql -d "$PG_DB" -Atc "SELECT extversion FROM pg_extension WHERE extname = 'vector'")), role $PG_USER"

@@ -65,6 +65,34 @@ async fn index_migrate_creates_the_versioned_schema_once() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(versions, [1]);
+
+    // A database where `tsvector @@ tsquery` is not leakproof (a superuser must mark it): the
+    // owning role's migrate refuses, naming the statement, and creates nothing.
+    let db = fresh_database(server, "migrate_leaky").await;
+    connect(&db.admin_url)
+        .await
+        .batch_execute("ALTER FUNCTION ts_match_vq(tsvector, tsquery) NOT LEAKPROOF")
+        .await
+        .unwrap();
+    let world = World::new();
+    let config = config_over_shared_demo(&world, &[crate::util::FINANCE], "");
+    let (ok, out, err) =
+        mailgate(&world, &db.env, &["index", "migrate", "--config", &config]).await;
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF"),
+        "{err}"
+    );
+    let tables: i64 = connect(&db.url)
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'mailgate%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(tables, 0, "nothing was created");
 }
 
 #[tokio::test]
@@ -106,6 +134,18 @@ async fn row_level_security_keeps_a_session_to_the_mailbox_it_names() {
     // Writing another mailbox's row is refused, not silently dropped.
     let e = db.execute(insert, &[&"sha256:c"]).await.unwrap_err();
     assert_eq!(e.code().map(|c| c.code()), Some("42501"), "{e}");
+    // Row security still lets the planner match text on the GIN indexes: only a leakproof
+    // function may be evaluated before the policy, as an index condition (migrate refuses a
+    // database where it is not; see index_migrate_creates_the_versioned_schema_once).
+    let leakproof: bool = db
+        .query_one(
+            "SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq(tsvector, tsquery)'::regprocedure",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(leakproof);
     // A session that names none sees none.
     db.batch_execute("RESET mailgate.mailbox").await.unwrap();
     let rows = db

@@ -62,10 +62,11 @@ pub(crate) enum PgError {
     )]
     SchemaBehind { at: i32, known: i32 },
     #[error(
-        "the database lacks the `vector` extension (pgvector), which the schema needs: as a \
-         superuser, run `CREATE EXTENSION vector` in it, then `mailgate index migrate` again"
+        "the database needs two steps only a superuser may take: as one, run `CREATE EXTENSION \
+         IF NOT EXISTS vector; ALTER FUNCTION ts_match_vq(tsvector, tsquery) LEAKPROOF;` in it \
+         (docs/deployment.md says why), then `mailgate index migrate` again"
     )]
-    NoVectorExtension,
+    NeedsSuperuser,
 }
 
 /// A database failure as the index reports it (its SQLSTATE, never the server's text).

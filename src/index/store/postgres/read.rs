@@ -192,7 +192,7 @@ impl PgRead {
                 }
             }
             let order = if ranked {
-                "score DESC, received DESC, id".to_owned()
+                "{t}score DESC, {t}received DESC, {t}id".to_owned()
             } else {
                 let order = q.order.unwrap_or_default();
                 let direction = match order.direction {
@@ -200,17 +200,14 @@ impl PgRead {
                     SortOrder::Desc => "DESC",
                 };
                 match order.by {
-                    SortBy::ReceivedDateTime => format!("received {direction}, id"),
-                    SortBy::Subject => format!("subject_raw COLLATE \"C\" {direction}, id"),
+                    SortBy::ReceivedDateTime => format!("{{t}}received {direction}, {{t}}id"),
+                    SortBy::Subject => {
+                        format!("{{t}}subject_raw COLLATE \"C\" {direction}, {{t}}id")
+                    }
                 }
             };
             let limit = st.param(i64::try_from(q.limit.max(1)).unwrap_or(i64::MAX));
-            let _ = write!(
-                st.sql,
-                "SELECT summary, ({score})::float4 AS score, count(*) OVER ()
-                   FROM mailgate_messages WHERE {} ORDER BY {order} LIMIT {limit}",
-                where_all(&conditions)
-            );
+            st.sql = top(&score, &where_all(&conditions), &order, &limit);
             hits(tx, &st, in_scope, gaps).await
         })
         .await
@@ -240,12 +237,11 @@ impl PgRead {
             }
             let folder = st.param(q.folder_id.clone());
             let limit = st.param(i64::try_from(q.limit.max(1)).unwrap_or(i64::MAX));
-            let _ = write!(
-                st.sql,
-                "SELECT summary, 0::float4, count(*) OVER () FROM mailgate_messages
-                  WHERE folder_id = {folder} AND ({})
-                  ORDER BY received DESC, id LIMIT {limit}",
-                any.join(" OR ")
+            st.sql = top(
+                "0",
+                &format!("folder_id = {folder} AND ({})", any.join(" OR ")),
+                "{t}received DESC, {t}id",
+                &limit,
             );
             hits(tx, &st, in_scope, gaps).await
         })
@@ -500,6 +496,27 @@ async fn scope_counts(
         }
     }
     Ok((count(0)?, gaps))
+}
+
+/// The hits statement: the best `limit` messages that meet `conditions` by `order` (where
+/// `{t}` stands for the table the columns are read from), with their `score` and how many met
+/// them in all. Every match is scored and counted from its narrow columns first; only the
+/// kept ones' summaries are read (a window over whole rows would carry every match's
+/// summary, and spill to disk for a common word).
+fn top(score: &str, conditions: &str, order: &str, limit: &str) -> String {
+    let inner = order.replace("{t}", "");
+    let outer = order.replace("{t}", "t.");
+    // OFFSET 0 keeps the scoring subquery whole, so each match is scored once, before the
+    // window, rather than the window carrying the row to the sort.
+    format!(
+        "SELECT m.summary, t.score, t.total FROM (
+           SELECT folder_id, id, received, subject_raw, score, count(*) OVER () AS total
+             FROM (SELECT folder_id, id, received, subject_raw, ({score})::float4 AS score
+                     FROM mailgate_messages WHERE {conditions} OFFSET 0) AS s
+            ORDER BY {inner} LIMIT {limit}) AS t
+         JOIN mailgate_messages AS m USING (folder_id, id)
+         ORDER BY {outer}"
+    )
 }
 
 /// Runs a hits statement (summary, score, matches in all): the answer, with the scope's counts.
