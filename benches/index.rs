@@ -30,7 +30,7 @@
 //! The table (figure, mailgate, anchor, ratio, target, verdict) is printed at the end and written
 //! as JSON to `target/index-bench.json` (`index-bench-smoke.json` for a smoke run). Targets are
 //! reported, not asserted: the bench fails only when a tool cannot run or an answer is broken.
-//! `MAILGATE_BENCH_KEEP=1` keeps the scratch folder; `MAILGATE_BENCH_EXE=PATH` measures another
+//! `MAILGATE_BENCH_KEEP=1` keeps the scratch folder and the shared store's database; `MAILGATE_BENCH_EXE=PATH` measures another
 //! build; `MAILGATE_INDEX_BENCH_QUERIES` sets the timed queries (default 400).
 #![expect(clippy::print_stdout, reason = "a bench binary prints its report")]
 #![expect(
@@ -325,7 +325,11 @@ fn main() {
     // Semantic recall.
     semantic(&mg, shared.as_ref(), &knobs, &recall, &mut report);
     if let Some(shared) = shared {
-        psql(&format!("DROP DATABASE IF EXISTS {}", shared.database));
+        if knobs.keep {
+            println!("kept: database {}", shared.database);
+        } else {
+            psql(&format!("DROP DATABASE IF EXISTS {}", shared.database));
+        }
     }
 
     let total = started.elapsed();
@@ -1737,7 +1741,7 @@ fn hybrid(
         "ms",
     ));
     if let Some(shared) = shared {
-        shared_hybrid(shared, set, endpoint, &queries, (para, exact), report);
+        shared_hybrid(shared, set, endpoint, &queries, (para, exact, p50), report);
     }
     Some((para, exact))
 }
@@ -1749,7 +1753,7 @@ fn shared_hybrid(
     set: &RecallSet,
     endpoint: &Embeddings,
     queries: &Embeddings,
-    local: (usize, usize),
+    local: (usize, usize, Duration),
     report: &mut Report,
 ) {
     let with = |e: &Embeddings| {
@@ -1802,12 +1806,11 @@ fn shared_hybrid(
         local.1 as f64,
         "hits",
     ));
-    report.row(Row::lower(
+    report.row(Row::beside(
         "hybrid query p50 (ms), with embedding, shared",
         pct(&mut lat, 50).as_secs_f64() * 1e3,
-        Some(30.0),
-        "30 ms",
-        None,
+        "local store",
+        local.2.as_secs_f64() * 1e3,
         "ms",
     ));
 }

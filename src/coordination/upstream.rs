@@ -171,6 +171,13 @@ impl AccountLimits {
         }
     }
 
+    /// Whether the "at once" slots are counted across instances (a shared database). A slot is
+    /// held while a connection is in use; one kept open between uses would count against the
+    /// provider's connection limit in no instance's slots, so a pool then keeps none.
+    pub(crate) fn counted_across_instances(&self) -> bool {
+        self.shared_slots.is_some()
+    }
+
     /// Waits for room under the account's "at once" limit (this process's, then every
     /// instance's when they share a database) and takes it until the guard drops. The caller
     /// bounds the wait by its deadline.

@@ -137,69 +137,9 @@ impl VectorStore {
         Ok(store)
     }
 
-    /// Replaces `key`'s passages by `vectors` (1..=[`MAX_CHUNKS`], one dimension, finite).
-    /// Nothing changes when they are refused.
-    pub(crate) fn upsert(&mut self, key: &str, vectors: Vec<Vec<f32>>) -> Result<(), VectorError> {
-        if key.len() > usize::from(u16::MAX) {
-            return Err(VectorError::KeyTooLong);
-        }
-        // An empty store takes the dimension of its first message (a new model may bring a
-        // new one; `open` already dropped the old model's vectors).
-        let expected = if self.rows.is_empty() || self.dim == 0 {
-            vectors.first().map_or(0, Vec::len)
-        } else {
-            self.dim
-        };
-        check_passages(&vectors, expected)?;
-        let mut quantised = Vec::with_capacity(vectors.len());
-        for vector in &vectors {
-            quantised.push(quantise(vector).ok_or(VectorError::NotFinite)?);
-        }
-        drop(vectors);
-        self.remove(key);
-        self.dim = expected;
-        self.push_rows(key, quantised);
-        self.dirty = true;
-        Ok(())
-    }
-
     /// The size of the stored vectors; 0 while the store holds none.
     pub(crate) fn dimension(&self) -> usize {
         if self.rows.is_empty() { 0 } else { self.dim }
-    }
-
-    /// Makes `dim` the size of the store's vectors, as the endpoint now answers. Vectors of
-    /// another size came from another model behind the same name (issue 27): no query of the
-    /// new size can be compared with them, so they are all dropped as stale (at the next
-    /// commit), and [`VectorStore::take_refill`] tells the caller to embed their messages again.
-    /// Returns how many messages lost their vectors: 0 when the size is the store's, the store
-    /// is empty, or `dim` is not a size the store takes (then `upsert` refuses the vectors).
-    pub(crate) fn adopt_dimension(&mut self, dim: usize) -> usize {
-        if self.rows.is_empty() || self.dim == dim || !(1..=MAX_DIMENSION).contains(&dim) {
-            return 0;
-        }
-        let stale = self.index.len();
-        self.rows.clear();
-        self.scales.clear();
-        self.data.clear();
-        self.index.clear();
-        self.dim = dim;
-        self.dirty = true;
-        self.restarts += 1;
-        self.refill = true;
-        stale
-    }
-
-    /// How many times [`VectorStore::adopt_dimension`] dropped the vectors since the store was
-    /// opened: more than once in one sync is an endpoint that keeps changing its answer.
-    pub(crate) fn restarts(&self) -> u32 {
-        self.restarts
-    }
-
-    /// Whether vectors were dropped since the last call (so every indexed message needs its
-    /// vectors again), clearing it.
-    pub(crate) fn take_refill(&mut self) -> bool {
-        std::mem::take(&mut self.refill)
     }
 
     /// Drops `key`'s passages (nothing when it has none).
@@ -226,10 +166,6 @@ impl VectorStore {
             }
             self.data.truncate(last * self.dim);
         }
-    }
-
-    pub(crate) fn contains(&self, key: &str) -> bool {
-        self.index.contains_key(key)
     }
 
     /// The candidates without vectors, in the given order: what sync embeds when the endpoint
@@ -389,6 +325,84 @@ impl VectorStore {
 
 /// The unit-length `vector` as int8 values and their scale; `None` for a non-finite number. A
 /// zero vector becomes zeros with scale 0 (it matches nothing).
+/// A store's vectors as a sync sees them: which messages have some, and the changes the sync
+/// makes (made durable by the store's next commit). [`VectorStore`] is the local store's; the
+/// shared store's (`index::store::postgres::vectors`) keeps the same rules.
+pub(crate) trait SyncVectors {
+    fn contains(&self, key: &str) -> bool;
+    /// Replaces `key`'s passages by `vectors` (1..=[`MAX_CHUNKS`], one dimension, finite).
+    /// Nothing changes when they are refused.
+    fn upsert(&mut self, key: &str, vectors: Vec<Vec<f32>>) -> Result<(), VectorError>;
+    /// Makes `dim` the size of the store's vectors, as the endpoint now answers. Vectors of
+    /// another size came from another model behind the same name (issue 27): no query of the
+    /// new size can be compared with them, so they are all dropped as stale (at the next
+    /// commit), and [`SyncVectors::take_refill`] tells the caller to embed their messages
+    /// again. Returns how many messages lost their vectors: 0 when the size is the store's, the
+    /// store is empty, or `dim` is not a size the store takes (then `upsert` refuses the
+    /// vectors).
+    fn adopt_dimension(&mut self, dim: usize) -> usize;
+    /// How many times [`SyncVectors::adopt_dimension`] dropped the vectors since the store was
+    /// opened: more than once in one sync is an endpoint that keeps changing its answer.
+    fn restarts(&self) -> u32;
+    /// Whether vectors were dropped since the last call (so every indexed message needs its
+    /// vectors again), clearing it.
+    fn take_refill(&mut self) -> bool;
+}
+
+impl SyncVectors for VectorStore {
+    fn contains(&self, key: &str) -> bool {
+        self.index.contains_key(key)
+    }
+
+    fn upsert(&mut self, key: &str, vectors: Vec<Vec<f32>>) -> Result<(), VectorError> {
+        if key.len() > usize::from(u16::MAX) {
+            return Err(VectorError::KeyTooLong);
+        }
+        // An empty store takes the dimension of its first message (a new model may bring a
+        // new one; `open` already dropped the old model's vectors).
+        let expected = if self.rows.is_empty() || self.dim == 0 {
+            vectors.first().map_or(0, Vec::len)
+        } else {
+            self.dim
+        };
+        check_passages(&vectors, expected)?;
+        let mut quantised = Vec::with_capacity(vectors.len());
+        for vector in &vectors {
+            quantised.push(quantise(vector).ok_or(VectorError::NotFinite)?);
+        }
+        drop(vectors);
+        self.remove(key);
+        self.dim = expected;
+        self.push_rows(key, quantised);
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn adopt_dimension(&mut self, dim: usize) -> usize {
+        if self.rows.is_empty() || self.dim == dim || !(1..=MAX_DIMENSION).contains(&dim) {
+            return 0;
+        }
+        let stale = self.index.len();
+        self.rows.clear();
+        self.scales.clear();
+        self.data.clear();
+        self.index.clear();
+        self.dim = dim;
+        self.dirty = true;
+        self.restarts += 1;
+        self.refill = true;
+        stale
+    }
+
+    fn restarts(&self) -> u32 {
+        self.restarts
+    }
+
+    fn take_refill(&mut self) -> bool {
+        std::mem::take(&mut self.refill)
+    }
+}
+
 /// Refuses a message's passages that no store keeps: none, more than [`MAX_CHUNKS`], a size
 /// other than `expected` or outside `1..=MAX_DIMENSION`. Every store checks the same way.
 pub(crate) fn check_passages(vectors: &[Vec<f32>], expected: usize) -> Result<(), VectorError> {

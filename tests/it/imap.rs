@@ -1104,8 +1104,59 @@ async fn two_instances_on_one_database_share_an_imap_accounts_budget() {
         (3..=22).contains(&served),
         "{served} calls across both instances: the budget is the account's"
     );
+    // The "at once" slots are shared too, and only a connection in use holds one: neither
+    // instance keeps a connection open between calls (which no slot would count).
+    for (name, client) in [("a", &a), ("b", &b)] {
+        let ports = [server.imap_port, server.imaps_port];
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while open_tcp_to(client.pid(), &ports) > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "instance {name} keeps an IMAP connection open between calls"
+            );
+            // Polled: the server drops a connection just after it answers.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     a.close().await;
     b.close().await;
+}
+
+/// How many established TCP connections the process `pid` holds to one of `ports` (its socket
+/// descriptors matched to the kernel's connection table by inode).
+fn open_tcp_to(pid: u32, ports: &[u16]) -> usize {
+    let inodes: BTreeSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+                .filter_map(|target| {
+                    let target = target.to_string_lossy().into_owned();
+                    Some(
+                        target
+                            .strip_prefix("socket:[")?
+                            .strip_suffix(']')?
+                            .to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).ok())
+        .flat_map(|text| text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>())
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let remote_port = fields
+                .get(2)
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            // State 01: established.
+            fields.get(3) == Some(&"01")
+                && remote_port.is_some_and(|p| ports.contains(&p))
+                && fields.get(9).is_some_and(|inode| inodes.contains(*inode))
+        })
+        .count()
 }
 
 /// Implicit TLS (IMAPS), STARTTLS on the IMAP port and plain IMAP to loopback all reach the

@@ -362,9 +362,10 @@ impl Store {
     /// Its lease is not counted: that row names a holder and an expiry, no mail, and outlives
     /// the index (a purge takes the lease, and leaves it expired).
     pub(crate) async fn rows_of(&self, mailbox: &Mailbox) -> Vec<(&'static str, i64)> {
-        const TABLES: [&str; 7] = [
+        const TABLES: [&str; 8] = [
             "mailgate_mailboxes",
             "mailgate_messages",
+            "mailgate_folder_counts",
             "mailgate_vectors",
             "mailgate_folder_state",
             "mailgate_versions",

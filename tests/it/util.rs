@@ -281,6 +281,11 @@ pub(crate) struct Client {
 }
 
 impl Client {
+    /// The server process's id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
     /// A client over another transport (Streamable HTTP) to the server process `pid`.
     pub(crate) fn over(inner: RunningService<RoleClient, ()>, pid: u32) -> Self {
         Self { inner, pid }

@@ -2,7 +2,9 @@
 //!
 //! At most [`MAX_CONNECTIONS`] connections are in use at once per account (a server allows each
 //! user a handful: Dovecot 10 per IP by default, Gmail 15 per account): the slots are the
-//! account's ([`AccountLimits`]), shared by every alias that logs in as it. A connection returns to the
+//! account's ([`AccountLimits`]), shared by every alias that logs in as it. When instances share
+//! the slots (a shared database), no connection is kept between operations: an idle one would
+//! hold no slot, so N instances could keep N more open than the provider allows. A connection returns to the
 //! pool only when the operation that held it finished with the protocol in step: one dropped
 //! mid-command (a cancelled call, a deadline) or failed on the wire is closed instead, so a
 //! half-read answer can never be read as the next command's. An idle connection older than
@@ -122,6 +124,7 @@ impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take()
             && self.clean
+            && !self.pool.account.counted_across_instances()
             && let Ok(mut idle) = self.pool.idle.lock()
         {
             idle.push(Idle {

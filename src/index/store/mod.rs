@@ -23,52 +23,7 @@ use super::state::{FolderCursor, StateBatch};
 use super::status::IndexStatus;
 use super::{CandidateQuery, IndexError, IndexHits, IndexQuery, IndexedMessage, TextIndex as _};
 use crate::backends::model::MessageSummary;
-use crate::embed::vectors::VectorStore;
-
-/// A store's vectors as a sync sees them: which messages have some, and the changes the sync
-/// makes (written at the store's next commit). The local store's [`VectorStore`] and the shared
-/// store's [`postgres::vectors::PgVectors`] keep the same rules.
-pub(crate) trait SyncVectors {
-    fn contains(&self, key: &str) -> bool;
-    /// Replaces `key`'s passages ([`VectorStore::upsert`]); nothing changes when refused.
-    fn upsert(
-        &mut self,
-        key: &str,
-        vectors: Vec<Vec<f32>>,
-    ) -> Result<(), crate::embed::vectors::VectorError>;
-    /// [`VectorStore::adopt_dimension`].
-    fn adopt_dimension(&mut self, dim: usize) -> usize;
-    /// [`VectorStore::restarts`].
-    fn restarts(&self) -> u32;
-    /// [`VectorStore::take_refill`].
-    fn take_refill(&mut self) -> bool;
-}
-
-impl SyncVectors for VectorStore {
-    fn contains(&self, key: &str) -> bool {
-        VectorStore::contains(self, key)
-    }
-
-    fn upsert(
-        &mut self,
-        key: &str,
-        vectors: Vec<Vec<f32>>,
-    ) -> Result<(), crate::embed::vectors::VectorError> {
-        VectorStore::upsert(self, key, vectors)
-    }
-
-    fn adopt_dimension(&mut self, dim: usize) -> usize {
-        VectorStore::adopt_dimension(self, dim)
-    }
-
-    fn restarts(&self) -> u32 {
-        VectorStore::restarts(self)
-    }
-
-    fn take_refill(&mut self) -> bool {
-        VectorStore::take_refill(self)
-    }
-}
+use crate::embed::vectors::SyncVectors;
 
 /// What the nearest-vector search of a folder found.
 #[derive(Debug, PartialEq)]

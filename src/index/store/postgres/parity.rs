@@ -3,7 +3,9 @@
 //! verdict must be equal: how many messages match, how many the scope holds, the content gaps,
 //! the candidates of an investigation. Rankings must be equal too (BM25 with the same boosts and
 //! constants over the same tokens; the corpus keeps fields short enough that tantivy stores
-//! their lengths exactly).
+//! their lengths exactly). The nearest-passage searches of both stores' vectors (int8 rows on
+//! one side, pgvector's HNSW over `halfvec` on the other) are held to an exact scan of the same
+//! vectors: the same messages, in the same order, within what each store's rounding allows.
 
 use std::time::Duration;
 
@@ -475,8 +477,9 @@ async fn compare_nearest(
 /// put again or removed loses its vectors, and vectors of another size are never compared.
 #[tokio::test]
 async fn the_shared_store_finds_the_nearest_passages_as_the_local_one() {
+    use crate::embed::vectors::SyncVectors;
     use crate::embed::vectors::VectorStore;
-    use crate::index::store::{Nearest, SyncVectors};
+    use crate::index::store::Nearest;
     let Some((settings, admin)) =
         super::testdb::fresh_settings("parity_vectors", Duration::from_secs(60)).await
     else {

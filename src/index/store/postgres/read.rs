@@ -6,7 +6,6 @@
 //! commit keeps, with recency breaking ties.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio_postgres::types::ToSql;
@@ -95,6 +94,13 @@ impl PgRead {
         lease::scope_to(&*tx, &self.mailbox)
             .await
             .map_err(store_error)?;
+        // The planner prices a sequential scan of a common word below its bitmap scan, but the
+        // scan would test (and so unpack) every row's token vectors, which are large and often
+        // out of line: measured at 100,000 messages, 3 to 4 times slower. Room for the window
+        // over every match of a common word, without spilling to disk.
+        tx.batch_execute("SET LOCAL enable_seqscan = off; SET LOCAL work_mem = '16MB'")
+            .await
+            .map_err(store_error)?;
         let out = read(&tx).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(out)
@@ -159,38 +165,11 @@ impl PgRead {
                 });
             }
             let mut st = Statement::default();
-            let mut conditions = filter_conditions(&mut st, q);
+            let filters = where_all(&filter_conditions(&mut st, q));
             // Every token of every word occurs in some field; each occurrence scores.
             let tokens: Vec<&String> = words.iter().flatten().collect();
             // Ranked by relevance only when asked for no order.
             let ranked = !tokens.is_empty() && q.order.is_none();
-            let mut score = String::from("0");
-            if !tokens.is_empty() {
-                let weights = if ranked {
-                    weights(tx, &tokens).await?
-                } else {
-                    vec![[None; 6]; tokens.len()]
-                };
-                for (token, per_field) in tokens.iter().zip(&weights) {
-                    let query = st.param(tsquery_of(token));
-                    let mut any = Vec::new();
-                    for (f, (column, _)) in FIELDS.iter().enumerate() {
-                        let test = format!("{column} @@ {query}::text::tsquery");
-                        if let Some((weight, norm)) = per_field[f] {
-                            let key = st.param(rows::repeat_key(f, token));
-                            let tf = format!("coalesce((repeats ->> {key}::text)::float8, 1)");
-                            let _ = write!(
-                                score,
-                                " + CASE WHEN {test} THEN {weight:e} * {tf} / ({tf} + \
-                                 {K1:e} * (1 - {B:e} + {norm:e} * field_lengths[{}])) ELSE 0 END",
-                                f + 1
-                            );
-                        }
-                        any.push(test);
-                    }
-                    conditions.push(format!("({})", any.join(" OR ")));
-                }
-            }
             let order = if ranked {
                 "{t}score DESC, {t}received DESC, {t}id".to_owned()
             } else {
@@ -207,7 +186,20 @@ impl PgRead {
                 }
             };
             let limit = st.param(i64::try_from(q.limit.max(1)).unwrap_or(i64::MAX));
-            st.sql = top(&score, &where_all(&conditions), &order, &limit);
+            let scored = if tokens.is_empty() {
+                format!(
+                    "SELECT folder_id, id, received, subject_raw, 0::float4 AS score
+                       FROM mailgate_messages WHERE {filters}"
+                )
+            } else {
+                let ranking = if ranked {
+                    Some(statistics(tx).await?)
+                } else {
+                    None
+                };
+                matches_scored(&mut st, &tokens, ranking.as_ref(), &filters)
+            };
+            st.sql = top(&scored, &order, &limit);
             hits(tx, &st, in_scope, gaps).await
         })
         .await
@@ -237,12 +229,12 @@ impl PgRead {
             }
             let folder = st.param(q.folder_id.clone());
             let limit = st.param(i64::try_from(q.limit.max(1)).unwrap_or(i64::MAX));
-            st.sql = top(
-                "0",
-                &format!("folder_id = {folder} AND ({})", any.join(" OR ")),
-                "{t}received DESC, {t}id",
-                &limit,
+            let scored = format!(
+                "SELECT folder_id, id, received, subject_raw, 0::float4 AS score
+                   FROM mailgate_messages WHERE folder_id = {folder} AND ({})",
+                any.join(" OR ")
             );
+            st.sql = top(&scored, "{t}received DESC, {t}id", &limit);
             hits(tx, &st, in_scope, gaps).await
         })
         .await
@@ -400,12 +392,9 @@ fn filter_conditions(st: &mut Statement, q: &IndexQuery) -> Vec<String> {
     out
 }
 
-/// Per token, per field: BM25's weight (boost, idf and `k1 + 1`) and length factor (`b` over
-/// the average length), `None` where no message holds the token in that field.
-async fn weights(
-    tx: &Tx<'_>,
-    tokens: &[&String],
-) -> Result<Vec<[Option<(f64, f64)>; 6]>, IndexError> {
+/// BM25's statistics of the scoped mailbox: how many messages, and per field `b` over the
+/// field's average length (`None` for a field no message has a token in).
+async fn statistics(tx: &Tx<'_>) -> Result<Ranking, IndexError> {
     let stats = tx
         .query_one(
             "SELECT docs, field_tokens FROM mailgate_mailboxes
@@ -416,103 +405,160 @@ async fn weights(
         .map_err(store_error)?;
     let docs: i64 = stats.try_get(0).map_err(store_error)?;
     let field_tokens: Vec<i64> = stats.try_get(1).map_err(store_error)?;
-    let counts = FIELDS
-        .iter()
-        .map(|(column, _)| {
-            format!("(SELECT count(*) FROM mailgate_messages WHERE {column} @@ t.q::tsquery)")
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    let queries: Vec<String> = tokens.iter().map(|t| tsquery_of(t)).collect();
-    let rows = tx
-        .query(
-            &format!(
-                "SELECT {counts} FROM unnest($1::text[]) WITH ORDINALITY AS t(q, n) ORDER BY n"
-            ),
-            &[&queries],
-        )
-        .await
-        .map_err(store_error)?;
     let n = docs.max(1) as f64;
-    rows.iter()
-        .map(|row| {
-            let mut out = [None; 6];
-            for (f, (_, boost)) in FIELDS.iter().enumerate() {
-                let df: i64 = row.try_get(f).map_err(store_error)?;
-                let total = field_tokens.get(f).copied().unwrap_or(0);
-                if df == 0 || total == 0 {
-                    continue;
-                }
-                let df = df as f64;
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-                let average = total as f64 / n;
-                out[f] = Some((boost * idf * (1.0 + K1), B / average));
-            }
-            Ok(out)
-        })
-        .collect()
+    let mut norms = [None; 6];
+    for (f, norm) in norms.iter_mut().enumerate() {
+        let total = field_tokens.get(f).copied().unwrap_or(0);
+        if total > 0 {
+            *norm = Some(B / (total as f64 / n));
+        }
+    }
+    Ok(Ranking { docs: n, norms })
 }
 
-/// How many messages the scope holds, and how many of them are not wholly indexed, by kind.
+/// What ranking a search needs beside each token's document frequencies.
+struct Ranking {
+    docs: f64,
+    norms: [Option<f64>; 6],
+}
+
+/// How many messages the scope holds, and how many of them are not wholly indexed, by kind:
+/// from the counts every commit keeps (counting the messages would read every row of the
+/// scope, on every answer).
 async fn scope_counts(
     tx: &Tx<'_>,
     folder: Option<&str>,
 ) -> Result<(usize, Vec<(ContentGap, usize)>), IndexError> {
-    let gaps = stored::GAPS
-        .iter()
-        .map(|g| {
-            format!(
-                ", count(*) FILTER (WHERE gap = {})",
-                stored::gap_code(Some(*g))
-            )
-        })
-        .collect::<String>();
-    let row = match folder {
+    let rows = match folder {
         Some(folder) => {
-            tx.query_one(
-                &format!("SELECT count(*){gaps} FROM mailgate_messages WHERE folder_id = $1"),
+            tx.query(
+                "SELECT gap, messages FROM mailgate_folder_counts WHERE folder_id = $1",
                 &[&folder],
             )
             .await
         }
         None => {
-            tx.query_one(
-                &format!("SELECT count(*){gaps} FROM mailgate_messages"),
+            tx.query(
+                "SELECT gap, sum(messages)::bigint FROM mailgate_folder_counts GROUP BY gap",
                 &[],
             )
             .await
         }
     }
     .map_err(store_error)?;
-    let count = |i: usize| -> Result<usize, IndexError> {
-        let n: i64 = row.try_get(i).map_err(store_error)?;
-        Ok(usize::try_from(n).unwrap_or(0))
-    };
+    let per_gap: HashMap<i16, i64> = two_columns(&rows)?;
+    let count = |n: i64| usize::try_from(n).unwrap_or(0);
+    let in_scope = per_gap.values().copied().map(count).sum();
     let mut gaps = Vec::new();
-    for (i, gap) in stored::GAPS.iter().enumerate() {
-        let n = count(i + 1)?;
+    for gap in stored::GAPS {
+        let code = i16::try_from(stored::gap_code(Some(gap))).unwrap_or(i16::MAX);
+        let n = per_gap.get(&code).copied().map_or(0, count);
         if n > 0 {
-            gaps.push((*gap, n));
+            gaps.push((gap, n));
         }
     }
-    Ok((count(0)?, gaps))
+    Ok((in_scope, gaps))
 }
 
-/// The hits statement: the best `limit` messages that meet `conditions` by `order` (where
-/// `{t}` stands for the table the columns are read from), with their `score` and how many met
-/// them in all. Every match is scored and counted from its narrow columns first; only the
-/// kept ones' summaries are read (a window over whole rows would carry every match's
-/// summary, and spill to disk for a common word).
-fn top(score: &str, conditions: &str, order: &str, limit: &str) -> String {
+/// The messages that hold every token in some field and meet `filters`, each with its BM25
+/// score when `ranking` is given. One branch per token and field: a GIN bitmap scan that reads
+/// the row's narrow columns and never the token vectors (large, and often out of line). Ranked,
+/// the branches cover the whole mailbox, so each one's row count is the token's document
+/// frequency in that field, counted in the same pass that scores (a count apart would read the
+/// same rows twice); the filters apply after. A message holds every token when its branches
+/// name every one.
+fn matches_scored(
+    st: &mut Statement,
+    tokens: &[&String],
+    ranking: Option<&Ranking>,
+    filters: &str,
+) -> String {
+    let mut branches = Vec::new();
+    for (t, token) in tokens.iter().enumerate() {
+        // A parameter only once a branch uses it: PostgreSQL refuses one it cannot type.
+        let mut query = None;
+        for (f, (column, boost)) in FIELDS.iter().enumerate() {
+            let (score_columns, scope) = match ranking {
+                // No message has a token in this field: no branch can match.
+                Some(r) if r.norms[f].is_none() => continue,
+                Some(r) => {
+                    let key = st.param(rows::repeat_key(f, token));
+                    (
+                        format!(
+                            "{f} AS field, {boost:e}::float8 AS boost, {norm:e}::float8 AS norm,
+                             field_lengths[{len}] AS len,
+                             coalesce((repeats ->> {key}::text)::float8, 1) AS tf",
+                            norm = r.norms[f].unwrap_or(0.0),
+                            len = f + 1
+                        ),
+                        "TRUE".to_owned(),
+                    )
+                }
+                None => (String::new(), filters.to_owned()),
+            };
+            let query = query.get_or_insert_with(|| st.param(tsquery_of(token)));
+            let score_columns = if score_columns.is_empty() {
+                String::new()
+            } else {
+                format!(", {score_columns}")
+            };
+            branches.push(format!(
+                "SELECT folder_id, id, received, subject_raw, from_raw, is_read, has_attachments,
+                        {t} AS token{score_columns}
+                   FROM mailgate_messages WHERE {column} @@ {query}::text::tsquery AND {scope}"
+            ));
+        }
+    }
+    if branches.is_empty() {
+        // No token is held by any message; the filters stay, so their parameters are typed.
+        return format!(
+            "SELECT folder_id, id, received, subject_raw, 0::float4 AS score
+               FROM mailgate_messages WHERE FALSE AND {filters}"
+        );
+    }
+    // One token needs no count of the tokens a message holds (and so no sorted aggregate).
+    let every = if tokens.len() > 1 {
+        format!("HAVING count(DISTINCT token) = {}", tokens.len())
+    } else {
+        String::new()
+    };
+    let union = branches.join(" UNION ALL ");
+    match ranking {
+        // As the local store: weight = boost × idf × (k1 + 1), then tf saturation over the
+        // field's length, in the same order of operations.
+        Some(r) => format!(
+            "SELECT folder_id, id, max(received) AS received, max(subject_raw) AS subject_raw,
+                    sum(boost * ln(1 + ({n:e} - df + 0.5) / (df + 0.5)) * {k1p:e} * tf
+                        / (tf + {K1:e} * (1 - {B:e} + norm * len)))::float4 AS score
+               FROM (SELECT b.*, count(*) OVER (PARTITION BY token, field)::float8 AS df
+                       FROM ({union}) AS b) AS d
+              WHERE {filters}
+              GROUP BY folder_id, id {every}",
+            n = r.docs,
+            k1p = 1.0 + K1
+        ),
+        None => format!(
+            "SELECT folder_id, id, max(received) AS received, max(subject_raw) AS subject_raw,
+                    0::float4 AS score
+               FROM ({union}) AS p GROUP BY folder_id, id {every}"
+        ),
+    }
+}
+
+/// The hits statement: the best `limit` messages of `scored` (a subquery of folder_id, id,
+/// received, subject_raw and score) by `order` (where `{t}` stands for the table the columns
+/// are read from), with how many there are in all. Every match is ranked and counted from
+/// those narrow columns; only the kept ones' summaries are read (a window over whole rows
+/// would carry every match's summary, and spill to disk for a common word).
+fn top(scored: &str, order: &str, limit: &str) -> String {
     let inner = order.replace("{t}", "");
     let outer = order.replace("{t}", "t.");
-    // OFFSET 0 keeps the scoring subquery whole, so each match is scored once, before the
+    // OFFSET 0 keeps the scored subquery whole, so each match is scored once, before the
     // window, rather than the window carrying the row to the sort.
     format!(
         "SELECT m.summary, t.score, t.total FROM (
            SELECT folder_id, id, received, subject_raw, score, count(*) OVER () AS total
-             FROM (SELECT folder_id, id, received, subject_raw, ({score})::float4 AS score
-                     FROM mailgate_messages WHERE {conditions} OFFSET 0) AS s
+             FROM ({scored} OFFSET 0) AS s
             ORDER BY {inner} LIMIT {limit}) AS t
          JOIN mailgate_messages AS m USING (folder_id, id)
          ORDER BY {outer}"

@@ -18,10 +18,10 @@ use tokio_postgres::Transaction;
 
 use super::store_error;
 use crate::embed::chunk::MAX_CHUNKS;
-use crate::embed::vectors::{VectorError, check_passages, unit_length};
+use crate::embed::vectors::{SyncVectors, VectorError, check_passages, unit_length};
 use crate::embed::wire::MAX_DIMENSION;
 use crate::index::IndexError;
-use crate::index::store::{Nearest, SyncVectors};
+use crate::index::store::Nearest;
 
 /// The largest size pgvector's HNSW index takes for a `halfvec`: a larger model's vectors are
 /// searched by an exact scan.
@@ -261,7 +261,6 @@ pub(crate) async fn nearest(
     if k == 0 || !(1..=MAX_DIMENSION).contains(&dim) {
         return Ok(Nearest::Found(Vec::new()));
     }
-    let dims = i32::try_from(dim).unwrap_or(i32::MAX);
     let passages = i64::try_from(k.saturating_mul(MAX_CHUNKS)).unwrap_or(i64::MAX);
     // A message has at most MAX_CHUNKS passages, so the best k messages' best passages are
     // among the best k × MAX_CHUNKS passages.
@@ -271,19 +270,20 @@ pub(crate) async fn nearest(
     ))
     .await
     .map_err(store_error)?;
+    // The size is a number this code formats, written as a literal so the planner can match
+    // the partial HNSW index of that size (`WHERE dims = N`) in every plan.
     let distance = format!("embedding::halfvec({dim}) <=> $1::halfvec({dim})");
     let rows = tx
         .query(
             &format!(
                 "SELECT id, ({distance})::float8 FROM mailgate_vectors
-                  WHERE folder_id = $2 AND model = $3 AND dims = $4
-                  ORDER BY {distance} LIMIT $5"
+                  WHERE folder_id = $2 AND model = $3 AND dims = {dim}
+                  ORDER BY {distance} LIMIT $4"
             ),
             &[
                 &HalfVector::from_f32_slice(&unit),
                 &folder_id,
                 &model,
-                &dims,
                 &passages,
             ],
         )
@@ -304,7 +304,7 @@ pub(crate) async fn nearest(
         let any: bool = tx
             .query_one(
                 "SELECT EXISTS (SELECT 1 FROM mailgate_vectors WHERE model = $1 AND dims = $2)",
-                &[&model, &dims],
+                &[&model, &i32::try_from(dim).unwrap_or(i32::MAX)],
             )
             .await
             .map_err(store_error)?

@@ -427,6 +427,7 @@ pub(crate) fn status_of(
 pub(crate) async fn start_over(tx: &Transaction<'_>, analyzer: i32) -> Result<(), IndexError> {
     for table in [
         "mailgate_messages",
+        "mailgate_folder_counts",
         "mailgate_versions",
         "mailgate_pending",
         "mailgate_seen",
@@ -472,18 +473,24 @@ async fn write_messages(
         .query(
             "DELETE FROM mailgate_messages
               WHERE (folder_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-              RETURNING field_lengths",
+              RETURNING field_lengths, folder_id, gap",
             &[&folders, &ids],
         )
         .await
         .map_err(store_error)?;
     let mut docs: i64 = -i64::try_from(gone.len()).unwrap_or(i64::MAX);
     let mut tokens = [0i64; 6];
+    let mut counts: HashMap<(String, i16), i64> = HashMap::new();
     for row in &gone {
         let lengths: Vec<i32> = row.try_get(0).map_err(store_error)?;
         for (t, l) in tokens.iter_mut().zip(lengths) {
             *t -= i64::from(l);
         }
+        let key = (
+            row.try_get(1).map_err(store_error)?,
+            row.try_get(2).map_err(store_error)?,
+        );
+        *counts.entry(key).or_default() -= 1;
     }
     let insert = tx.prepare(INSERT_MESSAGE).await.map_err(store_error)?;
     let puts: Vec<&MessageRow> = pending
@@ -498,6 +505,7 @@ async fn write_messages(
         for (t, &l) in tokens.iter_mut().zip(&row.field_lengths) {
             *t += i64::from(l);
         }
+        *counts.entry((row.folder_id.clone(), row.gap)).or_default() += 1;
     }
     // Sent together: the connection pipelines them, one round trip for the lot.
     futures::future::try_join_all(puts.iter().map(|r| {
@@ -527,6 +535,7 @@ async fn write_messages(
     }))
     .await
     .map_err(store_error)?;
+    count_folders(tx, &counts).await?;
     let tokens: Vec<i64> = tokens.to_vec();
     tx.execute(
         "UPDATE mailgate_mailboxes
@@ -538,6 +547,34 @@ async fn write_messages(
     )
     .await
     .map_err(store_error)?;
+    Ok(())
+}
+
+/// Moves the messages counted per folder and content gap by `changes` (an empty count goes).
+async fn count_folders(
+    tx: &Transaction<'_>,
+    changes: &HashMap<(String, i16), i64>,
+) -> Result<(), IndexError> {
+    let changes: Vec<(&(String, i16), &i64)> = changes.iter().filter(|(_, n)| **n != 0).collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let folders: Vec<&str> = changes.iter().map(|((f, _), _)| f.as_str()).collect();
+    let gaps: Vec<i16> = changes.iter().map(|((_, g), _)| *g).collect();
+    let deltas: Vec<i64> = changes.iter().map(|(_, n)| **n).collect();
+    tx.execute(
+        "INSERT INTO mailgate_folder_counts (mailbox, folder_id, gap, messages)
+         SELECT current_setting('mailgate.mailbox'), f, g, n
+           FROM unnest($1::text[], $2::int2[], $3::int8[]) AS t(f, g, n)
+         ON CONFLICT (mailbox, folder_id, gap)
+         DO UPDATE SET messages = mailgate_folder_counts.messages + EXCLUDED.messages",
+        &[&folders, &gaps, &deltas],
+    )
+    .await
+    .map_err(store_error)?;
+    tx.execute("DELETE FROM mailgate_folder_counts WHERE messages = 0", &[])
+        .await
+        .map_err(store_error)?;
     Ok(())
 }
 

@@ -65,6 +65,16 @@ CREATE INDEX mailgate_messages_body ON mailgate_messages USING gin (body_tokens)
 CREATE INDEX mailgate_messages_attachment_names ON mailgate_messages USING gin (attachment_name_tokens);
 CREATE INDEX mailgate_messages_attachment_text ON mailgate_messages USING gin (attachment_text_tokens);
 
+-- How many messages each folder holds, per content gap (0: wholly indexed), kept by every
+-- commit: an answer's scope and its gaps are read here rather than counted over the messages.
+CREATE TABLE mailgate_folder_counts (
+    mailbox text NOT NULL REFERENCES mailgate_mailboxes ON DELETE CASCADE,
+    folder_id text NOT NULL,
+    gap smallint NOT NULL,
+    messages bigint NOT NULL,
+    PRIMARY KEY (mailbox, folder_id, gap)
+);
+
 -- Semantic recall: each passage's vector (a message has up to 8), of the embeddings model that
 -- made it, as pgvector's halfvec. Derived data: a message's vectors go with its row (replaced or
 -- removed), and a sync embeds them again. The nearest-passage search uses an HNSW index per
@@ -154,7 +164,7 @@ DECLARE
     t text;
 BEGIN
     FOREACH t IN ARRAY ARRAY['mailgate_mailboxes', 'mailgate_messages', 'mailgate_vectors',
-                             'mailgate_folder_state',
+                             'mailgate_folder_counts', 'mailgate_folder_state',
                              'mailgate_versions', 'mailgate_pending', 'mailgate_seen',
                              'mailgate_leases']
     LOOP
