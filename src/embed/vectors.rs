@@ -79,10 +79,7 @@ pub(crate) struct VectorStore {
     /// The rows of each key.
     index: HashMap<Arc<str>, Vec<usize>>,
     dirty: bool,
-    /// Times [`VectorStore::adopt_dimension`] dropped every vector since the store was opened.
-    restarts: u32,
-    /// A drop whose messages the caller has not yet been told to embed again.
-    refill: bool,
+    changes: SizeChanges,
 }
 
 impl VectorStore {
@@ -110,8 +107,7 @@ impl VectorStore {
             data: Vec::new(),
             index: HashMap::new(),
             dirty: false,
-            restarts: 0,
-            refill: false,
+            changes: SizeChanges::default(),
         };
         let bytes = match read_file(&store.dir) {
             Ok(Some(bytes)) => bytes,
@@ -379,7 +375,7 @@ impl SyncVectors for VectorStore {
     }
 
     fn adopt_dimension(&mut self, dim: usize) -> usize {
-        if self.rows.is_empty() || self.dim == dim || !(1..=MAX_DIMENSION).contains(&dim) {
+        if !self.changes.adopt(self.rows.is_empty(), self.dim, dim) {
             return 0;
         }
         let stale = self.index.len();
@@ -389,17 +385,37 @@ impl SyncVectors for VectorStore {
         self.index.clear();
         self.dim = dim;
         self.dirty = true;
-        self.restarts += 1;
-        self.refill = true;
         stale
     }
 
     fn restarts(&self) -> u32 {
-        self.restarts
+        self.changes.restarts
     }
 
     fn take_refill(&mut self) -> bool {
-        std::mem::take(&mut self.refill)
+        std::mem::take(&mut self.changes.refill)
+    }
+}
+
+/// The size changes a store's vectors saw since it was opened ([`SyncVectors::adopt_dimension`]).
+#[derive(Default)]
+pub(crate) struct SizeChanges {
+    /// Times every vector was dropped for another size.
+    pub(crate) restarts: u32,
+    /// A drop whose messages the caller has not yet been told to embed again.
+    pub(crate) refill: bool,
+}
+
+impl SizeChanges {
+    /// Whether vectors of size `held` (`empty`: none) are stale now the endpoint answers `new`:
+    /// another size the stores take. Recorded as a restart when they are.
+    pub(crate) fn adopt(&mut self, empty: bool, held: usize, new: usize) -> bool {
+        if empty || held == new || !(1..=MAX_DIMENSION).contains(&new) {
+            return false;
+        }
+        self.restarts += 1;
+        self.refill = true;
+        true
     }
 }
 
@@ -427,14 +443,7 @@ pub(crate) fn check_passages(vectors: &[Vec<f32>], expected: usize) -> Result<()
 /// `vector` scaled to length 1 (so a dot product is its cosine), `None` when a number is not
 /// finite or every number is 0 (no direction to compare).
 pub(crate) fn unit_length(vector: &[f32]) -> Option<Vec<f32>> {
-    if !vector.iter().all(|x| x.is_finite()) {
-        return None;
-    }
-    let norm = vector
-        .iter()
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum::<f64>()
-        .sqrt();
+    let norm = norm(vector)?;
     (norm > 0.0).then(|| {
         vector
             .iter()
@@ -443,15 +452,19 @@ pub(crate) fn unit_length(vector: &[f32]) -> Option<Vec<f32>> {
     })
 }
 
+/// The length of `vector`, `None` when a number is not finite.
+fn norm(vector: &[f32]) -> Option<f64> {
+    vector.iter().all(|x| x.is_finite()).then(|| {
+        vector
+            .iter()
+            .map(|&x| f64::from(x) * f64::from(x))
+            .sum::<f64>()
+            .sqrt()
+    })
+}
+
 fn quantise(vector: &[f32]) -> Option<Row> {
-    if !vector.iter().all(|x| x.is_finite()) {
-        return None;
-    }
-    let norm = vector
-        .iter()
-        .map(|&x| f64::from(x) * f64::from(x))
-        .sum::<f64>()
-        .sqrt();
+    let norm = norm(vector)?;
     let max = vector
         .iter()
         .map(|&x| f64::from(x).abs())

@@ -18,7 +18,7 @@ use tokio_postgres::Transaction;
 
 use super::store_error;
 use crate::embed::chunk::MAX_CHUNKS;
-use crate::embed::vectors::{SyncVectors, VectorError, check_passages, unit_length};
+use crate::embed::vectors::{SizeChanges, SyncVectors, VectorError, check_passages, unit_length};
 use crate::embed::wire::MAX_DIMENSION;
 use crate::index::IndexError;
 use crate::index::store::Nearest;
@@ -52,8 +52,7 @@ pub(crate) struct PgVectors {
     upserts: HashMap<String, Vec<Vec<f32>>>,
     /// Every stored vector is stale (the size changed): deleted at the next commit.
     drop_all: bool,
-    restarts: u32,
-    refill: bool,
+    changes: SizeChanges,
     /// The HNSW index of `dim` is known to exist.
     indexed_dim: Option<usize>,
 }
@@ -98,8 +97,7 @@ impl PgVectors {
             have: have.into_iter().collect(),
             upserts: HashMap::new(),
             drop_all: false,
-            restarts: 0,
-            refill: false,
+            changes: SizeChanges::default(),
             indexed_dim: None,
         })
     }
@@ -223,7 +221,7 @@ impl SyncVectors for PgVectors {
     }
 
     fn adopt_dimension(&mut self, dim: usize) -> usize {
-        if self.have.is_empty() || self.dim == dim || !(1..=MAX_DIMENSION).contains(&dim) {
+        if !self.changes.adopt(self.have.is_empty(), self.dim, dim) {
             return 0;
         }
         let stale = self.have.len();
@@ -231,17 +229,15 @@ impl SyncVectors for PgVectors {
         self.upserts.clear();
         self.drop_all = true;
         self.dim = dim;
-        self.restarts += 1;
-        self.refill = true;
         stale
     }
 
     fn restarts(&self) -> u32 {
-        self.restarts
+        self.changes.restarts
     }
 
     fn take_refill(&mut self) -> bool {
-        std::mem::take(&mut self.refill)
+        std::mem::take(&mut self.changes.refill)
     }
 }
 
