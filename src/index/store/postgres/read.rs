@@ -13,7 +13,7 @@ use tokio_postgres::types::ToSql;
 use super::rows::{self, FIELDS};
 use super::store_error;
 use super::write::status_of;
-use super::{Pool, lease, two_columns, vectors};
+use super::{Pool, two_columns, vectors};
 use crate::backends::model::{ContentGap, MessageSummary, SortBy, SortOrder};
 use crate::index::analyzer;
 use crate::index::status::IndexStatus;
@@ -91,16 +91,19 @@ impl PgRead {
             .start()
             .await
             .map_err(store_error)?;
-        lease::scope_to(&*tx, &self.mailbox)
-            .await
-            .map_err(store_error)?;
-        // The planner prices a sequential scan of a common word below its bitmap scan, but the
-        // scan would test (and so unpack) every row's token vectors, which are large and often
-        // out of line: measured at 100,000 messages, 3 to 4 times slower. Room for the window
-        // over every match of a common word, without spilling to disk.
-        tx.batch_execute("SET LOCAL enable_seqscan = off; SET LOCAL work_mem = '16MB'")
-            .await
-            .map_err(store_error)?;
+        // The mailbox (as `lease::scope_to` sets it) and the planner's settings, in one round
+        // trip. The planner prices a sequential scan of a common word below its bitmap scan,
+        // but the scan would test (and so unpack) every row's token vectors, which are large
+        // and often out of line: measured at 100,000 messages, 3 to 4 times slower. Room for
+        // the window over every match of a common word, without spilling to disk.
+        tx.execute(
+            "SELECT set_config('mailgate.mailbox', $1, true),
+                    set_config('enable_seqscan', 'off', true),
+                    set_config('work_mem', '16MB', true)",
+            &[&self.mailbox],
+        )
+        .await
+        .map_err(store_error)?;
         let out = read(&tx).await?;
         tx.commit().await.map_err(store_error)?;
         Ok(out)
@@ -478,17 +481,16 @@ fn matches_scored(
         // A parameter only once a branch uses it: PostgreSQL refuses one it cannot type.
         let mut query = None;
         for (f, (column, boost)) in FIELDS.iter().enumerate() {
-            let (score_columns, scope) = match ranking {
+            let (score_columns, scope) = match ranking.map(|r| r.norms[f]) {
                 // No message has a token in this field: no branch can match.
-                Some(r) if r.norms[f].is_none() => continue,
-                Some(r) => {
+                Some(None) => continue,
+                Some(Some(norm)) => {
                     let key = st.param(rows::repeat_key(f, token));
                     (
                         format!(
-                            "{f} AS field, {boost:e}::float8 AS boost, {norm:e}::float8 AS norm,
+                            ", {f} AS field, {boost:e}::float8 AS boost, {norm:e}::float8 AS norm,
                              field_lengths[{len}] AS len,
                              coalesce((repeats ->> {key}::text)::float8, 1) AS tf",
-                            norm = r.norms[f].unwrap_or(0.0),
                             len = f + 1
                         ),
                         "TRUE".to_owned(),
@@ -497,11 +499,6 @@ fn matches_scored(
                 None => (String::new(), filters.to_owned()),
             };
             let query = query.get_or_insert_with(|| st.param(tsquery_of(token)));
-            let score_columns = if score_columns.is_empty() {
-                String::new()
-            } else {
-                format!(", {score_columns}")
-            };
             branches.push(format!(
                 "SELECT folder_id, id, received, subject_raw, from_raw, is_read, has_attachments,
                         {t} AS token{score_columns}
