@@ -18,11 +18,18 @@
 #                         fuzzing, the slowest build)
 #   FUZZ_DEV=1            build without optimisation (cargo fuzz --dev): a build in well under
 #                         half the time, slower runs; what the smoke run in scripts/test.sh uses
+#   FUZZ_SCRATCH=DIR      where the targets' scratch directories go (default /dev/shm when it
+#                         is a tmpfs, else fuzz/target/tmp; one private folder per run)
+#   FUZZ_SLOW_EXECS=N     flag a target under N inputs per second as SLOW in the summary
+#                         (default 1000, 0 for none; a flag only, never a failure)
+#   FUZZ_TRACE_COMPARES=0 build without comparison tracing (cargo fuzz --no-trace-compares):
+#                         a tenth to four fifths more inputs per second, weaker guidance
+#                         towards magic values (fuzz/README.md, "Speed")
 #
 # The committed seeds (<project>/corpus/<target>/) and regressions (<project>/regressions/
 # <target>/) are read, never written: new inputs go to <project>/target/corpus/<target>/,
 # crashes to <project>/artifacts/<target>/, logs to <project>/target/logs/<target>.log (all
-# git-ignored).
+# git-ignored). Each summary line gives the target's inputs per second (execs/s).
 set -euo pipefail
 
 usage() {
@@ -33,6 +40,8 @@ usage() {
 whole() { [[ "$1" =~ ^[1-9][0-9]*$ ]]; }
 total="${FUZZ_TOTAL_SECONDS:-}"
 min_seconds="${FUZZ_MIN_SECONDS:-2}"
+slow_execs="${FUZZ_SLOW_EXECS:-1000}"
+[[ "$slow_execs" =~ ^[0-9]+$ ]] || usage
 if [[ -n "$total" ]]; then
     if [[ $# -gt 0 ]] || ! whole "$total" || ! whole "$min_seconds"; then
         usage
@@ -60,18 +69,45 @@ fi
 export RUSTC_BOOTSTRAP=1
 # Two cores in CI: keep the build to them (cargo fuzz build has no -j).
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
-# The Maildir target's scratch directories land in a private folder of this run instead of
-# /tmp (libFuzzer exits without removing them). Private, so that two concurrent runs never
-# delete each other's scratch Maildir; removed when this script exits.
-mkdir -p "$fuzz/target/tmp" "$fuzz/target/logs"
-TMPDIR="$(mktemp -d "$fuzz/target/tmp/run.XXXXXX")"
+# The targets' scratch directories (the Maildir, the index, the download sandboxes) land in a
+# private folder of this run instead of /tmp (libFuzzer exits without removing them). Private,
+# so that two concurrent runs never delete each other's; removed when this script exits. In RAM
+# when /dev/shm is a tmpfs (FUZZ_SCRATCH=DIR to choose): safe_name and download_plan rebuild a
+# sandbox per input and ran 3.7 times as many inputs a second there as on ext4.
+scratch="${FUZZ_SCRATCH:-}"
+if [[ -z "$scratch" ]]; then
+    scratch="$fuzz/target/tmp"
+    if [[ -d /dev/shm && -w /dev/shm && "$(stat -f -c %T /dev/shm 2>/dev/null)" == tmpfs ]]; then
+        scratch=/dev/shm
+    fi
+fi
+mkdir -p "$scratch" "$fuzz/target/logs"
+TMPDIR="$(mktemp -d "$scratch/mailgate-fuzz-run.XXXXXX")"
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
 
 sanitizer="${FUZZ_SANITIZER:-address}"
-# Both projects build into fuzz/target: the crates they share with the same features (53 of the
-# policy build's 92 units: serde_json, cap-std, rustix, idna, …) are compiled once per run.
-build=(--sanitizer "$sanitizer" --target-dir "$fuzz/target")
+# Both projects build into one target directory: the crates they share with the same features
+# (53 of the policy build's 92 units: serde_json, cap-std, rustix, idna, …) are compiled once per
+# run. One directory per build flavour (fuzz/target for ASan, fuzz/target/sanitizer-none for
+# none, …-no-trace-compares without comparison tracing): the flags differ, so sharing one would
+# rebuild every crate on each switch (16 min for ASan).
+build=(--sanitizer "$sanitizer")
+replay_flags=""
+flavour=""
+if [[ "$sanitizer" != address ]]; then
+    flavour="sanitizer-$sanitizer"
+fi
+# Comparison tracing (cargo-fuzz's default) feeds libFuzzer's table of compared values, which
+# guides mutations towards magic numbers; every compare in the instrumented code becomes a call,
+# and in the byte-scanning parsers (mail-parser, html5ever) those calls took a third of the time.
+if [[ "${FUZZ_TRACE_COMPARES:-1}" == 0 ]]; then
+    build+=(--no-trace-compares)
+    replay_flags+=" --no-trace-compares"
+    flavour="${flavour:+$flavour-}no-trace-compares"
+fi
+target_dir="$fuzz/target${flavour:+/$flavour}"
+build+=(--target-dir "$target_dir")
 if [[ -n "${FUZZ_CODEGEN_UNITS:-}" ]]; then
     build+=(--codegen-units "$FUZZ_CODEGEN_UNITS")
 fi
@@ -79,10 +115,11 @@ profile_dir=release
 if [[ "${FUZZ_DEV:-0}" == 1 ]]; then
     build+=(--dev)
     profile_dir=debug
+    replay_flags+=" --dev"
 fi
 # The targets run straight from their binaries once built: `cargo fuzz run` would check the
 # build again before each one (a second and a half per target, half the smoke run's fuzzing).
-bin_dir="$fuzz/target/$(rustc -vV | sed -n 's/^host: //p')/$profile_dir"
+bin_dir="$target_dir/$(rustc -vV | sed -n 's/^host: //p')/$profile_dir"
 if [[ "$sanitizer" == address ]]; then
     # what `cargo fuzz run` sets for an ASan build
     export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_odr_violation=0"
@@ -137,6 +174,7 @@ for project in "${projects[@]}"; do
 done
 
 failed=()
+slow=()
 summary=()
 for target in "${targets[@]}"; do
     project="${project_of[$target]}"
@@ -167,7 +205,17 @@ for target in "${targets[@]}"; do
     if [[ -z "$runs" ]]; then
         runs="$(grep -oE '^#[0-9]+' "$log" | tail -n 1 | tr -d '#' || true)"
     fi
-    line="$target: status=$status runs=${runs:-0} seconds=$elapsed"
+    # Inputs per second: libFuzzer's own average (its whole run, the seeds included), else runs
+    # over the wall-clock seconds.
+    rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)"
+    if [[ -z "$rate" ]]; then
+        rate=$((${runs:-0} / (elapsed > 0 ? elapsed : 1)))
+    fi
+    line="$target: status=$status runs=${runs:-0} seconds=$elapsed execs/s=$rate"
+    if [[ $rate -lt $slow_execs ]]; then
+        line+=" SLOW"
+        slow+=("$target")
+    fi
     summary+=("$line")
     if [[ $status != ok ]]; then
         echo "---- $target: last lines of $log" >&2
@@ -175,12 +223,18 @@ for target in "${targets[@]}"; do
         artifact="$(grep -oE 'Test unit written to [^ ]+' "$log" | tail -n 1 | cut -d' ' -f5 || true)"
         if [[ -n "$artifact" ]]; then
             echo "---- reproduce: RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir $project" \
-                "--target-dir fuzz/target $target $artifact" >&2
+                "--sanitizer $sanitizer --target-dir ${target_dir#"$root"/}${replay_flags} $target" \
+                "$artifact" >&2
         fi
     fi
 done
 
 printf '%s\n' "${builds[@]}" "${summary[@]}"
+if [[ ${#slow[@]} -gt 0 ]]; then
+    # Not a failure: a slow target still ran, but it tests little per second (fuzz/README.md).
+    echo "fuzz.sh: SLOW (under $slow_execs execs/s, $profile_dir build, sanitizer $sanitizer):" \
+        "${slow[*]}" >&2
+fi
 if [[ ${#failed[@]} -gt 0 ]]; then
     echo "fuzz.sh: crashes in: ${failed[*]}" >&2
     exit 1

@@ -20,6 +20,13 @@
 #                            LMTP 127.0.0.1:10024, SASL auth service 127.0.0.1:10012
 #   Postfix 3.7 (Debian 12): SMTP 127.0.0.1:10025 (no auth, accepts mail for $MT_DOMAIN only)
 #                            submission 127.0.0.1:10587 (STARTTLS required + AUTH PLAIN/LOGIN)
+#   OAuth:    IMAP and submission also offer XOAUTH2 and OAUTHBEARER (RFC 7628), checked by
+#             Dovecot's oauth2 passdb against the token introspection endpoint of the loopback
+#             authorization server tests/clients/oauth-delegated-provider.mjs on 127.0.0.1:
+#             $MT_OAUTH_PORT (10090; the tests start it there, this script never does), as the
+#             confidential client "dovecot" with $MT_OAUTH_SECRET. The token's `email` is the user.
+#             Without that server running every OAuth login fails; password logins are unaffected
+#             (each passdb serves only its own mechanisms).
 #   Users:    ANY local part at $MT_DOMAIN (default example.org) logs in with $MT_PASSWORD
 #             (default "secret"); its Maildir is created on first use, with the special-use
 #             folders Drafts, Sent, Trash, Junk, Archive. So each test takes a fresh user of its
@@ -48,6 +55,11 @@ MT_AUTH_PORT=${MT_AUTH_PORT:-10012}
 MT_SMTP_PORT=${MT_SMTP_PORT:-10025}
 MT_SUBMISSION_PORT=${MT_SUBMISSION_PORT:-10587}
 MT_OSUSER=${MT_OSUSER:-mailtest}
+# The delegated-OAuth provider of the tests: Dovecot's config names its port, so it is fixed.
+MT_OAUTH_PORT=${MT_OAUTH_PORT:-10090}
+# Test-only secret of the introspection client (tests/clients/oauth-delegated-provider.mjs has the
+# same default); it guards nothing but loopback test tokens, so the files holding it stay 0644.
+MT_OAUTH_SECRET=${MT_OAUTH_SECRET:-dovecot-introspection-test-only}
 
 log() { printf '[mailserver] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -125,7 +137,8 @@ ssl_key = <$MT_DIR/tls/key.pem
 ssl_min_protocol = TLSv1.2
 # loopback test server: allow LOGIN/AUTHENTICATE PLAIN without TLS as well
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+# XOAUTH2 / OAUTHBEARER for the delegated-OAuth tests (issue 37): the oauth2 passdb below
+auth_mechanisms = plain login xoauth2 oauthbearer
 # no 2s penalty after a failed login (tests exercise bad passwords)
 auth_failure_delay = 0
 # loopback clients are trusted: no anvil auth penalty after the bad-password tests
@@ -139,9 +152,19 @@ mail_location = maildir:$MT_DIR/vmail/%d/%n/Maildir
 mail_fsync = never
 # Any user at any name logs in with the one test password and gets a home on first use: tests
 # take a fresh user each, so nothing needs creating or cleaning up.
+# The password passdb answers only the password mechanisms: otherwise an XOAUTH2 "token" equal
+# to the test password would log in through it (Dovecot hands a bearer token to every passdb in
+# turn as if it were a password).
 passdb {
   driver = static
   args = password=$MT_PASSWORD
+  mechanisms = plain login
+}
+# Bearer tokens are checked by introspection at the test provider (dovecot-oauth2.conf.ext).
+passdb {
+  driver = oauth2
+  mechanisms = xoauth2 oauthbearer
+  args = $MT_DIR/etc/dovecot-oauth2.conf.ext
 }
 # allow_all_users: LMTP delivers to any recipient (a static userdb cannot tell who exists).
 userdb {
@@ -211,6 +234,22 @@ protocol lmtp {
 protocol imap {
   mail_max_userip_connections = 100
 }
+EOF
+
+  # RFC 7662 introspection, POSTed (token=...) with the client's credentials in the URL (Dovecot
+  # sends them as HTTP basic auth). The provider adds `email` to an access token's answer; it is
+  # the login name and must equal the SASL user (username_format, default %Lu, on both sides).
+  # A token must carry mail.read: an ID-only or profile-only token reads no mail. (Dovecot 2.3.19
+  # requires every scope this setting lists, not one of them, and applies it to IMAP and
+  # submission alike, so it names the one scope every mailgate sign-in asks for.)
+  cat > "$MT_DIR/etc/dovecot-oauth2.conf.ext" <<EOF
+introspection_mode = post
+introspection_url = http://dovecot:$MT_OAUTH_SECRET@127.0.0.1:$MT_OAUTH_PORT/token/introspection
+username_attribute = email
+active_attribute = active
+active_value = true
+scope = mail.read
+timeout_msecs = 5000
 EOF
 
   # --- postfix: alternate config directory, own queue, loopback only ---
@@ -303,7 +342,8 @@ EOF
 config_stamp() {
   { cat "${BASH_SOURCE[0]}"
     printf '%s\n' "$MT_DIR" "$MT_DOMAIN" "$MT_PASSWORD" "$MT_IMAP_PORT" "$MT_IMAPS_PORT" \
-      "$MT_LMTP_PORT" "$MT_AUTH_PORT" "$MT_SMTP_PORT" "$MT_SUBMISSION_PORT" "$MT_OSUSER"
+      "$MT_LMTP_PORT" "$MT_AUTH_PORT" "$MT_SMTP_PORT" "$MT_SUBMISSION_PORT" "$MT_OSUSER" \
+      "$MT_OAUTH_PORT" "$MT_OAUTH_SECRET"
   } | sha256sum | cut -d' ' -f1
 }
 
@@ -403,6 +443,7 @@ export MT_DIR=$MT_DIR
 export MT_IMAP_HOST=127.0.0.1 MT_IMAP_PORT=$MT_IMAP_PORT MT_IMAPS_PORT=$MT_IMAPS_PORT
 export MT_SMTP_PORT=$MT_SMTP_PORT MT_SUBMISSION_PORT=$MT_SUBMISSION_PORT MT_LMTP_PORT=$MT_LMTP_PORT
 export MT_CA_PEM=$MT_DIR/tls/ca.pem MT_DOMAIN=$MT_DOMAIN MT_PASSWORD=$MT_PASSWORD
+export MT_OAUTH_PORT=$MT_OAUTH_PORT MT_OAUTH_CLIENT=dovecot MT_OAUTH_SECRET=$MT_OAUTH_SECRET
 EOF
 }
 
@@ -462,6 +503,19 @@ except imaplib.IMAP4.error:
 finally:
     m.shutdown()
 
+# 2b. The OAuth mechanisms (issue 37) are offered, and the test password is no bearer token: the
+# password passdb serves PLAIN/LOGIN only, the oauth2 one refuses it (or fails temporarily when no
+# test provider runs on MT_OAUTH_PORT); either way no login.
+m = imaplib.IMAP4("127.0.0.1", int(E["MT_IMAP_PORT"]))
+check({"AUTH=XOAUTH2", "AUTH=OAUTHBEARER"} <= set(m.capabilities), "IMAP offers AUTH=XOAUTH2 and AUTH=OAUTHBEARER")
+try:
+    m.authenticate("XOAUTH2", lambda c: b"" if c else f"user={alice}\x01auth=Bearer {pw}\x01\x01".encode())
+    check(False, "XOAUTH2 with the test password as the token is refused")
+except imaplib.IMAP4.error:
+    check(True, "XOAUTH2 with the test password as the token is refused")
+finally:
+    m.shutdown()
+
 # 3. SMTP (port 25-style, no auth) delivery into alice's INBOX via LMTP
 tag = f"smtp-{time.time_ns()}"
 msg = EmailMessage(); msg["From"] = bob; msg["To"] = alice; msg["Subject"] = tag
@@ -474,7 +528,10 @@ tag2 = f"submission-{time.time_ns()}"
 msg2 = EmailMessage(); msg2["From"] = bob; msg2["To"] = alice; msg2["Subject"] = tag2; msg2.set_content("via submission")
 with smtplib.SMTP("127.0.0.1", int(E["MT_SUBMISSION_PORT"])) as s:
     s.ehlo(); check("auth" not in s.esmtp_features, "submission hides AUTH before STARTTLS")
-    s.starttls(context=ctx); s.ehlo(); s.login(bob, pw); s.send_message(msg2)
+    s.starttls(context=ctx); s.ehlo()
+    check({"xoauth2", "oauthbearer"} <= set(s.esmtp_features.get("auth", "").lower().split()),
+          "submission offers XOAUTH2 and OAUTHBEARER after STARTTLS")
+    s.login(bob, pw); s.send_message(msg2)
 check(True, "submission STARTTLS + AUTH + send")
 # 5. mail to any other domain (example.com included) is refused at RCPT
 try:

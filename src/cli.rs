@@ -86,6 +86,12 @@ enum Command {
         #[command(subcommand)]
         command: crate::index_cli::IndexCommand,
     },
+    /// Operator commands for delegated sign-ins (login, status, logout) of the mailboxes whose
+    /// backend names "auth"; never MCP tools
+    Auth {
+        #[command(subcommand)]
+        command: crate::auth_cli::AuthCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -206,6 +212,10 @@ async fn dispatch(cli: Cli, env: &Env) -> Result<i32, StartupError> {
         Command::Demo { reset, serve, http } => demo(env, reset, serve, http.as_deref()).await,
         Command::Handoff { command } => crate::handoff_cli::run(command, env),
         Command::Index { command } => crate::index_cli::run(command, env, config).await,
+        Command::Auth { command } => {
+            let (s, gates) = settings(env, config)?;
+            crate::auth_cli::run(command, env, &s, &gates).await
+        }
     }
 }
 

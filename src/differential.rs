@@ -4,15 +4,29 @@
 //! holding the invisible characters the reader cannot see), every matcher finds the text —
 //! the live scan's exact-token matcher, the Maildir scan's folded substring match, the evidence
 //! signals, and the index — so none of them can answer `NOT_FOUND`. Compiled for the property
-//! test below and the fuzz target `text_differential` only.
+//! test below, `one_reading` and the fuzz target `text_differential` only.
+//!
+//! Layout: each matcher is one function from a [`Case`] (the text, the query and the query's
+//! tokens) to `Ok` or the miss; the stateless ones are listed in [`MATCHERS`], so adding a
+//! matcher is one function and one entry. The index has two paths: its analyzer (the tokens
+//! `MailTokenizer` writes for the text must hold every token the index's query asks for), cheap
+//! and checked on every case, and a round trip through a real [`TantivyIndex`] (put, commit,
+//! search), which costs a segment (a dozen FSTs, a commit and a merge: milliseconds). A check
+//! that runs per fuzz input holds one [`Matchers`] for the process, whose writer is opened once,
+//! and asks for the round trip on a sample (`fuzzing::text_differential`); [`check`] opens a
+//! writer for its one case and always takes the round trip.
+
+use std::collections::HashSet;
 
 use icu_properties::CodePointSetData;
 use icu_properties::props::DefaultIgnorableCodePoint;
+use tantivy::tokenizer::{TokenStream, Tokenizer};
 use unicode_normalization::UnicodeNormalization;
 use unicode_normalization::char::is_combining_mark;
 
 use crate::backends::model::{Filters, MessageSummary};
-use crate::index::tantivy_index::TantivyIndex;
+use crate::index::analyzer::{MailTokenizer, unrepresentable};
+use crate::index::tantivy_index::{TantivyIndex, TantivyWriter};
 use crate::index::{IndexQuery, IndexedMessage, TextIndex, TextIndexWriter};
 use crate::search::matcher::TokenQuery;
 use crate::tools::evidence::signals::{Haystack, Signals};
@@ -85,46 +99,163 @@ pub(crate) fn query_for(text: &str, pick: Pick) -> Option<String> {
     })
 }
 
-/// Checks every matcher on `text` against the reader's `query`; `Err` names the one that
-/// missed. `index` is an empty index the check may write.
+/// Checks every matcher on `text` against the reader's `query`, the index by a round trip;
+/// `Err` names the one that missed. `index` is an index the check may write (it opens the
+/// writer for this one check: a caller checking many cases holds a [`Matchers`] instead).
+#[cfg(test)]
 pub(crate) fn check(text: &str, query: &str, index: &TantivyIndex) -> Result<(), String> {
+    let mut writer = index.writer().map_err(|e| e.to_string())?;
+    check_paths(text, query, Some((index, &mut writer)))
+}
+
+/// Every path a check runs, set up once and reused by every case: the index and its one
+/// writer (opening a writer starts its indexing threads and takes the index's lock).
+pub(crate) struct Matchers {
+    index: TantivyIndex,
+    writer: TantivyWriter,
+}
+
+impl Matchers {
+    /// Takes `index`, an index nothing else writes (it holds one message of the last case).
+    pub(crate) fn new(index: TantivyIndex) -> Result<Self, String> {
+        let writer = index.writer().map_err(|e| e.to_string())?;
+        Ok(Self { index, writer })
+    }
+
+    /// Checks every matcher on `text` against the reader's `query`; `Err` names the one that
+    /// missed. The index's analyzer is always checked; `round_trip` adds the real index (put,
+    /// commit, search), the one path that costs milliseconds.
+    pub(crate) fn check(
+        &mut self,
+        text: &str,
+        query: &str,
+        round_trip: bool,
+    ) -> Result<(), String> {
+        let index = round_trip.then_some((&self.index, &mut self.writer));
+        check_paths(text, query, index)
+    }
+}
+
+/// One case of the oracle: the text the reader sees, the query they typed, and the query's
+/// tokens (every one must be found).
+pub(crate) struct Case<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) query: &'a str,
+    pub(crate) tokens: Vec<String>,
+}
+
+/// A matcher: `Ok` when it finds the case's query in its text, else what it missed.
+type Matcher = fn(&Case<'_>) -> Result<(), String>;
+
+/// The matchers that need no state, in the order they are checked.
+const MATCHERS: &[Matcher] = &[live_scan, maildir_scan, signals, index_analyzer];
+
+fn check_paths(
+    text: &str,
+    query: &str,
+    round_trip: Option<(&TantivyIndex, &mut TantivyWriter)>,
+) -> Result<(), String> {
     let tokens = crate::text::query_tokens(query);
     if tokens.is_empty() {
         // No word: the engine answers `query_has_no_words`, never `NOT_FOUND`.
         return Ok(());
     }
-    let summary = summary();
-    if !TokenQuery::new(query).matches(&summary, Some(text)) {
-        return Err(format!("live scan misses {query:?} in {text:?}"));
+    let case = Case {
+        text,
+        query,
+        tokens,
+    };
+    for matcher in MATCHERS {
+        matcher(&case)?;
     }
+    match round_trip {
+        Some((index, writer)) => index_round_trip(&case, index, writer),
+        None => Ok(()),
+    }
+}
+
+/// The live scan's exact-token matcher, over the text as a message body.
+fn live_scan(case: &Case<'_>) -> Result<(), String> {
+    if TokenQuery::new(case.query).matches(&summary(), Some(case.text)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "live scan misses {:?} in {:?}",
+            case.query, case.text
+        ))
+    }
+}
+
+/// The Maildir scan's folded substring match.
+fn maildir_scan(case: &Case<'_>) -> Result<(), String> {
     let mut folded = String::new();
-    crate::text::fold_into(text, &mut folded);
-    if let Some(t) = tokens.iter().find(|t| !folded.contains(t.as_str())) {
-        return Err(format!(
-            "Maildir scan misses {t:?} of {query:?} in {text:?}"
-        ));
+    crate::text::fold_into(case.text, &mut folded);
+    match case.tokens.iter().find(|t| !folded.contains(t.as_str())) {
+        None => Ok(()),
+        Some(t) => Err(format!(
+            "Maildir scan misses {t:?} of {:?} in {:?}",
+            case.query, case.text
+        )),
     }
+}
+
+/// The evidence signals, with the query as a keyword.
+fn signals(case: &Case<'_>) -> Result<(), String> {
     let signals = Signals::new(&crate::tools::args::Signals {
-        keywords: vec![query.to_owned()],
+        keywords: vec![case.query.to_owned()],
         ..Default::default()
     });
     let mut found = signals.none_found();
-    signals.scan(&Haystack::new(text, false), &mut found);
-    if !found.iter().all(|f| *f) {
-        return Err(format!("signals miss {query:?} in {text:?}"));
+    signals.scan(&Haystack::new(case.text, false), &mut found);
+    if found.iter().all(|f| *f) {
+        Ok(())
+    } else {
+        Err(format!("signals miss {:?} in {:?}", case.query, case.text))
     }
-    if crate::index::analyzer::unrepresentable(query).is_some() {
+}
+
+/// The index's analyzer: the tokens `MailTokenizer` (the tokenizer the index registers) writes
+/// for the text hold every token the index's query asks for — the query's tokens
+/// (`crate::text::query_tokens`, as `TantivyIndex` builds its term queries), one term each,
+/// matched exactly. What the round trip adds is tantivy's storage and the query's assembly,
+/// which do not depend on the bytes of a token.
+fn index_analyzer(case: &Case<'_>) -> Result<(), String> {
+    if unrepresentable(case.query).is_some() {
         // The index says it cannot answer (`query_token_too_long`), never `NOT_FOUND`.
         return Ok(());
     }
-    let mut writer = index.writer().map_err(|e| e.to_string())?;
+    let mut indexed = HashSet::new();
+    let mut stream = MailTokenizer.token_stream(case.text);
+    while stream.advance() {
+        indexed.insert(stream.token().text.clone());
+    }
+    match case.tokens.iter().find(|t| !indexed.contains(t.as_str())) {
+        None => Ok(()),
+        Some(t) => Err(format!(
+            "index analyzer misses {t:?} of {:?} in {:?}",
+            case.query, case.text
+        )),
+    }
+}
+
+/// The index itself: the text as the body of the only message of `index`, committed, then
+/// searched for the query in its folder.
+fn index_round_trip(
+    case: &Case<'_>,
+    index: &TantivyIndex,
+    writer: &mut TantivyWriter,
+) -> Result<(), String> {
+    if unrepresentable(case.query).is_some() {
+        // The index says it cannot answer (`query_token_too_long`), never `NOT_FOUND`.
+        return Ok(());
+    }
     writer
         .put(&IndexedMessage {
-            summary,
+            summary: summary(),
             internet_message_id: None,
             thread_ids: Vec::new(),
             recipients: Vec::new(),
-            body: text.to_owned(),
+            body: case.text.to_owned(),
             attachment_text: String::new(),
             attachments_whole: true,
         })
@@ -133,14 +264,14 @@ pub(crate) fn check(text: &str, query: &str, index: &TantivyIndex) -> Result<(),
     let hits = index
         .search(&IndexQuery {
             folder_id: Some("INBOX".to_owned()),
-            words: vec![query.to_owned()],
+            words: vec![case.query.to_owned()],
             filters: Filters::default(),
             limit: 1,
             order: None,
         })
         .map_err(|e| e.to_string())?;
     if hits.matched != 1 {
-        return Err(format!("index misses {query:?} in {text:?}"));
+        return Err(format!("index misses {:?} in {:?}", case.query, case.text));
     }
     Ok(())
 }
@@ -234,6 +365,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// One `Matchers` for many cases, as the fuzz target holds it: the writer is reused, and
+    /// the analyzer path alone (`round_trip: false`) agrees with the round trip.
+    #[test]
+    fn one_set_of_matchers_checks_case_after_case() {
+        let (_tmp, index) = index();
+        let mut matchers = Matchers::new(index).expect("matchers");
+        for (text, query) in [
+            ("Re\u{301}sume\u{301} attached", "résumé"),
+            ("Η Αθήνα", "ΑΘΗΝΑ"),
+            ("私は東京都に住んでいます", "東京"),
+            ("the con\u{ad}tract", "contract"),
+        ] {
+            for round_trip in [false, true, true] {
+                matchers.check(text, query, round_trip).expect("found");
+            }
+        }
+    }
+
+    /// Every path can fail: a word the text does not hold is missed by each matcher, by the
+    /// analyzer and by the round trip (through a reused writer, after a case it found).
+    #[test]
+    fn a_word_the_text_lacks_is_missed_by_every_path() {
+        let case = Case {
+            text: "the invoice is attached",
+            query: "receipt",
+            tokens: crate::text::query_tokens("receipt"),
+        };
+        for matcher in MATCHERS {
+            assert!(matcher(&case).is_err());
+        }
+        let (_tmp, index) = index();
+        let mut matchers = Matchers::new(index).expect("matchers");
+        matchers
+            .check(case.text, "invoice", true)
+            .expect("a word it holds");
+        let miss = matchers
+            .check(case.text, case.query, true)
+            .expect_err("a word it lacks");
+        assert!(miss.starts_with("live scan misses"), "{miss}");
+        let miss = index_round_trip(&case, &matchers.index, &mut matchers.writer)
+            .expect_err("the index lacks it too");
+        assert!(miss.starts_with("index misses"), "{miss}");
     }
 
     #[test]

@@ -72,7 +72,7 @@ fn index_error(alias: &str, e: &IndexError) -> StartupError {
 fn kind(spec: &BackendSpec) -> &'static str {
     match spec {
         BackendSpec::Maildir { .. } => "maildir",
-        BackendSpec::Graph => "graph",
+        BackendSpec::Graph { .. } => "graph",
         BackendSpec::Imap { .. } => "imap",
     }
 }
@@ -191,7 +191,7 @@ async fn migrate(env: &Env) -> Result<i32, StartupError> {
         ));
     };
     let store = |e: postgres::PgError| StartupError::IndexStore(e.to_string());
-    let mut client = postgres::connect(&pg).await.map_err(store)?;
+    let (mut client, note) = postgres::connect_to_migrate(&pg).await.map_err(store)?;
     let done = postgres::migrations::migrate(&mut client)
         .await
         .map_err(store)?;
@@ -204,6 +204,9 @@ async fn migrate(env: &Env) -> Result<i32, StartupError> {
             done.to,
             done.applied.join(", ")
         ))?;
+    }
+    if let Some(note) = note {
+        write_out(&note)?;
     }
     Ok(0)
 }
@@ -414,15 +417,23 @@ async fn sync_one(
         Place::Local(root) => {
             let alias_dir =
                 layout::open_alias(root, alias, true).map_err(|e| index_error(name, &e))?;
-            let status_dir = alias_dir
-                .try_clone()
-                .map_err(|e| StartupError::Usage(format!("index of {name}: {}", e.kind())))?;
-            let opened = WriteStore::open_local(
-                alias_dir,
-                &target.mailbox,
-                semantic.map(|s| s.model.as_str()),
-            );
-            (opened, Some(status_dir))
+            // The pause marker first (issue 36): an alias paused before its first sync has the
+            // marker and no `status.json`, and the store reads the pause with the status, so
+            // it would create the index, write a status and list the mailbox before `stop`
+            // heard the pause. A marker that fails its checks is an error, as in `status::read`.
+            if status::is_paused(&alias_dir).map_err(|e| index_error(name, &e))? {
+                (Ok(Opened::Paused), None)
+            } else {
+                let status_dir = alias_dir
+                    .try_clone()
+                    .map_err(|e| StartupError::Usage(format!("index of {name}: {}", e.kind())))?;
+                let opened = WriteStore::open_local(
+                    alias_dir,
+                    &target.mailbox,
+                    semantic.map(|s| s.model.as_str()),
+                );
+                (opened, Some(status_dir))
+            }
         }
         Place::Shared(pg) => (
             WriteStore::open_postgres(pg, &target.mailbox, semantic.map(|s| s.model.as_str()))
@@ -483,8 +494,13 @@ async fn sync_one(
     let report = report.map_err(|e| index_error(name, &e))?;
     display.finish();
     let signal = interrupted().filter(|_| report.stopped && !report.complete);
+    let sign_in = format!(
+        "stopped: the sign-in must be renewed (`mailgate auth login {name}`, then sync again)"
+    );
     let state = if report.complete {
         "complete"
+    } else if report.sign_in_required {
+        &sign_in
     } else if signal.is_some() {
         "interrupted (resumable; the next sync goes on)"
     } else if report.stopped {
@@ -668,6 +684,9 @@ fn state_of(s: &IndexStatus, coverage: &Coverage, name: &str) -> String {
     if s.paused {
         return "paused".to_owned();
     }
+    if s.sign_in_required {
+        return format!("SIGN-IN REQUIRED: sync stopped (mailgate auth login {name})");
+    }
     if coverage.doubts.contains(&Doubt::MailboxChanged) {
         return format!(
             "MAILBOX CHANGED: not served; the alias names another mailbox now \
@@ -767,7 +786,9 @@ pub(crate) async fn shared_statuses(
     pg: &crate::index::store::postgres::PgSettings,
 ) -> Result<crate::report::SharedStatuses, StartupError> {
     use crate::index::store::postgres;
-    let pool = postgres::pool(pg, 1).map_err(|e| StartupError::IndexStore(e.to_string()))?;
+    let pool = postgres::checked_pool(pg, 1)
+        .await
+        .map_err(|e| StartupError::IndexStore(e.to_string()))?;
     let mut out = crate::report::SharedStatuses::new();
     for entry in &settings.config.mailboxes {
         let mailbox = identity(settings, &entry.alias).unwrap_or_default();
@@ -865,6 +886,16 @@ fn status_table(settings: &Settings) -> Result<i32, StartupError> {
                 &human_bytes(layout::size_of(&dir)),
                 now,
             ),
+            // Paused before its first sync: only the marker is there (the shared store shows
+            // such a mailbox paused too).
+            Some(Ok((dir, None))) => match status::is_paused(&dir) {
+                Ok(true) => unserved_row(name, backend, "paused"),
+                Ok(false) => unserved_row(name, backend, "not indexed"),
+                Err(e) => {
+                    code = 1;
+                    unserved_row(name, backend, &format!("REFUSED, never served: {e}"))
+                }
+            },
             Some(Err(e)) if !matches!(e, IndexError::Missing) => {
                 code = 1;
                 unserved_row(name, backend, &format!("REFUSED, never served: {e}"))

@@ -5,13 +5,23 @@
 //! process keeps in the state folder (journal, downloads, handoffs; the outbox through
 //! `tools::send`) is opened through [`open_state`] and `path_guard`'s private-folder checks, so
 //! a state folder or entry another user could have planted is refused here, naming the rule.
+//!
+//! A mailbox with `backend.auth` (issue 37) gets its alias's delegated token source here, over
+//! the one grant store of the process (`<state folder>/grants`, key from
+//! `MAILGATE_GRANT_KEY_FILE` when set), and, for Graph, a client of its own. Nothing of that
+//! touches the network, and an alias that has not signed in yet does not stop startup: its
+//! calls answer `AUTH_REQUIRED`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::alias::Alias;
+use crate::backends::bearer::DelegatedBearer;
+use crate::backends::graph::client::GraphClient;
 use crate::backends::{Backend, Grants, OpenError, Registry};
 use crate::config::env::Env;
-use crate::config::{Access, ConfigError, DOWNLOAD_DIR, Settings};
+use crate::config::{Access, BackendSpec, ConfigError, DOWNLOAD_DIR, Settings};
 use crate::downloads::DownloadRoot;
 use crate::error::StartupError;
 use crate::gates::Gates;
@@ -48,14 +58,19 @@ pub(crate) fn build_app(
     semantic: Option<Arc<crate::embed::Semantic>>,
     shared: Option<crate::index::store::postgres::instance::SharedDatabase>,
 ) -> Result<Arc<App>, StartupError> {
-    // One Graph client (connection pool, app token) for every Graph mailbox; its settings exist
-    // exactly when one is listed, and a bad credential or URL stops startup here.
+    // One Graph client (connection pool, app token) for every Graph mailbox without
+    // backend.auth; its settings exist exactly when one is listed, and a bad credential or URL
+    // stops startup here.
     let graph = settings
         .graph
         .as_ref()
         .map(crate::backends::graph::client)
         .transpose()
         .map_err(StartupError::Graph)?;
+    // The delegated aliases' token sources, and a Graph client of its own for each delegated
+    // Graph mailbox (same roots as the app's).
+    let delegated = open_delegated(settings, &gates)?;
+    let delegated_graph = delegated_graph_clients(settings, &delegated)?;
     // Every upstream account's limits, planned before any backend opens, so the aliases of one
     // account share one set.
     let (shared_index, shared_keys) = match shared {
@@ -82,8 +97,10 @@ pub(crate) fn build_app(
     let mut entries = Vec::with_capacity(settings.config.mailboxes.len());
     for mailbox in &settings.config.mailboxes {
         let login = settings.imap_logins.get(&mailbox.alias);
+        let graph = delegated_graph.get(&mailbox.alias).or(graph.as_ref());
+        let tokens = delegated.get(&mailbox.alias);
         let backend =
-            Backend::open(mailbox, graph.as_ref(), login, &upstream).map_err(|e| match e {
+            Backend::open(mailbox, graph, login, tokens, &upstream).map_err(|e| match e {
                 OpenError::Maildir(e) => StartupError::MaildirUnavailable {
                     alias: mailbox.alias.to_string(),
                     kind: e.kind(),
@@ -131,9 +148,14 @@ pub(crate) fn build_app(
         .send
         .as_ref()
         .map(|send| {
-            crate::tools::send::SendState::open(settings, send, graph.as_ref(), || {
-                open_state(settings)
-            })
+            let alias = &send.from_alias;
+            crate::tools::send::SendState::open(
+                settings,
+                send,
+                delegated_graph.get(alias).or(graph.as_ref()),
+                delegated.get(alias),
+                || open_state(settings),
+            )
         })
         .transpose()?;
     let indexes = open_indexes(settings, shared_index.as_ref())?;
@@ -169,6 +191,79 @@ pub(crate) fn build_app(
         semantic,
         coordination,
     }))
+}
+
+/// The token source of every mailbox with `backend.auth`, by alias: its sign-in as the config
+/// and the gates decide it (scopes follow the catalog), over one grant store opened for the
+/// process (created 0700 in the state folder when missing; `MAILGATE_GRANT_KEY_FILE`'s key,
+/// checked now, when set). No request is made: a refresh happens at the first call that needs a
+/// token, and an alias without a grant answers `AUTH_REQUIRED` then.
+fn open_delegated(
+    settings: &Settings,
+    gates: &Gates,
+) -> Result<BTreeMap<Alias, DelegatedBearer>, StartupError> {
+    use crate::delegated::account::DelegatedAccount;
+    use crate::delegated::grants::{GRANT_KEY_FILE_VAR, GRANTS_DIR, GrantStore};
+    use crate::delegated::source::DelegatedTokens;
+    let env = settings.delegated_env.env();
+    let mut store: Option<Arc<GrantStore>> = None;
+    let mut bearers = BTreeMap::new();
+    for entry in &settings.config.mailboxes {
+        let account = DelegatedAccount::of(entry, gates, env)
+            .map_err(|e| StartupError::Usage(e.to_string()))?;
+        let Some(account) = account else {
+            continue;
+        };
+        let store = match &store {
+            Some(store) => Arc::clone(store),
+            None => {
+                let key_file = env.get(GRANT_KEY_FILE_VAR).map(Path::new);
+                let opened =
+                    GrantStore::open(&open_state(settings)?, key_file, true).map_err(|e| {
+                        StartupError::Usage(format!("the grant store ({GRANTS_DIR}): {e}"))
+                    })?;
+                Arc::clone(store.insert(Arc::new(opened)))
+            }
+        };
+        let account = Arc::new(account);
+        let tokens = DelegatedTokens::new(
+            store,
+            account.binding.clone(),
+            account.scopes.clone(),
+            account.refresher(),
+        );
+        bearers.insert(
+            entry.alias.clone(),
+            DelegatedBearer::new(account.alias(), Arc::new(tokens)),
+        );
+    }
+    Ok(bearers)
+}
+
+/// A Graph client for each Graph mailbox with `backend.auth`, by alias, carrying its alias's
+/// tokens to the roots `MAILGATE_GRAPH_BASE_URL` / `MAILGATE_GRAPH_LOGIN_URL` name (else the
+/// public cloud's), as the app's client does.
+fn delegated_graph_clients(
+    settings: &Settings,
+    delegated: &BTreeMap<Alias, DelegatedBearer>,
+) -> Result<BTreeMap<Alias, Arc<GraphClient>>, StartupError> {
+    use crate::config::graph::{BASE_URL_VAR, DEFAULT_BASE_URL, DEFAULT_LOGIN_URL, LOGIN_URL_VAR};
+    let env = settings.delegated_env.env();
+    let base = env.get(BASE_URL_VAR).unwrap_or(DEFAULT_BASE_URL);
+    let login = env.get(LOGIN_URL_VAR).unwrap_or(DEFAULT_LOGIN_URL);
+    let mut clients = BTreeMap::new();
+    for entry in &settings.config.mailboxes {
+        let BackendSpec::Graph { auth: Some(_) } = &entry.backend else {
+            continue;
+        };
+        let Some(bearer) = delegated.get(&entry.alias) else {
+            continue;
+        };
+        let client = crate::backends::graph::delegated_client(base, login, bearer.clone())
+            .map_err(StartupError::Graph)?;
+        clients.insert(entry.alias.clone(), client);
+    }
+    Ok(clients)
 }
 
 /// The indexes the server reads. With a shared store, every alias's index in it (a pool of

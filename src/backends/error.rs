@@ -32,6 +32,10 @@ pub(crate) enum BackendError {
     /// Credentials were refused or have expired.
     #[error("the mail server refused the credentials")]
     Unauthorised,
+    /// The alias's delegated grant is missing, expired or revoked (issue 37): only the
+    /// operator's `mailgate auth login ALIAS` lifts it. Holds the alias, never an address.
+    #[error("the delegated sign-in of {0} must be renewed (mailgate auth login {0})")]
+    AuthRequired(String),
     /// The operation's deadline passed.
     #[error("the mail server did not answer in time")]
     Timeout,
@@ -53,6 +57,7 @@ impl BackendError {
         match fault {
             Fault::Throttled => BackendError::Throttled { retry_after: None },
             Fault::Unauthorised => BackendError::Unauthorised,
+            Fault::AuthRequired => BackendError::AuthRequired(String::new()),
             Fault::Timeout => BackendError::Timeout,
             Fault::Unavailable => BackendError::Unavailable,
             Fault::Malformed => BackendError::Malformed,
@@ -65,6 +70,7 @@ impl BackendError {
         match self {
             BackendError::Throttled { .. } => Fault::Throttled,
             BackendError::Unauthorised => Fault::Unauthorised,
+            BackendError::AuthRequired(_) => Fault::AuthRequired,
             BackendError::Timeout => Fault::Timeout,
             BackendError::Malformed => Fault::Malformed,
             _ => Fault::Unavailable,

@@ -12,6 +12,7 @@
 //! setting. Every operation but a scan (which has its own budget) runs under
 //! [`OPERATION_DEADLINE`].
 
+pub(crate) mod bearer;
 pub(crate) mod changes;
 pub(crate) mod error;
 pub(crate) mod graph;
@@ -87,8 +88,8 @@ pub(crate) trait MailStore: Sync {
             .map(move |id| async move {
                 match tokio::time::timeout_at(deadline, self.get_message(&id)).await {
                     Ok(Ok(m)) => Ok(MessageText {
-                        // A detail's body is cut only past `mime::MAX_BODY_CHARS`.
-                        complete: m.body_text.len() < crate::mime::MAX_BODY_CHARS,
+                        // The detail's summary names what of the message its body lacks.
+                        gap: m.summary.gap,
                         body: m.body_text,
                         attachments: m.summary.attachments,
                     }),
@@ -389,22 +390,24 @@ fn imap_user(entry: &MailboxEntry, imap: &crate::config::ServerSpec) -> String {
 impl Backend {
     /// Opens the backend a mailbox's config block names, pinned to its address; a Maildir root
     /// must be an openable directory and an IMAP block's settings must be usable (startup
-    /// refuses the config otherwise). `graph` is the process's Graph client, which startup
-    /// builds whenever a Graph mailbox is listed; `imap_login` the mailbox's resolved IMAP
-    /// credential (present for every IMAP mailbox).
-    /// Opens the backend of `entry`; it takes its account's limits from `limits` (shared with
-    /// every other alias of the same account).
+    /// refuses the config otherwise). `graph` is the Graph client of this mailbox (the
+    /// process's app-only one, or for a mailbox with `backend.auth` its own delegated one),
+    /// present whenever startup could build it; `imap_login` the block's resolved IMAP
+    /// credential (every IMAP mailbox without `backend.auth`); `delegated` the alias's token
+    /// source (every mailbox with `backend.auth`). It takes its account's limits from `limits`
+    /// (shared with every other alias of the same account).
     pub(crate) fn open(
         entry: &MailboxEntry,
         graph: Option<&Arc<graph::client::GraphClient>>,
         imap_login: Option<&crate::config::imap::ImapLogin>,
+        delegated: Option<&bearer::DelegatedBearer>,
         limits: &UpstreamLimits,
     ) -> Result<Self, OpenError> {
         Ok(match (&entry.backend, graph) {
             (BackendSpec::Maildir { path, .. }, _) => Backend::Maildir(maildir::MaildirStore::new(
                 path_guard::open_dir(path).map_err(OpenError::Maildir)?,
             )),
-            (BackendSpec::Graph, Some(client)) => {
+            (BackendSpec::Graph { .. }, Some(client)) => {
                 let (key, plan) = graph::account(entry.address.as_str());
                 Backend::Graph(graph::GraphStore::new(
                     Arc::clone(client),
@@ -412,11 +415,25 @@ impl Backend {
                     limits.of(&key, plan),
                 ))
             }
-            (BackendSpec::Graph, None) => Backend::NotBuilt(NotBuilt { kind: "graph" }),
-            (BackendSpec::Imap { imap, .. }, _) => {
-                let login = imap_login
-                    .cloned()
-                    .ok_or_else(|| OpenError::Imap("its credential was not resolved".to_owned()))?;
+            (BackendSpec::Graph { .. }, None) => Backend::NotBuilt(NotBuilt { kind: "graph" }),
+            (BackendSpec::Imap { imap, auth, .. }, _) => {
+                let login = match (auth, delegated, imap_login) {
+                    (Some(spec), Some(tokens), _) => imap::Login::Delegated {
+                        tokens: tokens.clone(),
+                        mechanism: spec.mechanism(),
+                    },
+                    (Some(_), None, _) => {
+                        return Err(OpenError::Imap(
+                            "its delegated sign-in (backend.auth) was not set up".to_owned(),
+                        ));
+                    }
+                    (None, _, Some(login)) => imap::Login::Static(login.clone()),
+                    (None, _, None) => {
+                        return Err(OpenError::Imap(
+                            "its credential was not resolved".to_owned(),
+                        ));
+                    }
+                };
                 let ca = ca_file(imap, "imap").map_err(OpenError::Imap)?;
                 let user = imap_user(entry, imap);
                 let (key, plan) = imap::account(imap, &user);
@@ -434,7 +451,7 @@ impl Backend {
     pub(crate) fn account_of(entry: &MailboxEntry) -> Option<(AccountKey, AccountPlan)> {
         match &entry.backend {
             BackendSpec::Maildir { .. } => None,
-            BackendSpec::Graph => Some(graph::account(entry.address.as_str())),
+            BackendSpec::Graph { .. } => Some(graph::account(entry.address.as_str())),
             BackendSpec::Imap { imap, .. } => Some(imap::account(imap, &imap_user(entry, imap))),
         }
     }

@@ -223,8 +223,9 @@ pub(crate) struct MessageDetail {
 pub(crate) struct MessageText {
     pub(crate) body: String,
     pub(crate) attachments: Vec<AttachmentMeta>,
-    /// `body` is the whole body text: no bound cut it, so a word missing from it is missing.
-    pub(crate) complete: bool,
+    /// What of the message `body` does not hold (a bound cut it, a part no matcher reads),
+    /// `None` when it is the whole text, so a word missing from it is missing.
+    pub(crate) gap: Option<ContentGap>,
 }
 
 /// Counts of one folder over a bounded scan.
@@ -251,6 +252,11 @@ pub(crate) enum ContentGap {
     Unreadable,
     /// Parts beyond the MIME parser's structural limits were not read.
     Structure,
+    /// A body part's transfer encoding could not be decoded: its text is raw or short.
+    Undecodable,
+    /// A part in the body's place is neither text nor a type without words (an unknown type,
+    /// binary bytes without a name, encrypted content): no matcher read it.
+    UnknownPart,
     /// A header's tail beyond the matching bound was not read.
     Header,
     /// The body's tail beyond the matching bound was not read.
@@ -262,6 +268,11 @@ impl ContentGap {
     pub(crate) fn of(cuts: crate::mime::Cuts) -> Option<ContentGap> {
         if cuts.structure {
             Some(ContentGap::Structure)
+        } else if let Some(part) = cuts.part {
+            Some(match part {
+                crate::mime::PartGap::Undecodable => ContentGap::Undecodable,
+                crate::mime::PartGap::UnknownType => ContentGap::UnknownPart,
+            })
         } else if cuts.header {
             Some(ContentGap::Header)
         } else if cuts.body {
@@ -471,6 +482,8 @@ pub(crate) enum ScanStop {
 pub(crate) enum Fault {
     Throttled,
     Unauthorised,
+    /// The delegated grant must be renewed by the operator (`BackendError::AuthRequired`).
+    AuthRequired,
     Timeout,
     Unavailable,
     Malformed,

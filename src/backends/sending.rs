@@ -10,6 +10,8 @@
 
 use std::sync::Arc;
 
+use super::BackendError;
+use super::bearer::DelegatedBearer;
 use super::graph::GraphSender;
 use super::graph::client::GraphClient;
 use super::outbox::{self, Outbox};
@@ -29,8 +31,39 @@ pub(crate) enum TransportSetupError<E> {
 
 /// Why one send attempt failed, as a class that names no address.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct SendFailure(String);
+#[error("{text}")]
+pub(crate) struct SendFailure {
+    text: String,
+    /// A failure the tool reports by its backend class rather than as a failed send: the
+    /// delegated alias's sign-in must be renewed (`AuthRequired`), or its token was refused.
+    class: Option<BackendError>,
+}
+
+impl SendFailure {
+    fn new(text: String) -> Self {
+        Self { text, class: None }
+    }
+
+    /// See the field: `Some` when the tool answers with the backend's class.
+    pub(crate) fn into_class(self) -> Result<BackendError, Self> {
+        match self.class {
+            Some(class) => Ok(class),
+            None => Err(self),
+        }
+    }
+}
+
+/// Graph's failure of a delegated sign-in keeps its class; the rest are send failures.
+fn graph_failure(error: &super::graph::GraphSendError) -> SendFailure {
+    let class = match &error.0 {
+        BackendError::AuthRequired(alias) => Some(BackendError::AuthRequired(alias.clone())),
+        _ => None,
+    };
+    SendFailure {
+        text: error.to_string(),
+        class,
+    }
+}
 
 /// The transport of the sending mailbox.
 pub(crate) enum Transport {
@@ -42,25 +75,33 @@ pub(crate) enum Transport {
 
 impl Transport {
     /// Opens the transport for `entry`. `smtp_secret` is the value of its `passwordEnv` /
-    /// `oauth2TokenEnv`; `graph` is the process's Graph client (present whenever a Graph
-    /// mailbox is listed); `open_state` opens the checked state folder (the outbox lives there)
-    /// and is called only when the outbox is the transport.
+    /// `oauth2TokenEnv`; `delegated` the alias's token source when it has `backend.auth` (its
+    /// SMTP then authenticates with XOAUTH2 and a fresh token); `graph` is the mailbox's Graph
+    /// client (the process's app-only one, or its own delegated one); `open_state` opens the
+    /// checked state folder (the outbox lives there) and is called only when the outbox is the
+    /// transport.
     pub(crate) fn open<E>(
         entry: &MailboxEntry,
         smtp_secret: Option<&Secret>,
+        delegated: Option<&DelegatedBearer>,
         graph: Option<&Arc<GraphClient>>,
         open_state: impl FnOnce() -> Result<cap_std::fs::Dir, E>,
     ) -> Result<Self, TransportSetupError<E>> {
         let setup = |what: String| TransportSetupError::Setting(what);
         let smtp = match &entry.backend {
             BackendSpec::Maildir { smtp, .. } | BackendSpec::Imap { smtp, .. } => smtp.as_ref(),
-            BackendSpec::Graph => None,
+            BackendSpec::Graph { .. } => None,
         };
         Ok(match (smtp, &entry.backend) {
             (Some(spec), _) => {
                 let ca = super::ca_file(spec, "smtp").map_err(setup)?;
-                let sender = SmtpSender::new(spec, &entry.address, smtp_secret, ca.as_deref())
-                    .map_err(|e| setup(e.to_string()))?;
+                let sender = match delegated {
+                    Some(tokens) => {
+                        SmtpSender::delegated(spec, &entry.address, tokens.clone(), ca.as_deref())
+                    }
+                    None => SmtpSender::new(spec, &entry.address, smtp_secret, ca.as_deref()),
+                }
+                .map_err(|e| setup(e.to_string()))?;
                 Transport::Smtp(sender)
             }
             (None, BackendSpec::Maildir { .. }) => {
@@ -75,7 +116,7 @@ impl Transport {
             (None, BackendSpec::Imap { .. }) => Transport::NotBuilt {
                 why: "the sending IMAP mailbox has no smtp block",
             },
-            (None, BackendSpec::Graph) => match graph {
+            (None, BackendSpec::Graph { .. }) => match graph {
                 Some(client) => Transport::Graph(GraphSender::new(Arc::clone(client))),
                 None => Transport::NotBuilt {
                     why: "the Microsoft Graph client is not configured",
@@ -115,21 +156,18 @@ impl Transport {
     /// Hands the permit to the transport: one attempt, no retry.
     pub(crate) async fn send(&self, permit: SendPermit) -> Result<SentMessage, SendFailure> {
         match self {
-            Transport::Smtp(smtp) => smtp
-                .send(permit)
-                .await
-                .map_err(|e| SendFailure(e.to_string())),
-            Transport::Graph(graph) => graph
-                .send(permit)
-                .await
-                .map_err(|e| SendFailure(e.to_string())),
+            Transport::Smtp(smtp) => smtp.send(permit).await.map_err(|e| SendFailure {
+                text: e.to_string(),
+                class: e.backend_class(),
+            }),
+            Transport::Graph(graph) => graph.send(permit).await.map_err(|e| graph_failure(&e)),
             Transport::Outbox(outbox) => outbox
                 .deliver(permit)
                 .await
-                .map_err(|e| SendFailure(format!("local delivery failed: {}", e.kind()))),
+                .map_err(|e| SendFailure::new(format!("local delivery failed: {}", e.kind()))),
             Transport::NotBuilt { why } => {
                 drop(permit);
-                Err(SendFailure((*why).to_owned()))
+                Err(SendFailure::new((*why).to_owned()))
             }
         }
     }

@@ -398,8 +398,11 @@ fn eml(bytes: &[u8], max_chars: usize) -> Result<Extracted, ExtractError> {
         text,
         truncated: truncated || cut,
         extractor: "eml",
-        // A structural cut means parts were never parsed: count one more part not read.
-        unread_parts: message.attachments.len() + usize::from(message.cuts.structure),
+        // A structural cut means parts were never parsed, and a body part no matcher reads
+        // (issue 36) was not read either: count one more part not read for each.
+        unread_parts: message.attachments.len()
+            + usize::from(message.cuts.structure)
+            + usize::from(message.cuts.part.is_some()),
     })
 }
 

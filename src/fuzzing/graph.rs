@@ -402,8 +402,6 @@ fn graph_segment(id: &str) {
     }
 }
 
-/// One current-thread runtime per process: the backend runs its file work on the blocking pool,
-/// whose threads are reused across inputs.
 // ----------------------------------------------------------------------------------------------
 // graph_delta
 // ----------------------------------------------------------------------------------------------
@@ -423,13 +421,16 @@ pub fn graph_delta(data: &[u8]) {
     };
     // serde skips the fields it ignores without checking their UTF-8 (a page with a broken
     // byte in an ignored key is read, rightly: the index takes nothing from it), where a JSON
-    // value would refuse it; read the structure through a lossy decoding instead.
-    let raw: serde_json::Value = serde_json::from_str(&String::from_utf8_lossy(data))
-        .expect("oracle: an accepted delta page is JSON");
-    let entries = raw
-        .get("value")
-        .and_then(serde_json::Value::as_array)
-        .map(Vec::len);
+    // value would refuse it; read the structure through a lossy decoding instead. It also
+    // skips an ignored number without reading its value, where a JSON value refuses one past
+    // `f64` (`1e400`): the entries are counted as serde skips them, not read into a value.
+    #[derive(serde::Deserialize)]
+    struct Entries {
+        value: Option<Vec<serde::de::IgnoredAny>>,
+    }
+    let raw: Entries = serde_json::from_str(&String::from_utf8_lossy(data))
+        .expect("oracle: an accepted delta page is a JSON object");
+    let entries = raw.value.map(|value| value.len());
     assert_eq!(
         entries,
         Some(page.changed.len() + page.removed.len()),

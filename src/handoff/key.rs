@@ -137,7 +137,7 @@ pub(crate) fn load_or_create(root: &Dir, euid: u32) -> Result<StoreKey, KeyError
         Err(_) => return Err(KeyError::NotPrivate),
     }
     let key: [u8; KEY_LEN] = rand::rng().random();
-    super::store::write_new(root, KEY_TMP, &key)?;
+    crate::path_guard::write_new_private(root, KEY_TMP, &key)?;
     root.rename(KEY_TMP, root, KEY_FILE)?;
     crate::dir_fd::sync(root)?;
     Ok(StoreKey(key))

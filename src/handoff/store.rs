@@ -22,13 +22,12 @@
 //!   created one) serves nothing and creates nothing.
 
 use std::collections::BTreeSet;
-use std::io::{self, Read as _, Write as _};
+use std::io::{self, Read as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::time::Duration;
 
 use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt as _, OpenOptionsSyncExt as _};
-use cap_std::fs::{Dir, DirBuilder, File, OpenOptions, OpenOptionsExt as _, Permissions};
-use cap_std::fs::{DirBuilderExt as _, PermissionsExt as _};
+use cap_std::fs::{Dir, DirBuilder, DirBuilderExt as _, OpenOptions, OpenOptionsExt as _};
 use chrono::{DateTime, Utc};
 use sha2::{Digest as _, Sha256};
 
@@ -377,7 +376,7 @@ impl HandoffStore {
         let key = self.key()?;
         let (id, dir, lock) = self.new_bundle_dir()?;
         let staged = (|| {
-            write_new(&dir, PAYLOAD_TMP, bytes)?;
+            crate::path_guard::write_new_private(&dir, PAYLOAD_TMP, bytes)?;
             self.crash_point(CrashPoint::AfterPayloadTemp);
             dir.rename(PAYLOAD_TMP, &dir, PAYLOAD)?;
             dir_fd::sync(&dir)?;
@@ -398,10 +397,10 @@ impl HandoffStore {
             let manifest_bytes = manifest.to_bytes();
             if self.crash_at == Some(CrashPoint::DuringManifest) {
                 let half = &manifest_bytes[..manifest_bytes.len() / 2];
-                write_new(&dir, MANIFEST_TMP, half)?;
+                crate::path_guard::write_new_private(&dir, MANIFEST_TMP, half)?;
                 self.crash_point(CrashPoint::DuringManifest);
             }
-            write_new(&dir, MANIFEST_TMP, &manifest_bytes)?;
+            crate::path_guard::write_new_private(&dir, MANIFEST_TMP, &manifest_bytes)?;
             dir_fd::sync(&dir)?;
             Ok(manifest)
         })();
@@ -750,20 +749,6 @@ fn expiry(manifest: &Manifest, ttl: Duration) -> DateTime<Utc> {
 fn now_seconds() -> DateTime<Utc> {
     let now = Utc::now();
     DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now)
-}
-
-/// Creates `name` exclusively (0600, never following a symlink), writes and fsyncs it.
-pub(super) fn write_new(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let mut opts = OpenOptions::new();
-    opts.write(true)
-        .create_new(true)
-        .mode(0o600)
-        .follow(FollowSymlinks::No);
-    let mut file: File = dir.open_with(name, &opts)?;
-    // The umask may have narrowed the mode; readers require exactly 0600.
-    file.set_permissions(Permissions::from_mode(0o600))?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 fn set_mode(dir: &Dir, mode: u32) -> io::Result<()> {

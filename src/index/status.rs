@@ -77,6 +77,10 @@ pub(crate) struct IndexStatus {
     pub(crate) semantic: bool,
     /// Messages indexed without their vectors yet (the endpoint was down): filled later.
     pub(crate) vectors_pending: u64,
+    /// The last sync stopped because the alias's delegated sign-in expired or was revoked
+    /// (issue 37); the next sync that reaches the mailbox clears it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) sign_in_required: bool,
 }
 
 /// The format of `status.json`. 2: `mailbox`, `analyzer`, and the pause in its own file.
@@ -154,7 +158,7 @@ pub(crate) fn mailbox_identity(entry: &MailboxEntry, graph_tenant: Option<&str>)
                     .as_bytes(),
             );
         }
-        BackendSpec::Graph => {
+        BackendSpec::Graph { .. } => {
             part(b"graph");
             part(graph_tenant.unwrap_or_default().as_bytes());
             part(entry.address.as_str().as_bytes());
@@ -164,7 +168,9 @@ pub(crate) fn mailbox_identity(entry: &MailboxEntry, graph_tenant: Option<&str>)
 }
 
 /// Reads `status.json` of an alias's folder; `None` when there is none yet. `paused` is the
-/// [`PAUSED`] marker's presence (or an older file's own flag).
+/// [`PAUSED`] marker's presence (or an older file's own flag). An alias paused before its first
+/// sync holds the marker alone and reads as `None` here: whoever must honour a pause of an
+/// index that may not exist yet (a sync about to open it) asks [`is_paused`].
 pub(crate) fn read(alias_dir: &Dir) -> Result<Option<IndexStatus>, IndexError> {
     let bytes = path_guard::read_file_in(alias_dir, FILE, ModeRule::Private, MAX_BYTES)
         .map_err(|e| IndexError::Folder(format!("{FILE}: {e}")))?;
@@ -267,6 +273,7 @@ pub(crate) mod tests {
                 rate_limit: None,
             },
             smtp: None,
+            auth: None,
         }
     }
 
@@ -315,11 +322,14 @@ pub(crate) mod tests {
             )
         );
         // Graph: tenant and address.
-        let g = entry("ana@example.com", BackendSpec::Graph);
+        let g = entry("ana@example.com", BackendSpec::Graph { auth: None });
         assert_ne!(id(&g, Some("t1")), id(&g, Some("t2")));
         assert_ne!(
             id(&g, Some("t1")),
-            id(&entry("bo@example.com", BackendSpec::Graph), Some("t1"))
+            id(
+                &entry("bo@example.com", BackendSpec::Graph { auth: None }),
+                Some("t1")
+            )
         );
         // Kinds never collide, even spelling the same parts.
         assert_ne!(id(&g, None), id(&a, None));

@@ -19,6 +19,8 @@ pub(crate) fn gap_code(gap: Option<ContentGap>) -> u64 {
         Some(ContentGap::Structure) => 3,
         Some(ContentGap::Header) => 4,
         Some(ContentGap::Body) => 5,
+        Some(ContentGap::Undecodable) => 6,
+        Some(ContentGap::UnknownPart) => 7,
     }
 }
 
@@ -41,12 +43,14 @@ pub(crate) fn raw(s: &str) -> String {
 }
 
 /// Every content gap, in the order of their codes.
-pub(crate) const GAPS: [ContentGap; 5] = [
+pub(crate) const GAPS: [ContentGap; 7] = [
     ContentGap::TooLarge,
     ContentGap::Unreadable,
     ContentGap::Structure,
     ContentGap::Header,
     ContentGap::Body,
+    ContentGap::Undecodable,
+    ContentGap::UnknownPart,
 ];
 
 /// The summary as stored.

@@ -80,6 +80,8 @@ pub(crate) struct SyncReport {
     pub(crate) complete: bool,
     /// Stopped early (pause, interrupt): resumable.
     pub(crate) stopped: bool,
+    /// Stopped because the delegated sign-in must be renewed (`mailgate auth login ALIAS`).
+    pub(crate) sign_in_required: bool,
 }
 
 /// Crash and interrupt tests only (debug builds): a point where the sync announces itself on
@@ -175,10 +177,25 @@ pub(crate) async fn sync_alias(
     status.last_sync_started = Some(Utc::now());
     target.write_status(&status).await?;
 
-    let folders = backend
-        .list_folders()
-        .await
-        .map_err(|e| IndexError::Store(format!("the folder list could not be read ({e})")))?;
+    let folders = match backend.list_folders().await {
+        Ok(folders) => folders,
+        // Not an index fault: the sync stops for this alias and its status says why.
+        Err(BackendError::AuthRequired(_)) => {
+            status.syncing = false;
+            status.sign_in_required = true;
+            target.write_status(&status).await?;
+            return Ok(SyncReport {
+                sign_in_required: true,
+                ..SyncReport::default()
+            });
+        }
+        Err(e) => {
+            return Err(IndexError::Store(format!(
+                "the folder list could not be read ({e})"
+            )));
+        }
+    };
+    status.sign_in_required = false;
     let mut well_known = std::collections::BTreeMap::new();
     // The well-known folders, recorded for searches that name them.
     for (name, label) in WellKnown::ALL.map(|w| (w, w.label())) {
@@ -229,6 +246,10 @@ pub(crate) async fn sync_alias(
         }
         match outcome {
             Err(FolderFail::Backend) => run.report.folders_failed += 1,
+            Err(FolderFail::SignInRequired) => {
+                run.report.folders_failed += 1;
+                run.report.sign_in_required = true;
+            }
             Err(FolderFail::Index(e)) => return Err(e),
             Ok(_) => {}
         }
@@ -248,12 +269,16 @@ pub(crate) async fn sync_alias(
         run.target.write_status(&status).await?;
         run.folders_done += 1;
         run.hold(HoldPoint::Folder(run.folders_done)).await;
-        if run.report.stopped {
+        if run.report.stopped || run.report.sign_in_required {
             break;
         }
     }
+    if run.report.sign_in_required {
+        run.report.complete = false;
+        status.sign_in_required = true;
+    }
     // Folders gone from the mailbox: their messages leave the index.
-    if !run.report.stopped {
+    if !run.report.stopped && !run.report.sign_in_required {
         for gone in run.target.folders().await? {
             if listed.contains(&gone) {
                 continue;
@@ -288,7 +313,7 @@ pub(crate) async fn sync_alias(
         }
         None => 0,
     };
-    status.syncing = run.report.stopped;
+    status.syncing = run.report.stopped && !run.report.sign_in_required;
     status.last_sync_finished = Some(Utc::now());
     run.target.write_status(&status).await?;
     Ok(run.report)
@@ -297,6 +322,8 @@ pub(crate) async fn sync_alias(
 enum FolderFail {
     /// The backend's feed or fetch failed: the folder stays partial, the sync goes on.
     Backend,
+    /// The delegated sign-in must be renewed: no folder can be read, the sync stops.
+    SignInRequired,
     Index(IndexError),
 }
 
@@ -332,6 +359,7 @@ impl Run<'_> {
                 .await
             {
                 Ok(page) => page,
+                Err(BackendError::AuthRequired(_)) => return Err(FolderFail::SignInRequired),
                 Err(e) => {
                     tracing::warn!(error = %e, "index sync: a folder's change feed failed");
                     return Err(FolderFail::Backend);
@@ -514,6 +542,10 @@ impl Run<'_> {
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "index sync: a message could not be fetched");
+                        if matches!(e, BackendError::AuthRequired(_)) {
+                            self.report.sign_in_required = true;
+                            stopped = true;
+                        }
                         work.batch
                             .pending
                             .push((item.id.clone(), item.version.clone()));

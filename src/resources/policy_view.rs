@@ -82,7 +82,7 @@ pub(crate) async fn view(app: &CallScope) -> PolicyOut {
             .map(|(g, m)| MailboxOut {
                 alias: m.alias.to_string(),
                 backend: match &m.backend {
-                    BackendSpec::Graph => "graph",
+                    BackendSpec::Graph { .. } => "graph",
                     BackendSpec::Imap { .. } => "imap",
                     BackendSpec::Maildir { .. } => "maildir",
                 },

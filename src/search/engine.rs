@@ -15,7 +15,7 @@ use super::{
 };
 use crate::backends::AttachmentMeta;
 use crate::backends::BackendError;
-use crate::backends::model::{ContentGap, MessageSummary, Order, Page, SearchKind};
+use crate::backends::model::{ContentGap, Gaps, MessageSummary, Order, Page, SearchKind};
 
 /// A term that cannot occur in real mail, derived from the query so that a backend which ignores
 /// the query returns the same "hits" for it.
@@ -289,7 +289,8 @@ async fn fallback<S: SearchSource>(
     let matcher = TokenQuery::new(query);
     let scanned = page.items.len();
     let candidates = filtered(&mut page, plan);
-    let (hits, bodies_missing) = match_with_bodies(source, &matcher, candidates, plan).await;
+    let (hits, bodies_missing) =
+        match_with_bodies(source, &matcher, candidates, plan, &mut page.gaps).await;
     if bodies_missing {
         page.gaps.add(ContentGap::Unreadable);
         warnings.push(warning::BODY_UNREAD);
@@ -336,12 +337,14 @@ async fn fallback<S: SearchSource>(
 
 /// The candidates `matcher` matches, fetching a body only where the summary does not settle it;
 /// `true` when a body could not be fetched (or the deadline passed first), so a non-match among
-/// them is unproven.
+/// them is unproven. A fetched body that does not hold the whole message adds its gap to
+/// `gaps`, so the answer names the limit.
 async fn match_with_bodies<S: SearchSource>(
     source: &S,
     matcher: &TokenQuery,
     candidates: Vec<MessageSummary>,
     plan: &SearchPlan,
+    gaps: &mut Gaps,
 ) -> (Vec<MessageSummary>, bool) {
     let (mut hits, need_body): (Vec<_>, Vec<_>) = candidates
         .into_iter()
@@ -359,9 +362,12 @@ async fn match_with_bodies<S: SearchSource>(
                 }
                 if matcher.matches(&c, Some(&text.body)) {
                     hits.push(c);
-                } else if !text.complete {
-                    // The words may be in the part a bound cut off.
-                    missing = true;
+                } else if let Some(gap) = text.gap
+                    && c.gap.is_none()
+                {
+                    // The words may be in what the body does not hold (a gap the listing
+                    // named is counted already).
+                    gaps.add(gap);
                 }
             }
             Err(_) => missing = true,
@@ -415,7 +421,7 @@ fn found(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::backends::model::{Capabilities, Filters, Gaps, ScanRequest, SortBy, SortOrder};
+    use crate::backends::model::{Capabilities, Filters, ScanRequest, SortBy, SortOrder};
     use crate::backends::{BackendError, MessageText};
     use crate::search::gap_warning;
 
@@ -485,7 +491,7 @@ pub(crate) mod tests {
                     Ok(MessageText {
                         body: String::new(),
                         attachments: Vec::new(),
-                        complete: true,
+                        gap: None,
                     })
                 })
                 .collect()
@@ -518,7 +524,7 @@ pub(crate) mod tests {
                         .map(|body| MessageText {
                             body: body.to_owned(),
                             attachments: Vec::new(),
-                            complete: !self.2,
+                            gap: self.2.then_some(ContentGap::Body),
                         })
                         .ok_or(BackendError::Timeout)
                 })
@@ -843,13 +849,7 @@ pub(crate) mod tests {
     /// naming the limit; on both the relevance and the filter-only path.
     #[tokio::test]
     async fn a_message_not_wholly_read_is_never_proven_absent() {
-        for gap in [
-            ContentGap::TooLarge,
-            ContentGap::Unreadable,
-            ContentGap::Structure,
-            ContentGap::Header,
-            ContentGap::Body,
-        ] {
+        for gap in crate::index::stored::GAPS {
             let fake = Fake {
                 real: page(vec![], false),
                 canary: page(vec![], false),

@@ -904,7 +904,7 @@ mod tests {
                         Ok(MessageText {
                             body: String::new(),
                             attachments: Vec::new(),
-                            complete: true,
+                            gap: None,
                         })
                     }
                 })

@@ -121,6 +121,12 @@ pub(crate) mod warning {
     pub(crate) const MESSAGE_UNREADABLE: &str = "message_unreadable";
     /// A message's MIME structure is beyond the parser's limits: some parts were not read.
     pub(crate) const MESSAGE_STRUCTURE_LIMIT: &str = "message_structure_limit";
+    /// A body part's transfer encoding could not be decoded (base64 with invalid characters
+    /// or cut inside a quantum): its text was not wholly searched.
+    pub(crate) const PART_UNDECODABLE: &str = "message_part_undecodable";
+    /// A part in the body's place is of a type no matcher reads (not text, no file name:
+    /// `application/x-unknown`, binary bytes, encrypted content).
+    pub(crate) const PART_UNKNOWN_TYPE: &str = "message_part_unknown_type";
     /// A header was longer than the matching bound: its tail was not searched.
     pub(crate) const HEADER_TRUNCATED: &str = "message_header_truncated";
     /// A body was longer than the matching bound: its tail was not searched.
@@ -137,6 +143,9 @@ pub(crate) mod warning {
     pub(crate) const RATE_LIMITED: &str = "backend_rate_limited";
     /// The backend refused the credentials.
     pub(crate) const AUTH_FAILED: &str = "backend_auth_failed";
+    /// The alias's delegated sign-in expired or was revoked: the operator must run
+    /// `mailgate auth login ALIAS` (issue 37).
+    pub(crate) const AUTH_REQUIRED: &str = "backend_sign_in_required";
     /// The backend did not answer within the search's deadline.
     pub(crate) const TIMEOUT: &str = "backend_timeout";
     /// The backend was unreachable or failed transiently.
@@ -152,6 +161,7 @@ fn fault_warning(fault: Fault) -> &'static str {
     match fault {
         Fault::Throttled => warning::RATE_LIMITED,
         Fault::Unauthorised => warning::AUTH_FAILED,
+        Fault::AuthRequired => warning::AUTH_REQUIRED,
         Fault::Timeout => warning::TIMEOUT,
         Fault::Unavailable => warning::UNAVAILABLE,
         Fault::Malformed => warning::MALFORMED,
@@ -167,6 +177,7 @@ pub(crate) fn error_warning(err: &BackendError) -> Option<&'static str> {
         }
         BackendError::Throttled { .. } => Some(warning::RATE_LIMITED),
         BackendError::Unauthorised => Some(warning::AUTH_FAILED),
+        BackendError::AuthRequired(_) => Some(warning::AUTH_REQUIRED),
         BackendError::Timeout => Some(warning::TIMEOUT),
         BackendError::Unavailable | BackendError::Io(_) => Some(warning::UNAVAILABLE),
         BackendError::Malformed => Some(warning::MALFORMED),
@@ -280,6 +291,8 @@ pub(crate) fn gap_warning(gap: ContentGap) -> &'static str {
         ContentGap::TooLarge => warning::MESSAGE_TOO_LARGE,
         ContentGap::Unreadable => warning::MESSAGE_UNREADABLE,
         ContentGap::Structure => warning::MESSAGE_STRUCTURE_LIMIT,
+        ContentGap::Undecodable => warning::PART_UNDECODABLE,
+        ContentGap::UnknownPart => warning::PART_UNKNOWN_TYPE,
         ContentGap::Header => warning::HEADER_TRUNCATED,
         ContentGap::Body => warning::BODY_TRUNCATED,
     }

@@ -239,6 +239,7 @@ pub(crate) enum ErrorCode {
     ZipUnsupportedEncryption,
     RateLimited,
     AuthFailed,
+    AuthRequired,
     AttachmentNotFound,
     AttachmentMetadataInvalid,
     HandoffNotFound,
@@ -276,6 +277,7 @@ impl ErrorCode {
             ErrorCode::ZipUnsupportedEncryption => "ZIP_UNSUPPORTED_ENCRYPTION",
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::AuthFailed => "AUTH_FAILED",
+            ErrorCode::AuthRequired => "AUTH_REQUIRED",
             ErrorCode::AttachmentNotFound => "ATTACHMENT_NOT_FOUND",
             ErrorCode::AttachmentMetadataInvalid => "ATTACHMENT_METADATA_INVALID",
             ErrorCode::HandoffNotFound => "HANDOFF_NOT_FOUND",
@@ -364,6 +366,15 @@ impl ToolError {
             BackendError::Unauthorised => ToolError::new(
                 ErrorCode::AuthFailed,
                 "the mail server refused mailgate's credentials; the operator must renew them",
+            ),
+            BackendError::AuthRequired(alias) => ToolError::new(
+                ErrorCode::AuthRequired,
+                format!(
+                    "the operator's sign-in for this mailbox has expired or was revoked; they \
+                     must run `mailgate auth login {}`",
+                    // A failure told to each item a scan stopped carries its class only.
+                    if alias.is_empty() { "ALIAS" } else { alias }
+                ),
             ),
             BackendError::Timeout => ToolError::new(
                 ErrorCode::BackendUnavailable,
@@ -738,6 +749,11 @@ mod tests {
                 BackendError::Unauthorised,
                 "AUTH_FAILED",
                 Some(warning::AUTH_FAILED),
+            ),
+            (
+                BackendError::AuthRequired("work".to_owned()),
+                "AUTH_REQUIRED",
+                Some(warning::AUTH_REQUIRED),
             ),
             (
                 BackendError::Timeout,

@@ -123,10 +123,13 @@ impl SendState {
     /// ([`Transport::open`]: SMTP, the local outbox, or a refusal for an unbuilt kind).
     /// `open_state` is startup's checked opener of the state folder, passed in so tools do not
     /// call startup.
+    /// `graph` is the sending mailbox's Graph client and `delegated` its alias's token source
+    /// when it has `backend.auth` (startup's, as its backend got them).
     pub(crate) fn open(
         settings: &Settings,
         send: &SendSettings,
         graph: Option<&Arc<crate::backends::graph::client::GraphClient>>,
+        delegated: Option<&crate::backends::bearer::DelegatedBearer>,
         open_state: impl FnOnce() -> Result<cap_std::fs::Dir, StartupError>,
     ) -> Result<Self, StartupError> {
         let setup = |what: &str| StartupError::SendSetup(what.to_owned());
@@ -136,11 +139,17 @@ impl SendState {
             .iter()
             .find(|m| m.alias == send.from_alias)
             .ok_or_else(|| setup("the sending mailbox is not in the config"))?;
-        let transport = Transport::open(entry, send.smtp_secret.as_ref(), graph, open_state)
-            .map_err(|e| match e {
-                TransportSetupError::State(error) => error,
-                TransportSetupError::Setting(what) => setup(&what),
-            })?;
+        let transport = Transport::open(
+            entry,
+            send.smtp_secret.as_ref(),
+            delegated,
+            graph,
+            open_state,
+        )
+        .map_err(|e| match e {
+            TransportSetupError::State(error) => error,
+            TransportSetupError::Setting(what) => setup(&what),
+        })?;
         Ok(Self {
             policy: OutboundPolicy::new(send),
             transport,
@@ -150,9 +159,15 @@ impl SendState {
 }
 
 /// Hands the permit to the transport (one attempt, no retry); a failure names its class only.
+/// A delegated sign-in to renew (or a refused token) is the backend's tool error
+/// (`AUTH_REQUIRED`, `AUTH_FAILED`).
 async fn transmit(transport: &Transport, permit: SendPermit) -> Result<SentMessage, ToolError> {
-    transport.send(permit).await.map_err(|class| {
-        tracing::warn!(transport = transport.name(), %class, "send attempt failed");
+    transport.send(permit).await.map_err(|failure| {
+        tracing::warn!(transport = transport.name(), class = %failure, "send attempt failed");
+        let class = match failure.into_class() {
+            Ok(backend) => return ToolError::from(backend),
+            Err(class) => class,
+        };
         ToolError::new(
             ErrorCode::BackendUnavailable,
             format!(

@@ -1199,3 +1199,58 @@ async fn list_messages_filters_by_categories_on_graph() {
     assert_eq!(none["status"], "NOT_FOUND", "{none}");
     c.close().await;
 }
+
+/// A Graph mailbox with `backend.auth` (issue 37) whose alias has not signed in: the server
+/// starts without the app-only `MICROSOFT_GRAPH_*` variables and without touching the network,
+/// a tool call answers AUTH_REQUIRED naming `mailgate auth login ALIAS`, and a search
+/// SEARCH_FAILED (never NOT_FOUND); nothing reaches Graph without a token.
+#[tokio::test]
+async fn a_delegated_graph_mailbox_without_a_grant_answers_auth_required() {
+    let fake = seeded_fake().await;
+    let world = World::new()
+        .without("MICROSOFT_GRAPH_TENANT_ID")
+        .without("MICROSOFT_GRAPH_CLIENT_ID")
+        .without("MICROSOFT_GRAPH_CLIENT_SECRET")
+        .with("MAILGATE_GRAPH_LOGIN_URL", &fake.uri())
+        .with("MAILGATE_GRAPH_BASE_URL", &fake.base_url());
+    let json = format!(
+        r#"{{"mailboxes": [{{"alias": "me", "address": "{PERSONAL}", "backend": {{
+            "kind": "graph",
+            "auth": {{"kind": "oauth", "provider": "microsoft",
+                      "clientId": "33333333-3333-4333-8333-333333333333",
+                      "tenant": "44444444-4444-4444-8444-444444444444"}}}}}}]}}"#
+    );
+    let path = world.path().join("plugin.json");
+    write_mode(&path, json.as_bytes(), 0o600);
+    let c = world
+        .client(&["--config", &path.display().to_string(), "serve"])
+        .await;
+    fake.clear_requests();
+
+    let result = c
+        .call("list_folders", json!({"mailbox": "me"}))
+        .await
+        .expect("a tool result");
+    assert_eq!(result.is_error, Some(true));
+    let meta = result.meta.clone().expect("error meta");
+    assert_eq!(meta.0["mailgate/errorCode"], "AUTH_REQUIRED", "{meta:?}");
+    let text = serde_json::to_string(&result.content).expect("json");
+    assert!(text.contains("mailgate auth login me"), "{text}");
+
+    let out = c
+        .ok(
+            "search_mailboxes",
+            json!({"criteria": {"query": "invoice"}}),
+        )
+        .await;
+    assert_eq!(out["results"][0]["status"], "SEARCH_FAILED", "{out}");
+    assert!(
+        out["results"][0]["warnings"]
+            .to_string()
+            .contains("backend_sign_in_required"),
+        "{out}"
+    );
+    assert!(fake.requests().is_empty(), "nothing sent without a token");
+    assert_eq!(fake.token_requests(), 0, "no app token either");
+    c.close().await;
+}

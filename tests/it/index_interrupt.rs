@@ -607,3 +607,136 @@ async fn a_pause_during_a_running_watch_holds_until_resume(store: Store) {
     assert!(status.success(), "{out}");
     case.whole("after resume").await;
 }
+
+both_stores!(issue_36_a_pause_during_a_watch_leaves_every_alias_it_names_untouched);
+// See: issue 36, item 5 (b)
+/// `index pause` (every alias) while a `--watch` round is held inside the sync of `box`: the
+/// round stops `box` at its next durable point and goes on to `other`, never synced yet, which
+/// it must leave alone: said to be paused, nothing of it stored. (The local store used to open
+/// it anyway, since its index had no `status.json` for the pause to be read with: it created
+/// the index, wrote a status claiming a sync under way, listed the mailbox's folders, and
+/// called the round "stopped (resumable)".) The next two rounds skip both aliases, `index
+/// status` calls both paused, and after `resume` one sync finishes both.
+async fn issue_36_a_pause_during_a_watch_leaves_every_alias_it_names_untouched(store: Store) {
+    let mut case = Case::maildir(store).await;
+    if case.store.is_shared() {
+        // The shared store's sync sees a pause when it renews its lease (every second here).
+        case.world
+            .env
+            .insert("MAILGATE_INDEX_LEASE_TTL".into(), "3".into());
+    }
+    let Backing::Maildir(mail) = &case.backing else {
+        unreachable!("a Maildir case")
+    };
+    let other = case.world.path().join("mail").join("other");
+    crate::util::make_maildir(&other);
+    std::fs::write(
+        other.join("cur").join("1770100000.M1P1.test:2,"),
+        rfc822(9000, "other@example.com"),
+    )
+    .unwrap();
+    let config = serde_json::json!({"mailboxes": [
+        {"alias": "box", "address": "box@example.com",
+         "backend": {"kind": "maildir", "path": mail}},
+        {"alias": "other", "address": "other@example.com",
+         "backend": {"kind": "maildir", "path": other}},
+    ]});
+    write_mode(
+        std::path::Path::new(&case.config),
+        config.to_string().as_bytes(),
+        0o600,
+    );
+    case.add(MANY).await;
+
+    let mut child = case
+        .command(&["index", "sync", "--watch", "1s"])
+        .env("MAILGATE_TEST_INDEX_HOLD_AT", "fetch:1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(line) = err.next_line().await.unwrap() {
+        if line.contains("holding for a crash test") {
+            break;
+        }
+    }
+    tokio::spawn(async move { while let Ok(Some(_)) = err.next_line().await {} });
+    let out = case.command(&["index", "pause"]).output().await.unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // Each alias's line of three rounds: the held one, then two that find both paused. A
+    // round that syncs on instead holds again at the hook, printing nothing: the wait is
+    // bounded, so that fails rather than hangs.
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut said: Vec<String> = Vec::new();
+    let rounds = async {
+        while said.iter().filter(|l| l.starts_with("other: ")).count() < 3 {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the watch keeps running");
+            // Progress lines (`box: 0/260 messages`) say nothing of the outcome.
+            if !line.ends_with(" messages") {
+                said.push(line);
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), rounds)
+        .await
+        .unwrap_or_else(|_| panic!("the watch synced on past the pause: {said:#?}"));
+    let paused = |alias: &str| {
+        format!("{alias}: stopped: paused (`mailgate index resume {alias}` lets it sync again)")
+    };
+    assert!(
+        said[0].starts_with("box: stopped (resumable): "),
+        "the held round stops: {said:#?}"
+    );
+    assert_eq!(
+        said[1..],
+        [
+            paused("other"),
+            paused("box"),
+            paused("other"),
+            paused("box"),
+            paused("other")
+        ],
+        "{said:#?}"
+    );
+
+    // Nothing of `other` was stored: no status (and, locally, no index beside the marker).
+    let other_box = Mailbox::maildir("other", &other);
+    assert_eq!(
+        case.store.status(&case.world, &other_box).await,
+        Value::Null
+    );
+    if !case.store.is_shared() {
+        let kept: Vec<String> = std::fs::read_dir(case.world.state().join("index/other"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(kept, ["paused"], "only the pause marker");
+    }
+    let out = case.command(&["index", "status"]).output().await.unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    for alias in ["box", "other"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(alias) && l.trim_end().ends_with("paused")),
+            "{alias}: {table}"
+        );
+    }
+
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, Signal::SIGINT).unwrap();
+    let _ = child.wait().await;
+    let out = case.command(&["index", "resume"]).output().await.unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = case.command(&["index", "sync"]).output().await.unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("other: complete: 1 indexed"), "{text}");
+    case.whole("after resume").await;
+}

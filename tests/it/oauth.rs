@@ -6,6 +6,7 @@
 //! expired, `nbf` ahead, a missing scope (403), a person who is no principal (403), an issuer
 //! that is down (503). Then a valid person through rmcp's client: only their aliases, another
 //! person's alias refused as unknown, and a cursor issued to one person refused for another.
+//! And a key-set refetch an anonymous client starts never holds anyone else (issue 36).
 
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
@@ -95,6 +96,25 @@ fn mcp_post(
         .header("accept", "application/json, text/event-stream")
         .bearer_auth(token)
         .json(message)
+}
+
+/// The status of one `ping` POST with `token` (owned arguments, for a spawned request).
+async fn ping(url: String, token: String) -> u16 {
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    mcp_post(&reqwest::Client::new(), &url, &token, &ping)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// `work`, which must end within a few seconds: an upper bound, never a wait (a loopback answer
+/// takes milliseconds; the key fetch's own time-out is 10 s).
+async fn promptly<T>(what: &str, work: impl Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(5), work)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not end within 5 s"))
 }
 
 /// The test-only TLS material (`tests/fixtures/tls`).
@@ -254,6 +274,66 @@ async fn every_refusal_of_the_matrix_is_decided_with_its_challenge() {
         );
     }
     assert!(!log.contains("a-1") && !log.contains("eyJ"), "{log}");
+}
+
+// See: issue 36, item 5 (a)
+/// One anonymous request whose token names a made-up `kid` starts a key-set refetch; an issuer
+/// that takes its time to answer it used to hold every other person's request behind it (a
+/// cached key included, 7.5 s of 8), and again after each refresh window. Now a request whose
+/// key is cached is answered while the refetch is still held at the issuer; a second unknown
+/// `kid` shares the fetch in flight instead of starting another; both unknown ones are refused
+/// once it ends.
+#[tokio::test]
+async fn issue_36_a_key_refetch_for_an_unknown_kid_never_holds_a_cached_key() {
+    let key = Signer::new("k1");
+    let issuer = FakeIssuer::start_slow(&[&key]).await;
+    let (_world, server) = start(&issuer).await;
+    let iss = issuer.url();
+    let jwks = issuer.slow();
+    let ana = key.sign(&claims(&iss, RESOURCE, "a-1"));
+    assert_eq!(post(&server, Some(&ana)).await.0, 200, "k1 is fetched");
+    assert_eq!(jwks.fetches(), 1);
+
+    jwks.hold();
+    let forged = |kid: &str| Signer::new(kid).sign(&claims(&iss, RESOURCE, "a-1"));
+    let anonymous = tokio::spawn(ping(server.url.clone(), forged("made-up-1")));
+    promptly("the refetch for the unknown kid", jwks.arrived(2)).await;
+
+    let bo = key.sign(&claims(&iss, RESOURCE, "b-1"));
+    let status = promptly(
+        "bo's request with a cached key",
+        ping(server.url.clone(), bo.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "bo is served from the cache");
+    assert_eq!(
+        promptly("ana's request with a cached key", post(&server, Some(&ana)))
+            .await
+            .0,
+        200
+    );
+    assert!(
+        !anonymous.is_finished(),
+        "the refetch was still held at the issuer meanwhile"
+    );
+    assert_eq!(jwks.fetches(), 2, "one refetch, still in flight");
+    let second = tokio::spawn(ping(server.url.clone(), forged("made-up-2")));
+
+    jwks.release();
+    assert_eq!(
+        promptly("the anonymous request", anonymous).await.unwrap(),
+        401
+    );
+    assert_eq!(
+        promptly("the second unknown kid", second).await.unwrap(),
+        401
+    );
+    assert_eq!(
+        jwks.fetches(),
+        2,
+        "the second unknown kid asked the issuer nothing"
+    );
+    assert_eq!(ping(server.url.clone(), bo).await, 200);
 }
 
 #[tokio::test]

@@ -1,9 +1,11 @@
 //! A fake OAuth authorization server for the resource server's tests (issue 29, item 5): ES256
 //! signing keys generated per test, their JWKS and OpenID Connect discovery served on loopback by
 //! wiremock, and the claims a valid access token carries. The integration tests start it beside
-//! the real binary; the token module's unit tests include this file by path for its signer.
+//! the real binary; the token module's unit tests include this file by path for its signer, and
+//! the key cache's for [`SlowJwks`], a key set the test answers when it says so (issue 36).
 //! Only crates both sides depend on are named, never a crate path of either side.
 
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_lc_rs::rand::SystemRandom;
@@ -79,17 +81,38 @@ pub(crate) fn unsigned(claims: &Value) -> String {
     )
 }
 
-/// The fake authorization server: discovery and a JWKS of the keys it was given.
+/// The fake authorization server: discovery and a JWKS of the keys it was given (served by
+/// wiremock, or by a [`SlowJwks`] whose answers the test holds).
 pub(crate) struct FakeIssuer {
     pub(crate) server: wiremock::MockServer,
+    slow: Option<SlowJwks>,
 }
 
 impl FakeIssuer {
     pub(crate) async fn start(keys: &[&Signer]) -> Self {
         let server = wiremock::MockServer::start().await;
-        let issuer = Self { server };
+        let issuer = Self { server, slow: None };
         issuer.serve(keys).await;
         issuer
+    }
+
+    /// An issuer whose discovery names a [`SlowJwks`] (open until the test holds it).
+    pub(crate) async fn start_slow(keys: &[&Signer]) -> Self {
+        let server = wiremock::MockServer::start().await;
+        let slow = SlowJwks::start(keys).await;
+        let issuer = Self {
+            server,
+            slow: Some(slow),
+        };
+        issuer.serve(keys).await;
+        issuer
+    }
+
+    /// The key set of [`FakeIssuer::start_slow`].
+    pub(crate) fn slow(&self) -> &SlowJwks {
+        self.slow
+            .as_ref()
+            .expect("an issuer started with start_slow")
     }
 
     /// The issuer URL (`http://127.0.0.1:PORT`).
@@ -102,11 +125,18 @@ impl FakeIssuer {
         use wiremock::matchers::{method, path};
         use wiremock::{Mock, ResponseTemplate};
         self.server.reset().await;
+        let jwks_uri = match &self.slow {
+            Some(slow) => {
+                slow.serve(keys);
+                slow.url()
+            }
+            None => format!("{}/jwks", self.url()),
+        };
         Mock::given(method("GET"))
             .and(path("/.well-known/openid-configuration"))
             .respond_with(ResponseTemplate::new(200).set_body_json(json!({
                 "issuer": self.url(),
-                "jwks_uri": format!("{}/jwks", self.url()),
+                "jwks_uri": jwks_uri,
             })))
             .mount(&self.server)
             .await;
@@ -139,4 +169,112 @@ impl FakeIssuer {
             .filter(|r| r.url.path() == "/jwks")
             .count()
     }
+}
+
+/// A JWKS endpoint on loopback whose answers the test holds and releases: every GET is counted
+/// as it arrives, then answered only once the gate is open, so a test can keep a key-set fetch
+/// in flight for as long as it needs, and know it is, without sleeping. Plain HTTP/1.1, one
+/// request per connection.
+pub(crate) struct SlowJwks {
+    url: String,
+    keys: Arc<Mutex<Value>>,
+    open: Arc<tokio::sync::watch::Sender<bool>>,
+    arrived: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl SlowJwks {
+    /// Serves `keys`, the gate open.
+    pub(crate) async fn start(keys: &[&Signer]) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/jwks", listener.local_addr().expect("addr"));
+        let jwks = Self {
+            url,
+            keys: Arc::new(Mutex::new(Value::Null)),
+            open: Arc::new(tokio::sync::watch::Sender::new(true)),
+            arrived: Arc::new(tokio::sync::watch::Sender::new(0)),
+        };
+        jwks.serve(keys);
+        let (keys, open, arrived) = (
+            Arc::clone(&jwks.keys),
+            Arc::clone(&jwks.open),
+            Arc::clone(&jwks.arrived),
+        );
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (keys, open, arrived) =
+                    (Arc::clone(&keys), Arc::clone(&open), Arc::clone(&arrived));
+                tokio::spawn(answer(stream, keys, open, arrived));
+            }
+        });
+        jwks
+    }
+
+    pub(crate) fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Answers with `keys` from now on.
+    pub(crate) fn serve(&self, keys: &[&Signer]) {
+        let keys: Vec<&Value> = keys.iter().map(|k| &k.jwk).collect();
+        *self.keys.lock().expect("keys") = json!({ "keys": keys });
+    }
+
+    /// Requests from now on (and those waiting) are answered only after [`SlowJwks::release`].
+    pub(crate) fn hold(&self) {
+        self.open.send_replace(false);
+    }
+
+    /// Answers every request held, and the later ones at once.
+    pub(crate) fn release(&self) {
+        self.open.send_replace(true);
+    }
+
+    /// How many requests arrived (answered or held).
+    pub(crate) fn fetches(&self) -> usize {
+        *self.arrived.borrow()
+    }
+
+    /// Returns once `n` requests have arrived (the caller bounds the wait).
+    pub(crate) async fn arrived(&self, n: usize) {
+        let mut seen = self.arrived.subscribe();
+        seen.wait_for(|count| *count >= n)
+            .await
+            .expect("the counter lives as long as the endpoint");
+    }
+}
+
+/// One connection: read the request head, count it, wait for the gate, answer the key set.
+async fn answer(
+    mut stream: tokio::net::TcpStream,
+    keys: Arc<Mutex<Value>>,
+    open: Arc<tokio::sync::watch::Sender<bool>>,
+    arrived: Arc<tokio::sync::watch::Sender<usize>>,
+) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+        if head.len() > 16 * 1024 {
+            return;
+        }
+    }
+    arrived.send_modify(|count| *count += 1);
+    // Subscribed after counting: a release between the two is seen as the current value.
+    let mut gate = open.subscribe();
+    if gate.wait_for(|open| *open).await.is_err() {
+        return;
+    }
+    let body = keys.lock().expect("keys").to_string();
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
 }

@@ -34,8 +34,8 @@ async fn policy_files_match_the_code() {
         compared += 1;
     }
     assert_eq!(
-        compared, 11,
-        "eight catalogs, catalog.toml, surface.json and remote.json"
+        compared, 12,
+        "eight catalogs, catalog.toml, surface.json, remote.json and delegated.json"
     );
     for name in [
         "read",

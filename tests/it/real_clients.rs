@@ -6,7 +6,9 @@
 //! loopback Streamable HTTP transport (`serve --http 127.0.0.1:0` on the demo, every gate open in
 //! its environment): the TypeScript SDK (`tests/clients/sdk-http-client.mjs`) and the Python SDK
 //! (`tests/clients/python_sdk_http_client.py`) with a bearer token, the Inspector's CLI
-//! (`inspector-cli.mjs --http`) without one (it cannot send a header). `scripts/test.sh` installs
+//! (`inspector-cli.mjs --http`) without one (it cannot send a header). Issue 36: both SDKs read
+//! and search every broken-MIME shape of `tests/fixtures/mime-shapes` and get its one answer
+//! (`python_sdk_shapes_client.py`, `sdk-shapes-client.mjs`). `scripts/test.sh` installs
 //! the node clients from `tests/clients/package-lock.json` into `tests/clients/node_modules` and
 //! the Python SDK into the project venv `.venv`; when they are absent the tests say so and pass.
 
@@ -449,4 +451,172 @@ async fn typescript_sdk_does_the_oauth_flow_against_oidc_provider_and_reaches_it
     );
     let (status, _) = server.stop().await;
     assert!(status.success());
+}
+
+/// Issue 36 through the official SDKs: the Maildir of `tests/it/mime_shapes.rs` (mailbox
+/// `shapes`, one folder per shape of the corpus) and the environment `mailgate serve` gets from
+/// the client (HOME, MAILGATE_HOME, OUTLOOK_PLUGIN_CONFIG; the scripts add nothing).
+fn issue_36_shapes_world() -> (World, Vec<(String, String)>) {
+    let world = World::new();
+    let config = crate::mime_shapes::shapes_maildir_config(&world);
+    let env = vec![
+        ("HOME".to_owned(), world.path().display().to_string()),
+        (
+            "MAILGATE_HOME".to_owned(),
+            world.state().display().to_string(),
+        ),
+        ("OUTLOOK_PLUGIN_CONFIG".to_owned(), config),
+    ];
+    (world, env)
+}
+
+/// Runs `PROGRAM tests/clients/SCRIPT mailgate MANIFEST` in `world` with exactly `env` plus
+/// PATH; prints its wall time.
+async fn issue_36_run_client(
+    program: &Path,
+    script: &str,
+    manifest: &Path,
+    world: &World,
+    env: &[(String, String)],
+) -> Output {
+    let started = Instant::now();
+    let out = tokio::process::Command::new(program)
+        .arg(clients_dir().join(script))
+        .arg(EXE)
+        .arg(manifest)
+        .env_clear()
+        .env("PATH", path())
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(world.path())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("the client's interpreter runs");
+    #[expect(
+        clippy::print_stderr,
+        reason = "the measured time is part of the test's report"
+    )]
+    {
+        eprintln!("{script}: {:.1} s", started.elapsed().as_secs_f64());
+    }
+    out
+}
+
+/// The official Python SDK over stdio: every shape's body holds the manifest's strings (in the
+/// structured content and in the text block), its attachments are the manifest's, its present
+/// word is FOUND in its folder and its absent word has the manifest's status and warning.
+#[tokio::test]
+async fn issue_36_python_sdk_reads_and_searches_every_mime_shape() {
+    let test = "issue_36_python_sdk_reads_and_searches_every_mime_shape";
+    let Some(python) = python_with_mcp(test).await else {
+        return;
+    };
+    let (world, env) = issue_36_shapes_world();
+    let manifest = crate::mime_shapes::manifest_path();
+    let out = issue_36_run_client(
+        &python,
+        "python_sdk_shapes_client.py",
+        &manifest,
+        &world,
+        &env,
+    )
+    .await;
+    assert!(out.status.success(), "{}", report(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("python sdk shapes client: all checks passed"),
+        "{}",
+        report(&out)
+    );
+}
+
+/// The official TypeScript SDK over stdio, the same checks as the Python client; the SDK prints
+/// nothing (no schema warning) on the way.
+#[tokio::test]
+async fn issue_36_typescript_sdk_reads_and_searches_every_mime_shape() {
+    if !installed("issue_36_typescript_sdk_reads_and_searches_every_mime_shape") {
+        return;
+    }
+    let (world, env) = issue_36_shapes_world();
+    let manifest = crate::mime_shapes::manifest_path();
+    let node = Path::new("node");
+    let out = issue_36_run_client(node, "sdk-shapes-client.mjs", &manifest, &world, &env).await;
+    assert!(out.status.success(), "{}", report(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("sdk shapes client: all checks passed"),
+        "{}",
+        report(&out)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "the client printed warnings:\n{}",
+        report(&out)
+    );
+}
+
+/// The two clients above can fail: given a copy of the manifest with two wrong expectations
+/// (shape 01's body said to hold `cafe` instead of `café`; shape 09's absent word said to be
+/// NOT_FOUND, which would be a false absence over its undecodable part), each exits 1 with a
+/// table naming exactly those checks, and no other.
+#[tokio::test]
+async fn issue_36_sdk_shape_clients_fail_with_a_table_on_a_wrong_expectation() {
+    let test = "issue_36_sdk_shape_clients_fail_with_a_table_on_a_wrong_expectation";
+    let python = python_with_mcp(test).await;
+    let node = installed(test).then(|| PathBuf::from("node"));
+    if python.is_none() && node.is_none() {
+        return;
+    }
+    let (world, env) = issue_36_shapes_world();
+    let text = std::fs::read_to_string(crate::mime_shapes::manifest_path()).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for shape in manifest["shapes"].as_array_mut().unwrap() {
+        match shape["file"].as_str().unwrap() {
+            "01-type-without-subtype.eml" => {
+                shape["bodyContains"] = serde_json::json!(["kumquat01", "cafe"]);
+            }
+            "09-base64-truncated.eml" => {
+                assert_eq!(shape["absentStatus"], "SEARCH_INCOMPLETE");
+                shape["absentStatus"] = "NOT_FOUND".into();
+                shape["absentWarning"] = serde_json::Value::Null;
+            }
+            _ => {}
+        }
+    }
+    let wrong = world.path().join("wrong-shapes.json");
+    std::fs::write(&wrong, manifest.to_string()).unwrap();
+    let runs = [
+        (python, "python_sdk_shapes_client.py"),
+        (node, "sdk-shapes-client.mjs"),
+    ];
+    for (program, script) in runs {
+        let Some(program) = program else { continue };
+        let out = issue_36_run_client(&program, script, &wrong, &world, &env).await;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{script}: {}", report(&out));
+        assert!(!stdout.contains("all checks passed"), "{}", report(&out));
+        let rows: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()) && l.contains(" | "))
+            .collect();
+        let row = |shape: &str, check: &str| {
+            rows.iter()
+                .any(|r| r.starts_with(shape) && r.contains(&format!("| {check} ")))
+        };
+        assert!(
+            rows.len() == 3
+                && row("01-type-without-subtype", "body has cafe")
+                && row("01-type-without-subtype", "text block has cafe")
+                && row("09-base64-truncated", "search marzipan09")
+                && stdout.contains("3 of "),
+            "{script} should fail on exactly the three wrong checks:\n{}",
+            report(&out)
+        );
+        assert!(
+            rows.iter()
+                .any(|r| r.contains("NOT_FOUND") && r.contains("SEARCH_INCOMPLETE")),
+            "the table shows expected and got:\n{}",
+            report(&out)
+        );
+    }
 }

@@ -23,13 +23,14 @@
 //! Who may call it: startup code (config loading, the state folder and what lives in it, the
 //! download root, the demo). Request handlers get `Dir`s, never paths.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
 use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsFollowExt, OpenOptionsSyncExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, DirBuilder, DirBuilderExt as _, File, OpenOptions, OpenOptionsExt as _};
+use cap_std::fs::{Permissions, PermissionsExt as _};
 
 /// Why a file was refused. Messages are fragments meant to follow a subject, e.g.
 /// "the config file is not usable: {error}", and never contain the path.
@@ -404,6 +405,25 @@ fn classify_open_failure(path: &Path, error: &io::Error, rule: ModeRule) -> Fail
         Err(refusal) => Failure::Refused(refusal),
         Ok(()) => Failure::Refused(PrivateFileError::Unreadable),
     }
+}
+
+/// Creates the file `name` in `dir` exclusively (`O_CREAT|O_EXCL`, so neither an existing file
+/// nor a symlink is ever written through), mode `0600`, writes `bytes` and fsyncs it. The callers
+/// stage a temp file this way and rename it into place (the grant store, the handoff store and
+/// its key); the folder's own fsync after the rename is theirs.
+pub fn write_new_private(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let mut options = OpenOptions::new();
+    options
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .follow(FollowSymlinks::No);
+    let mut file: File = dir.open_with(name, &options)?;
+    // The umask may have narrowed the mode; readers require exactly 0600 (owner read and no
+    // group or other bits, see `ModeRule::Private`).
+    file.set_permissions(Permissions::from_mode(0o600))?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 #[cfg(test)]
@@ -818,5 +838,37 @@ mod tests {
             append_private_file(&dir, "journal.jsonl").err(),
             Some(PrivateFileError::HardLinked)
         );
+    }
+
+    #[test]
+    fn write_new_private_creates_a_private_file_and_never_writes_through_a_name() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let state = tmp.path().join("state");
+        let dir = create_private_dir_all(&state).expect("create");
+        write_new_private(&dir, "new.tmp", b"sealed").expect("write");
+        assert_eq!(
+            std::fs::read(state.join("new.tmp")).expect("read"),
+            b"sealed"
+        );
+        let mode = std::fs::metadata(state.join("new.tmp"))
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(
+            read_file_in(&dir, "new.tmp", ModeRule::Private, 1024),
+            Ok(Some(b"sealed".to_vec()))
+        );
+        // An existing file is not replaced, and a symlink is not followed.
+        let err = write_new_private(&dir, "new.tmp", b"other").expect_err("exists");
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(
+            std::fs::read(state.join("new.tmp")).expect("read"),
+            b"sealed"
+        );
+        let outside = file_with_mode(&tmp, "outside", b"", 0o600);
+        symlink(&outside, state.join("linked.tmp")).expect("symlink");
+        assert!(write_new_private(&dir, "linked.tmp", b"x").is_err());
+        assert_eq!(std::fs::read(&outside).expect("read"), b"");
     }
 }

@@ -1,5 +1,7 @@
-//! App-only access tokens for Microsoft Graph (OAuth 2.0 client credentials): a client secret
-//! or a certificate-signed client assertion, exchanged at the tenant's token endpoint.
+//! The bearer tokens a Graph client sends ([`GraphTokens`]): app-only ones (OAuth 2.0 client
+//! credentials: a client secret or a certificate-signed client assertion, exchanged at the
+//! tenant's token endpoint; [`TokenSource`]), or a delegated alias's (issue 37: the operator's
+//! sign-in, refreshed by `delegated::source`). Both are `delegated::grants::AccessToken`.
 //!
 //! Invariants: one token is cached in memory per process and refreshed shortly before it
 //! expires; refreshing happens under one lock, so concurrent callers that find the token stale
@@ -8,7 +10,6 @@
 //! causes one refresh. Neither the token nor the credential is ever formatted: both have
 //! redacting `Debug` and no `Display`, and errors carry classes, never the endpoint's text.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -17,7 +18,9 @@ use serde::Deserialize;
 
 use super::assertion::CertificateCredential;
 use crate::backends::BackendError;
+use crate::backends::bearer::DelegatedBearer;
 use crate::config::env::Secret;
+use crate::delegated::grants::AccessToken;
 
 /// Refresh this long before the token's stated expiry (clock skew, a slow request).
 const REFRESH_MARGIN: Duration = Duration::from_secs(300);
@@ -30,22 +33,6 @@ pub(crate) enum AppCredential {
     Certificate(CertificateCredential),
 }
 
-/// A bearer token. Cheap to clone; never shown.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct AccessToken(Arc<str>);
-
-impl AccessToken {
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AccessToken(<redacted>)")
-    }
-}
-
 struct Cached {
     token: AccessToken,
     refresh_at: Instant,
@@ -55,6 +42,41 @@ struct Cached {
 struct TokenResponse {
     access_token: String,
     expires_in: u64,
+}
+
+/// Where a Graph client's tokens come from: the process's app registration (every Graph
+/// mailbox without `backend.auth`), or one delegated alias's sign-in (its own client).
+pub(crate) enum GraphTokens {
+    App(Box<TokenSource>),
+    Delegated(DelegatedBearer),
+}
+
+impl GraphTokens {
+    /// A token valid for a while yet. A delegated alias that must sign in again is
+    /// [`BackendError::AuthRequired`] (`backends::bearer::token_error`).
+    pub(crate) async fn get(&self) -> Result<AccessToken, BackendError> {
+        match self {
+            GraphTokens::App(source) => source.get().await,
+            GraphTokens::Delegated(bearer) => bearer.get().await,
+        }
+    }
+
+    /// Graph refused `stale` (HTTP 401): the next [`get`](Self::get) fetches or refreshes.
+    pub(crate) async fn invalidate(&self, stale: &AccessToken) {
+        match self {
+            GraphTokens::App(source) => source.invalidate(stale).await,
+            GraphTokens::Delegated(bearer) => bearer.invalidate(stale).await,
+        }
+    }
+
+    /// Tokens fetched (app) or refreshes asked for (delegated) so far.
+    #[cfg(test)]
+    pub(crate) fn fetched(&self) -> u64 {
+        match self {
+            GraphTokens::App(source) => source.fetched(),
+            GraphTokens::Delegated(bearer) => bearer.refreshes(),
+        }
+    }
 }
 
 /// The process's token source for one app registration.
@@ -169,7 +191,7 @@ impl TokenSource {
         // A short-lived token is refreshed halfway through instead of never being cached.
         let fresh_for = lifetime.checked_sub(REFRESH_MARGIN).unwrap_or(lifetime / 2);
         Ok(Cached {
-            token: AccessToken(body.access_token.into()),
+            token: AccessToken::new(body.access_token),
             refresh_at: started + fresh_for,
         })
     }

@@ -2,15 +2,18 @@
 //! sends a Graph request.
 //!
 //! Invariants:
-//! - Every request carries the app's bearer token and `Prefer: IdType="ImmutableId"`, so an id
-//!   Graph hands out survives a move; the token goes only to URLs built by `endpoints`.
+//! - Every request carries the client's bearer token (the app's, or for a mailbox with
+//!   `backend.auth` its delegated alias's: [`GraphTokens`]) and `Prefer: IdType="ImmutableId"`,
+//!   so an id Graph hands out survives a move; the token goes only to URLs built by
+//!   `endpoints`.
 //! - Concurrency per mailbox is bounded by the caller's gate (Exchange allows four concurrent
 //!   requests per app and mailbox); the gate is held for the whole exchange, body included.
 //! - 429, and 503 for requests that are safe to repeat, are retried after `Retry-After`
 //!   (seconds or an HTTP date; an exponential backoff when absent) plus jitter, at most
 //!   [`MAX_RETRIES`] times and never past the call's deadline: a wait that would outlast it is
 //!   returned at once as `Throttled` with the server's hint. A 401 drops the token and retries
-//!   once. Requests that change mail are repeated only after a 429 or 401, which Graph answers
+//!   once (for a delegated token: one refresh); a delegated alias that must sign in again is
+//!   `AuthRequired` before any request. Requests that change mail are repeated only after a 429 or 401, which Graph answers
 //!   before doing anything; never after a 5xx or a timeout, which may hide a done change.
 //! - A body is read up to the caller's bound and no further (`TooLarge` past it).
 //! - Failures are classes (`BackendError`); Graph's error text, which may echo addresses, is
@@ -24,7 +27,7 @@ use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 
-use super::auth::TokenSource;
+use super::auth::GraphTokens;
 use super::endpoints::Endpoints;
 use crate::backends::BackendError;
 
@@ -116,10 +119,11 @@ impl Request {
     }
 }
 
-/// The process's Graph client: HTTP connection pool plus the token source.
+/// A Graph client: HTTP connection pool plus the token source. The process's (app-only) one
+/// serves every Graph mailbox without `backend.auth`; each mailbox with it has its own.
 pub(crate) struct GraphClient {
     http: reqwest::Client,
-    tokens: TokenSource,
+    tokens: GraphTokens,
     endpoints: Endpoints,
 }
 
@@ -148,7 +152,7 @@ fn with_jitter(wait: Duration) -> Duration {
 }
 
 impl GraphClient {
-    pub(crate) fn new(http: reqwest::Client, tokens: TokenSource, endpoints: Endpoints) -> Self {
+    pub(crate) fn new(http: reqwest::Client, tokens: GraphTokens, endpoints: Endpoints) -> Self {
         Self {
             http,
             tokens,
@@ -162,7 +166,7 @@ impl GraphClient {
     }
 
     #[cfg(test)]
-    pub(crate) fn tokens(&self) -> &TokenSource {
+    pub(crate) fn tokens(&self) -> &GraphTokens {
         &self.tokens
     }
 

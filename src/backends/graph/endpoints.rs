@@ -18,6 +18,7 @@ use reqwest::Url;
 
 use super::super::model::{Filters, FolderSelector, Order, SortBy, SortOrder, WellKnown};
 use crate::backends::BackendError;
+pub(crate) use crate::service_url::{UrlError, parse_root};
 
 /// Longest id accepted as a path segment (Graph ids are about 150 characters).
 pub(crate) const MAX_ID_LEN: usize = 512;
@@ -31,41 +32,6 @@ pub(crate) struct Endpoints {
     token_url: Url,
     /// `{graph origin}/.default`: every application permission granted to the app.
     scope: String,
-}
-
-/// Why a configured URL was refused (the message names the rule, not the value).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum UrlError {
-    #[error("is not an absolute URL")]
-    Unparsable,
-    #[error("must use https (plain http only to a loopback host such as 127.0.0.1)")]
-    Insecure,
-    #[error("must not carry a user name, password, query or fragment")]
-    Extras,
-}
-
-/// A configured root: https, or http to loopback; nothing after the path.
-pub(crate) fn parse_root(raw: &str) -> Result<Url, UrlError> {
-    let url = Url::parse(raw.trim()).map_err(|_| UrlError::Unparsable)?;
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => return Err(UrlError::Unparsable),
-    };
-    match url.scheme() {
-        "https" => {}
-        "http" if loopback => {}
-        _ => return Err(UrlError::Insecure),
-    }
-    if !url.username().is_empty()
-        || url.password().is_some()
-        || url.query().is_some()
-        || url.fragment().is_some()
-    {
-        return Err(UrlError::Extras);
-    }
-    Ok(url)
 }
 
 /// `url` with its path's trailing slashes removed.

@@ -1,5 +1,8 @@
 //! The Microsoft Graph backend: one [`GraphStore`] per Graph mailbox, pinned at startup to the
-//! mailbox's address, sharing the process's [`GraphClient`] (connection pool and app token).
+//! mailbox's address, sharing the process's [`GraphClient`] (connection pool and app token), or,
+//! for a mailbox with `backend.auth` (issue 37), with a client of its own whose bearer is its
+//! alias's delegated token ([`delegated_client`]). Routes are `/users/{address}` either way: the
+//! signed-in user's own mailbox, or a shared one its `.Shared` scopes reach.
 //!
 //! Reads map to `mailFolders`, `messages` (`$filter` listings, `$search` relevance search) and
 //! `attachments`; writes to `move`, `copy`, `PATCH isRead` and a MIME `POST messages` (drafts);
@@ -22,7 +25,7 @@ use std::time::Instant;
 
 use reqwest::Method;
 
-use self::auth::{AppCredential, TokenSource};
+use self::auth::{AppCredential, GraphTokens, TokenSource};
 use self::client::{Body, GraphClient, Repeat, Request};
 use self::endpoints::Endpoints;
 use self::wire::{
@@ -34,6 +37,7 @@ use super::model::{
     MessageDetail, MessageSummary, MessageText, Page, ScanRequest, ScanStop, SearchKind, WellKnown,
 };
 use super::{AttachmentMeta, BackendError, MailStore, MailWrite, OPERATION_DEADLINE};
+use crate::backends::bearer::DelegatedBearer;
 use crate::config::graph::{GraphCredential, GraphSettings};
 use crate::coordination::upstream::{AccountKey, AccountLimits, AccountPlan};
 use crate::outbound::{SendPermit, SentMessage};
@@ -114,13 +118,7 @@ pub(crate) fn client(settings: &GraphSettings) -> Result<Arc<GraphClient>, Graph
             )
         }
     };
-    let http = reqwest::Client::builder()
-        .connect_timeout(client::CONNECT_TIMEOUT)
-        .timeout(client::REQUEST_TIMEOUT)
-        // A redirect would carry the request elsewhere; Graph does not redirect these calls.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|_| GraphSetupError::Http)?;
+    let http = https()?;
     let tokens = TokenSource::new(
         http.clone(),
         endpoints.token_url().clone(),
@@ -128,7 +126,42 @@ pub(crate) fn client(settings: &GraphSettings) -> Result<Arc<GraphClient>, Graph
         settings.client_id.clone(),
         credential,
     );
-    Ok(Arc::new(GraphClient::new(http, tokens, endpoints)))
+    Ok(Arc::new(GraphClient::new(
+        http,
+        GraphTokens::App(Box::new(tokens)),
+        endpoints,
+    )))
+}
+
+/// The Graph client of one mailbox with `backend.auth`: its requests carry `bearer`'s tokens,
+/// to the same roots as the app's client (`base_url` is `MAILGATE_GRAPH_BASE_URL` or the public
+/// cloud's, checked the same way). Nothing is requested here: a token is refreshed at the first
+/// call that needs one, so an alias that has not signed in yet fails its calls, not startup.
+pub(crate) fn delegated_client(
+    base_url: &str,
+    login_url: &str,
+    bearer: DelegatedBearer,
+) -> Result<Arc<GraphClient>, GraphSetupError> {
+    // The app-only token URL `Endpoints` derives from the login root is never used here: a
+    // delegated token comes from the alias's own token endpoint (`delegated::endpoints`).
+    let endpoints = Endpoints::new(base_url, login_url, "common")
+        .map_err(|(var, why)| GraphSetupError::Url { var, why })?;
+    Ok(Arc::new(GraphClient::new(
+        https()?,
+        GraphTokens::Delegated(bearer),
+        endpoints,
+    )))
+}
+
+/// The HTTPS client under a Graph client: bounded connects and requests, no redirects.
+fn https() -> Result<reqwest::Client, GraphSetupError> {
+    reqwest::Client::builder()
+        .connect_timeout(client::CONNECT_TIMEOUT)
+        .timeout(client::REQUEST_TIMEOUT)
+        // A redirect would carry the request elsewhere; Graph does not redirect these calls.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|_| GraphSetupError::Http)
 }
 
 /// One Graph mailbox: the shared client, the pinned address and the mailbox's limits (its

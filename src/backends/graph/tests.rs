@@ -1005,3 +1005,146 @@ async fn a_folder_resolves_to_the_id_graph_gives_back() {
     let listed = s.scan(&request(10, 1), None).await.expect("listing");
     assert_eq!(listed.items[0].folder_id, "AAMkInbox");
 }
+
+/// A Graph mailbox with `backend.auth`: its own client, carrying `sign_in`'s tokens.
+fn delegated_store(
+    server: &MockServer,
+    sign_in: &crate::backends::bearer::testing::FakeSignIn,
+) -> GraphStore {
+    let client = delegated_client(
+        &format!("{}/v1.0", server.uri()),
+        &server.uri(),
+        sign_in.bearer.clone(),
+    )
+    .expect("client");
+    let (key, plan) = account(USER);
+    let limits = crate::coordination::upstream::UpstreamLimits::default().of(&key, plan);
+    GraphStore::new(client, USER, limits)
+}
+
+/// The bearer of every Graph request for a message itself (not its attachments, which
+/// `get_message` asks for alongside) the server saw, in order.
+async fn bearers(server: &MockServer) -> Vec<String> {
+    server
+        .received_requests()
+        .await
+        .expect("recorded")
+        .iter()
+        .filter(|r| !r.url.path().ends_with("/attachments"))
+        .map(|r| {
+            assert!(
+                r.url.path().starts_with("/v1.0/users/"),
+                "only Graph routes: {}",
+                r.url.path()
+            );
+            r.headers["authorization"]
+                .to_str()
+                .expect("ascii")
+                .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_delegated_mailbox_sends_its_aliases_token_and_a_401_is_one_refresh() {
+    use crate::backends::bearer::testing::FakeSignIn;
+    // No app token endpoint is mounted: a delegated client never asks for one.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path_regex(
+            "^/v1.0/users/finance@example.com/messages/[^/]+$",
+        ))
+        .respond_with(ResponseTemplate::new(401))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path_regex(
+            "^/v1.0/users/finance@example.com/messages/[^/]+$",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_json(message(7)))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path_regex("^/v1.0/users/[^/]+/messages/[^/]+/attachments$"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"value": []})))
+        .mount(&server)
+        .await;
+    let sign_in = FakeSignIn::signed_in("personal");
+    let s = delegated_store(&server, &sign_in);
+    let detail = s
+        .get_message("AAMkAG0007")
+        .await
+        .expect("after one refresh");
+    assert_eq!(detail.summary.id, "AAMkAG0007");
+    assert_eq!(sign_in.refreshes(), 2, "the first token, then one refresh");
+    assert_eq!(bearers(&server).await, ["Bearer del-1", "Bearer del-2"]);
+
+    // Always 401: one refresh, then the typed error.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&server)
+        .await;
+    let sign_in = FakeSignIn::signed_in("personal");
+    let s = delegated_store(&server, &sign_in);
+    assert!(matches!(
+        s.get_message("AAMkAG0007").await,
+        Err(BackendError::Unauthorised)
+    ));
+    assert_eq!(sign_in.refreshes(), 2);
+    assert_eq!(bearers(&server).await, ["Bearer del-1", "Bearer del-2"]);
+}
+
+#[tokio::test]
+async fn a_delegated_alias_that_must_sign_in_is_auth_required_and_never_an_empty_mailbox() {
+    use crate::backends::bearer::testing::FakeSignIn;
+    let server = MockServer::start().await;
+    let sign_in = FakeSignIn::not_signed_in("personal");
+    let s = delegated_store(&server, &sign_in);
+    let err = s.get_message("AAMkAG0007").await.expect_err("no grant");
+    assert!(
+        matches!(&err, BackendError::AuthRequired(alias) if alias == "personal"),
+        "{err:?}"
+    );
+    let tool = crate::tools::ToolError::from_backend(&err);
+    assert_eq!(tool.code.as_str(), "AUTH_REQUIRED");
+    assert!(
+        tool.message.contains("mailgate auth login personal"),
+        "{}",
+        tool.message
+    );
+    let scan = s.scan(&request(500, 10), None).await;
+    assert!(
+        matches!(&scan, Err(BackendError::AuthRequired(alias)) if alias == "personal"),
+        "{scan:?}"
+    );
+    assert!(
+        bearers(&server).await.is_empty(),
+        "nothing sent without a token"
+    );
+    assert_eq!(sign_in.refreshes(), 0);
+
+    // A grant revoked while in use: Graph's 401, the refresh refused, AUTH_REQUIRED.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(401))
+        .mount(&server)
+        .await;
+    let sign_in = FakeSignIn::signed_in("personal");
+    let s = delegated_store(&server, &sign_in);
+    sign_in.bearer.get().await.expect("a first token");
+    sign_in.revoke();
+    let err = s.get_message("AAMkAG0007").await.expect_err("revoked");
+    assert!(
+        matches!(&err, BackendError::AuthRequired(alias) if alias == "personal"),
+        "{err:?}"
+    );
+    assert_eq!(bearers(&server).await, ["Bearer del-1"]);
+    assert_eq!(
+        sign_in.refreshes(),
+        2,
+        "the first token, then the refused refresh"
+    );
+}

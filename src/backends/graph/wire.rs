@@ -11,7 +11,8 @@ use serde::Deserialize;
 
 use super::super::changes::SyncItem;
 use super::super::model::{
-    AttachmentMeta, FolderInfo, MessageDetail, MessageSummary, MessageText, PREVIEW_CHARS,
+    AttachmentMeta, ContentGap, FolderInfo, MessageDetail, MessageSummary, MessageText,
+    PREVIEW_CHARS,
 };
 use crate::backends::BackendError;
 use crate::mime::{self, Mailbox};
@@ -217,7 +218,7 @@ impl Message {
         MessageText {
             body,
             attachments,
-            complete: !cut,
+            gap: cut.then_some(ContentGap::Body),
         }
     }
 
@@ -551,14 +552,14 @@ mod tests {
             }))
             .expect("parses");
             let text = message.into_text(Vec::new());
-            assert!(!text.complete, "{content_type}");
+            assert_eq!(text.gap, Some(ContentGap::Body), "{content_type}");
             assert!(text.body.chars().count() <= mime::MAX_BODY_CHARS);
         }
         let short: Message = serde_json::from_value(serde_json::json!({
             "id": "AAMk=", "body": {"contentType": "html", "content": "<p>short</p>"}
         }))
         .expect("parses");
-        assert!(short.into_text(Vec::new()).complete);
+        assert_eq!(short.into_text(Vec::new()).gap, None);
     }
 
     #[test]

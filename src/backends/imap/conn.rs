@@ -1,5 +1,6 @@
 //! One authenticated IMAP connection: TCP, then implicit TLS, STARTTLS or (to a loopback host
-//! only) nothing, then `LOGIN` or `AUTHENTICATE XOAUTH2`, then the server's capabilities.
+//! only) nothing, then `LOGIN` or `AUTHENTICATE XOAUTH2` / `OAUTHBEARER`, then the server's
+//! capabilities.
 //!
 //! Invariants:
 //! - Certificates are always verified: against the web PKI roots plus the mailbox's `caFile`.
@@ -11,6 +12,11 @@
 //!   first; a second check costs nothing).
 //! - The credential is handed to the protocol library and never formatted; errors are classes
 //!   ([`BackendError`]), never the server's text, which may echo the user name.
+//! - A delegated login ([`Login::Delegated`], issue 37) takes a token from the alias's source at
+//!   every connect. A refused token is invalidated and a fresh one (a refresh) tried once more on
+//!   the same connection; a second refusal is `Unauthorised`, and a grant that must be renewed
+//!   is `AuthRequired` naming the alias. A session the server ends when its token expires is
+//!   a dead connection to the pool, which connects again, with a fresh token.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -27,9 +33,9 @@ use tokio_util::either::Either;
 
 use super::shield::Shield;
 use crate::backends::BackendError;
-use crate::config::Security;
-use crate::config::env::Secret;
+use crate::backends::bearer::{self, DelegatedBearer};
 use crate::config::imap::ImapLogin;
+use crate::config::{SaslMechanism, Security};
 
 /// The byte stream under a session: plain TCP (loopback only) or TLS, every byte read checked
 /// by the parser shield ([`super::shield`]) before the protocol parser sees it.
@@ -65,6 +71,19 @@ pub(crate) struct ServerCaps {
     pub(crate) condstore: bool,
 }
 
+/// How a mailbox logs in.
+#[derive(Clone, Debug)]
+pub(crate) enum Login {
+    /// The credential the `imap` block names (`passwordEnv` / `oauth2TokenEnv`).
+    Static(ImapLogin),
+    /// The alias's delegated sign-in (`backend.auth`): a bearer token from its source, by the
+    /// mechanism the block's `auth.mechanism` names.
+    Delegated {
+        tokens: DelegatedBearer,
+        mechanism: SaslMechanism,
+    },
+}
+
 /// Everything needed to open a connection to one mailbox's IMAP server.
 pub(crate) struct Endpoint {
     host: String,
@@ -73,7 +92,7 @@ pub(crate) struct Endpoint {
     server_name: ServerName<'static>,
     tls: TlsConnector,
     user: String,
-    login: ImapLogin,
+    login: Login,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -94,7 +113,7 @@ impl Endpoint {
         port: u16,
         security: Security,
         user: String,
-        login: ImapLogin,
+        login: Login,
         ca_pem: Option<&[u8]>,
     ) -> Result<Self, ImapSetupError> {
         if security == Security::Plain && !is_loopback(host) {
@@ -166,30 +185,97 @@ impl Endpoint {
         &self,
         client: Client<Stream>,
     ) -> Result<(ImapSession, ServerCaps), BackendError> {
-        let session = match &self.login {
-            ImapLogin::Password(password) => client
+        let mut session = match &self.login {
+            Login::Static(ImapLogin::Password(password)) => client
                 .login(&self.user, password.expose())
                 .await
                 .map_err(|(e, _)| login_error(&e))?,
-            ImapLogin::OAuth2(token) => client
+            Login::Static(ImapLogin::OAuth2(token)) => client
                 .authenticate(
                     "XOAUTH2",
                     XOauth2 {
                         user: &self.user,
-                        token,
+                        token: token.expose(),
                     },
                 )
                 .await
                 .map_err(|(e, _)| login_error(&e))?,
+            Login::Delegated { tokens, mechanism } => {
+                self.authenticate_delegated(client, tokens, *mechanism)
+                    .await?
+            }
         };
-        let mut session = session;
         let capabilities = session.capabilities().await.map_err(|e| classify(&e))?;
+        // Gmail's X-GM-EXT-1 (labels, X-GM-RAW search) is deliberately not used: a label could
+        // widen what an alias reaches past its folders, and folders stay the only scope.
         let caps = ServerCaps {
             r#move: capabilities.has_str("MOVE"),
             uidplus: capabilities.has_str("UIDPLUS"),
             condstore: capabilities.has_str("CONDSTORE") || capabilities.has_str("QRESYNC"),
         };
         Ok((session, caps))
+    }
+
+    /// `AUTHENTICATE` with the alias's token; a refusal (tagged `NO`) invalidates it and tries
+    /// a fresh one once more on the same connection (see the module invariants).
+    async fn authenticate_delegated(
+        &self,
+        mut client: Client<Stream>,
+        tokens: &DelegatedBearer,
+        mechanism: SaslMechanism,
+    ) -> Result<ImapSession, BackendError> {
+        let mut retried = false;
+        loop {
+            let token = tokens.get().await?;
+            let attempt = match mechanism {
+                SaslMechanism::XOAuth2 => {
+                    client
+                        .authenticate(
+                            "XOAUTH2",
+                            XOauth2 {
+                                user: &self.user,
+                                token: token.expose(),
+                            },
+                        )
+                        .await
+                }
+                SaslMechanism::OAuthBearer => {
+                    client
+                        .authenticate(
+                            "OAUTHBEARER",
+                            OAuthBearer {
+                                user: &self.user,
+                                token: token.expose(),
+                            },
+                        )
+                        .await
+                }
+            };
+            match attempt {
+                Ok(session) => return Ok(session),
+                Err((async_imap::error::Error::No(_), again)) if !retried => {
+                    tracing::info!(
+                        alias = tokens.alias(),
+                        mechanism = mechanism.as_str(),
+                        "the IMAP server refused the delegated token; refreshing it once"
+                    );
+                    tokens.invalidate(&token).await;
+                    retried = true;
+                    client = again;
+                }
+                Err((e, _)) => {
+                    let class = login_error(&e);
+                    if matches!(class, BackendError::Unauthorised) {
+                        tracing::warn!(
+                            alias = tokens.alias(),
+                            mechanism = mechanism.as_str(),
+                            "the IMAP server refused the delegated token after a refresh"
+                        );
+                    }
+                    return Err(class);
+                }
+            }
+        }
     }
 }
 
@@ -210,7 +296,7 @@ async fn greeting(client: &mut Client<Stream>) -> Result<(), BackendError> {
 /// The SASL XOAUTH2 initial response (`user=…^Aauth=Bearer …^A^A`); async-imap base64-encodes it.
 struct XOauth2<'a> {
     user: &'a str,
-    token: &'a Secret,
+    token: &'a str,
 }
 
 impl async_imap::Authenticator for XOauth2<'_> {
@@ -218,15 +304,30 @@ impl async_imap::Authenticator for XOauth2<'_> {
 
     fn process(&mut self, challenge: &[u8]) -> String {
         if challenge.is_empty() {
-            format!(
-                "user={}\x01auth=Bearer {}\x01\x01",
-                self.user,
-                self.token.expose()
-            )
+            bearer::xoauth2_response(self.user, self.token)
         } else {
             // A non-empty challenge is the server's JSON error; the empty answer ends the
             // exchange so the tagged NO arrives.
             String::new()
+        }
+    }
+}
+
+/// The SASL OAUTHBEARER exchange (RFC 7628): the initial response, then `^A` to an error
+/// challenge so the server's tagged `NO` arrives.
+struct OAuthBearer<'a> {
+    user: &'a str,
+    token: &'a str,
+}
+
+impl async_imap::Authenticator for OAuthBearer<'_> {
+    type Response = String;
+
+    fn process(&mut self, challenge: &[u8]) -> String {
+        if challenge.is_empty() {
+            bearer::oauthbearer_response(self.user, self.token)
+        } else {
+            bearer::OAUTHBEARER_ERROR_REPLY.to_owned()
         }
     }
 }
@@ -310,6 +411,7 @@ pub(crate) fn is_loopback(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::env::Secret;
     use async_imap::Authenticator as _;
 
     fn secret(value: &str) -> Secret {
@@ -323,7 +425,7 @@ mod tests {
         let token = secret("ya29.example-token");
         let mut auth = XOauth2 {
             user: "ops@example.org",
-            token: &token,
+            token: token.expose(),
         };
         assert_eq!(
             auth.process(b""),
@@ -335,7 +437,7 @@ mod tests {
 
     #[test]
     fn settings_are_checked_before_any_connection() {
-        let login = || ImapLogin::Password(secret("pw"));
+        let login = || Login::Static(ImapLogin::Password(secret("pw")));
         let user = || "ops@example.org".to_owned();
         assert!(matches!(
             Endpoint::new(
@@ -376,5 +478,166 @@ mod tests {
         .expect("ok");
         let shown = format!("{endpoint:?}");
         assert!(!shown.contains("ops@") && !shown.contains("pw"), "{shown}");
+    }
+
+    #[test]
+    fn oauthbearer_sends_the_rfc_7628_initial_response_and_answers_an_error_with_0x01() {
+        let mut auth = OAuthBearer {
+            user: "robin@example.com",
+            token: "del-1",
+        };
+        assert_eq!(
+            auth.process(b"").as_bytes(),
+            b"n,a=robin@example.com,\x01auth=Bearer del-1\x01\x01"
+        );
+        assert_eq!(
+            auth.process(br#"{"status":"invalid_token"}"#).as_bytes(),
+            [0x01]
+        );
+    }
+
+    /// What a scripted SASL server saw: each decoded client message, and the connections made.
+    #[derive(Default)]
+    struct Seen {
+        messages: Vec<Vec<u8>>,
+        connections: usize,
+    }
+
+    /// A scripted IMAP server on loopback that refuses the first `refusals` AUTHENTICATE
+    /// exchanges the way Dovecot and Gmail do (an error challenge, then, once the client has
+    /// answered it, a tagged NO) and accepts the next.
+    async fn sasl_server(refusals: usize) -> (u16, Arc<std::sync::Mutex<Seen>>) {
+        use base64::Engine as _;
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+        let record = Arc::clone(&seen);
+        tokio::spawn(async move {
+            let mut refused = 0;
+            while let Ok((socket, _)) = listener.accept().await {
+                record.lock().expect("seen").connections += 1;
+                let (read, mut write) = socket.into_split();
+                let mut lines = BufReader::new(read).lines();
+                write.write_all(b"* OK ready\r\n").await.ok();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let (tag, command) = line.split_once(' ').unwrap_or((&line, ""));
+                    let reply = if command.starts_with("AUTHENTICATE") {
+                        write.write_all(b"+ \r\n").await.ok();
+                        let Ok(Some(response)) = lines.next_line().await else {
+                            break;
+                        };
+                        let decoded = b64.decode(response.trim()).expect("base64");
+                        record.lock().expect("seen").messages.push(decoded);
+                        if refused < refusals {
+                            refused += 1;
+                            let error = b64.encode(br#"{"status":"invalid_token"}"#);
+                            write
+                                .write_all(format!("+ {error}\r\n").as_bytes())
+                                .await
+                                .ok();
+                            let Ok(Some(answer)) = lines.next_line().await else {
+                                break;
+                            };
+                            let decoded = b64.decode(answer.trim()).expect("base64");
+                            record.lock().expect("seen").messages.push(decoded);
+                            format!("{tag} NO [AUTHENTICATIONFAILED] Authentication failed.\r\n")
+                        } else {
+                            format!("{tag} OK authenticated\r\n")
+                        }
+                    } else if command.starts_with("CAPABILITY") {
+                        format!("* CAPABILITY IMAP4rev1 MOVE X-GM-EXT-1\r\n{tag} OK done\r\n")
+                    } else {
+                        format!("{tag} BAD unexpected\r\n")
+                    };
+                    write.write_all(reply.as_bytes()).await.ok();
+                }
+            }
+        });
+        (port, seen)
+    }
+
+    fn delegated_endpoint(
+        port: u16,
+        sign_in: &bearer::testing::FakeSignIn,
+        mechanism: SaslMechanism,
+    ) -> Endpoint {
+        let login = Login::Delegated {
+            tokens: sign_in.bearer.clone(),
+            mechanism,
+        };
+        Endpoint::new(
+            "127.0.0.1",
+            port,
+            Security::Plain,
+            "robin@example.com".to_owned(),
+            login,
+            None,
+        )
+        .expect("endpoint")
+    }
+
+    #[tokio::test]
+    async fn a_refused_delegated_token_is_refreshed_and_retried_once_on_the_same_connection() {
+        use bearer::testing::FakeSignIn;
+        let (port, seen) = sasl_server(1).await;
+        let sign_in = FakeSignIn::signed_in("personal");
+        let endpoint = delegated_endpoint(port, &sign_in, SaslMechanism::OAuthBearer);
+        let (_session, caps) = endpoint.connect().await.expect("logged in after a refresh");
+        assert!(caps.r#move);
+        assert_eq!(sign_in.refreshes(), 2);
+        let seen = seen.lock().expect("seen");
+        assert_eq!(seen.connections, 1, "the retry used the same connection");
+        assert_eq!(
+            seen.messages,
+            [
+                b"n,a=robin@example.com,\x01auth=Bearer del-1\x01\x01".to_vec(),
+                b"\x01".to_vec(),
+                b"n,a=robin@example.com,\x01auth=Bearer del-2\x01\x01".to_vec(),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_second_refusal_is_unauthorised_and_no_grant_sends_nothing() {
+        use bearer::testing::FakeSignIn;
+        let (port, seen) = sasl_server(usize::MAX).await;
+        let sign_in = FakeSignIn::signed_in("personal");
+        let endpoint = delegated_endpoint(port, &sign_in, SaslMechanism::XOAuth2);
+        let err = endpoint
+            .connect()
+            .await
+            .map(|_| ())
+            .expect_err("refused twice");
+        assert!(matches!(err, BackendError::Unauthorised), "{err:?}");
+        assert_eq!(sign_in.refreshes(), 2, "one refresh, not a loop");
+        {
+            let seen = seen.lock().expect("seen");
+            assert_eq!(
+                seen.messages,
+                [
+                    b"user=robin@example.com\x01auth=Bearer del-1\x01\x01".to_vec(),
+                    Vec::new(),
+                    b"user=robin@example.com\x01auth=Bearer del-2\x01\x01".to_vec(),
+                    Vec::new(),
+                ]
+            );
+        }
+
+        let (port, seen) = sasl_server(0).await;
+        let sign_in = FakeSignIn::not_signed_in("personal");
+        let endpoint = delegated_endpoint(port, &sign_in, SaslMechanism::XOAuth2);
+        let err = endpoint.connect().await.map(|_| ()).expect_err("no grant");
+        assert!(
+            matches!(&err, BackendError::AuthRequired(alias) if alias == "personal"),
+            "{err:?}"
+        );
+        assert!(
+            seen.lock().expect("seen").messages.is_empty(),
+            "no AUTHENTICATE"
+        );
     }
 }

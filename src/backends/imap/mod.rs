@@ -31,7 +31,7 @@ use async_imap::types::{Fetch, Flag};
 use chrono::{Days, Utc};
 
 use self::conn::Endpoint;
-pub(crate) use self::conn::ImapSetupError;
+pub(crate) use self::conn::{ImapSetupError, Login};
 use self::ids::MessageRef;
 use self::pool::{Conn, OpError, Pool, Repeat, with_conn};
 use self::query::{Criteria, Key};
@@ -44,7 +44,6 @@ use super::model::{
 };
 use super::{AttachmentMeta, BackendError, MailStore, OPERATION_DEADLINE};
 use crate::config::ServerSpec;
-use crate::config::imap::ImapLogin;
 use crate::coordination::upstream::{AccountKey, AccountLimits, AccountPlan};
 use crate::mime;
 
@@ -107,11 +106,13 @@ pub(crate) fn account(spec: &ServerSpec, user: &str) -> (AccountKey, AccountPlan
 
 impl ImapStore {
     /// The store for one `imap` block: `user` is the block's user name or the mailbox address,
-    /// `ca_pem` its `caFile`'s contents. Nothing connects until the first call.
+    /// `login` the block's credential or the alias's delegated tokens, `ca_pem` its `caFile`'s
+    /// contents. Nothing connects until the first call (a delegated alias that has not signed in
+    /// yet fails its calls, not startup).
     pub(crate) fn new(
         spec: &ServerSpec,
         user: String,
-        login: ImapLogin,
+        login: Login,
         ca_pem: Option<&[u8]>,
         account: Arc<AccountLimits>,
     ) -> Result<Self, ImapSetupError> {
@@ -357,10 +358,11 @@ fn summary(
     };
     let gap = if structure_cut {
         Some(ContentGap::Structure)
-    } else if parsed.cuts.header || name_cut {
+    } else if name_cut {
         Some(ContentGap::Header)
     } else {
-        None
+        // From a whole-message fetch: a part no matcher reads or a cut body too.
+        ContentGap::of(parsed.cuts)
     };
     Some(MessageSummary {
         id: MessageRef {
@@ -828,10 +830,15 @@ impl MailStore for ImapStore {
                         let found = f.bodystructure().map(structure::attachments);
                         let whole = f.size.is_some_and(|s| u64::from(s) <= MAX_MESSAGE_BYTES);
                         results[*i] = Some(Ok(MessageText {
-                            complete: whole
-                                && !parsed.cuts.body
-                                && !parsed.cuts.structure
-                                && found.as_ref().is_some_and(|s| !s.cut),
+                            // As `detail` names them: bytes past the fetch bound are a cut
+                            // body.
+                            gap: if !whole {
+                                Some(ContentGap::Body)
+                            } else if found.as_ref().is_none_or(|s| s.cut) {
+                                Some(ContentGap::Structure)
+                            } else {
+                                ContentGap::of(parsed.cuts)
+                            },
                             body: parsed.body_text,
                             attachments: found
                                 .map(|s| s.parts.into_iter().map(|p| p.meta).collect())
@@ -969,11 +976,11 @@ mod tests {
             ca_file: None,
             rate_limit: None,
         };
-        let login = ImapLogin::Password(
+        let login = Login::Static(crate::config::imap::ImapLogin::Password(
             crate::config::env::Env::from_pairs([("PW", password)])
                 .secret("PW")
                 .expect("set"),
-        );
+        ));
         let (key, plan) = account(&spec, user);
         let limits = crate::coordination::upstream::UpstreamLimits::default().of(&key, plan);
         ImapStore::new(&spec, user.to_owned(), login, None, limits).expect("settings")

@@ -19,7 +19,7 @@ use mail_parser::decoders::charsets::map::charset_decoder;
 use mail_parser::parsers::MessageStream;
 
 use crate::backends::AttachmentMeta;
-use crate::mime::MAX_HEADER_CHARS;
+use crate::mime::{self, MAX_HEADER_CHARS};
 
 /// Nested multiparts the walk enters; deeper ones are left out and the result is `cut`. Real mail
 /// nests a handful (mixed → alternative → related); mail-parser's own bound is 64.
@@ -34,7 +34,8 @@ const MAX_CHARSET_BYTES: usize = 64;
 /// RFC 6838 limits type and subtype names to 127 characters each (as `crate::mime` does).
 const MAX_MEDIA_NAME: usize = 127;
 /// Content type reported for an unusable one (as `crate::mime` does).
-const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
+/// What a part with an invalid type or subtype is read as (RFC 2045 §5.2).
+const INVALID_CONTENT_TYPE: &str = "text/plain";
 /// A base64 line as MIME writes it: 76 characters and CRLF (RFC 2045 §6.8).
 const BASE64_LINE: u64 = 78;
 
@@ -304,11 +305,29 @@ impl Walk {
     ) {
         let ty = lower(&common.ty.ty);
         let subtype = lower(&common.ty.subtype);
+        // The vendored mail-parser's rules (issue 36; vendor/mail-parser/PATCHES.md), so that
+        // both backends list the same attachments and read the same body.
         let (inline_type, is_text, kind) = match (ty.as_ref(), subtype.as_ref()) {
+            // RFC 2045 §5.2: an invalid or missing type or subtype is text/plain.
+            _ if !mime::media_name(&ty) || !mime::media_name(&subtype) => {
+                (true, true, Kind::TextPlain)
+            }
             ("text", "plain") => (true, true, Kind::TextPlain),
             ("text", "html") => (true, true, Kind::TextHtml),
-            // A multipart mail-parser cannot split (no boundary) is kept as other text.
-            ("text" | "multipart", _) => (false, true, Kind::TextOther),
+            // A multipart mail-parser cannot split (no usable boundary) is one text body.
+            ("multipart", _) => (true, true, Kind::TextPlain),
+            // Other text, and the text reports of bounces and receipts, is shown inline.
+            ("text", _)
+            | (
+                "message",
+                "delivery-status"
+                | "global-delivery-status"
+                | "disposition-notification"
+                | "global-disposition-notification"
+                | "feedback-report"
+                | "rfc822-headers"
+                | "global-headers",
+            ) => (true, true, Kind::TextOther),
             ("image" | "audio" | "video", _) => (true, false, Kind::Inline),
             ("message", "rfc822" | "global") => {
                 let part = self.part(common, other, section, false);
@@ -322,6 +341,14 @@ impl Walk {
             .as_ref()
             .is_some_and(|d| d.ty.eq_ignore_ascii_case("attachment"));
         let has_name = param(&common.ty.params, "name", &mut false).is_some();
+        // Other text is shown inline only without a file name (the vendored parser's rule).
+        let inline_type = inline_type
+            && !(kind == Kind::TextOther
+                && (has_name
+                    || common
+                        .disposition
+                        .as_ref()
+                        .is_some_and(|d| param(&d.params, "filename", &mut false).is_some())));
         let is_inline = inline_type
             && !disposition_is_attachment
             && (position == 1
@@ -440,14 +467,15 @@ fn is_token_byte(b: u8) -> bool {
 }
 
 /// `type/subtype` in lower case when both are tokens of at most 127 characters, else
-/// `application/octet-stream` (`crate::mime`'s rule, so both backends name a type alike).
+/// `text/plain`, as the part is read (RFC 2045 §5.2; `crate::mime`'s rule, so both backends
+/// name a type alike).
 fn content_type(ty: &str, subtype: &str) -> String {
     let is_token =
         |s: &str| (1..=MAX_MEDIA_NAME).contains(&s.len()) && s.bytes().all(is_token_byte);
     if is_token(ty) && is_token(subtype) {
         format!("{ty}/{subtype}").to_ascii_lowercase()
     } else {
-        DEFAULT_CONTENT_TYPE.to_owned()
+        INVALID_CONTENT_TYPE.to_owned()
     }
 }
 
@@ -818,22 +846,23 @@ mod tests {
 
     #[test]
     fn which_leaves_are_attachments() {
-        // text/plain + text/html inline in mixed: both body; text/calendar in an alternative,
-        // a second text/plain with a name in related, and any non-text part: attachments.
+        // text/plain + text/html inline in mixed: both body, and so is an unnamed text/calendar
+        // there (issue 36: other text is shown inline); a second text/plain with a name in
+        // related, and any non-text part: attachments.
         let s = analyze(&bs(&format!(
             r#"(({ALTERNATIVE})("text" "calendar" NIL NIL NIL "7bit" 9 1 NIL NIL NIL NIL)("audio" "ogg" NIL NIL NIL "base64" 4 NIL NIL NIL NIL)(("text" "html" NIL NIL NIL "7bit" 4 1 NIL NIL NIL NIL)("text" "plain" ("name" "n.txt") NIL NIL "7bit" 4 1 NIL NIL NIL NIL) "related" NIL NIL NIL NIL)("text" "plain" NIL NIL NIL "7bit" 4 1 NIL NIL NIL NIL) "mixed" NIL NIL NIL NIL)"#
         )));
-        assert_eq!(ids(&s.attachments), ["2", "3", "4.2"]);
+        assert_eq!(ids(&s.attachments), ["3", "4.2"]);
         let types: Vec<_> = s
             .attachments
             .parts
             .iter()
             .map(|p| p.meta.content_type.as_str())
             .collect();
-        assert_eq!(types, ["text/calendar", "audio/ogg", "text/plain"]);
+        assert_eq!(types, ["audio/ogg", "text/plain"]);
         // Inline image/audio without disposition is inline (mail-parser's InlineBinary).
-        assert!(s.attachments.parts[1].meta.is_inline);
-        assert!(!s.attachments.parts[0].meta.is_inline);
+        assert!(s.attachments.parts[0].meta.is_inline);
+        assert!(!s.attachments.parts[1].meta.is_inline);
     }
 
     #[test]
@@ -900,7 +929,7 @@ mod tests {
     #[test]
     fn content_types_are_lower_case_tokens() {
         let s = analyze(&bs(
-            r#"(("IMAGE" "PNG" NIL NIL NIL "BASE64" 8 NIL NIL NIL NIL)("application" "a b" NIL NIL NIL "7bit" 8 NIL NIL NIL NIL)("application" "" NIL NIL NIL "7bit" 8 NIL NIL NIL NIL) "MIXED" NIL NIL NIL NIL)"#,
+            r#"(("IMAGE" "PNG" NIL NIL NIL "BASE64" 8 NIL NIL NIL NIL)("application" "a b" ("NAME" "a.bin") NIL NIL "7bit" 8 NIL NIL NIL NIL)("application" "" ("NAME" "b.bin") NIL NIL "7bit" 8 NIL NIL NIL NIL)("application" "" NIL NIL NIL "7bit" 8 NIL NIL NIL NIL) "MIXED" NIL NIL NIL NIL)"#,
         ));
         let types: Vec<_> = s
             .attachments
@@ -910,7 +939,9 @@ mod tests {
             .collect();
         assert_eq!(
             types,
-            ["image/png", DEFAULT_CONTENT_TYPE, DEFAULT_CONTENT_TYPE]
+            ["image/png", INVALID_CONTENT_TYPE, INVALID_CONTENT_TYPE],
+            "issue 36: named parts of an invalid type are text/plain attachments, an unnamed one \
+             is body text"
         );
         assert_eq!(s.attachments.parts[0].encoding, TransferEncoding::Base64);
     }
@@ -972,7 +1003,7 @@ mod tests {
     #[test]
     fn charset_is_kept_only_as_a_short_token() {
         let s = analyze(&bs(&format!(
-            r#"(("text" "plain" ("charset" "ISO-8859-15") NIL NIL "7bit" 3 1 NIL NIL NIL NIL)("text" "csv" ("charset" "a b") NIL NIL "7bit" 3 1 NIL NIL NIL NIL)("text" "csv" ("CHARSET" "windows-1252") NIL NIL "7bit" 3 1 NIL NIL NIL NIL)("text" "csv" ("charset" "{}") NIL NIL "7bit" 3 1 NIL NIL NIL NIL) "mixed" NIL NIL NIL NIL)"#,
+            r#"(("text" "plain" ("charset" "ISO-8859-15") NIL NIL "7bit" 3 1 NIL NIL NIL NIL)("text" "csv" ("charset" "a b" "name" "a.csv") NIL NIL "7bit" 3 1 NIL NIL NIL NIL)("text" "csv" ("CHARSET" "windows-1252" "name" "b.csv") NIL NIL "7bit" 3 1 NIL NIL NIL NIL)("text" "csv" ("charset" "{}" "name" "c.csv") NIL NIL "7bit" 3 1 NIL NIL NIL NIL) "mixed" NIL NIL NIL NIL)"#,
             "x".repeat(MAX_CHARSET_BYTES + 1)
         )));
         assert_eq!(

@@ -31,6 +31,9 @@ mod prefilter;
 mod scan;
 mod write;
 
+#[cfg(any(test, fuzzing))]
+pub(crate) use scan::scan_verdict;
+
 /// The inbox's folder id.
 pub(crate) const INBOX: &str = "INBOX";
 /// Messages read per page of a scan; the page is the unit `maxPages` counts.
@@ -38,8 +41,6 @@ const PAGE_SIZE: usize = 50;
 /// Largest message file the backend reads; a bigger one is listed with a gap
 /// ([`ContentGap::TooLarge`]) and makes every search over it incomplete.
 const MAX_MESSAGE_BYTES: u64 = 64 * 1024 * 1024;
-/// Body characters the scan matches; a longer body is a [`ContentGap::Body`].
-const MATCH_BODY_CHARS: usize = 65_536;
 
 pub(crate) struct MaildirStore {
     root: Arc<Dir>,
@@ -324,12 +325,10 @@ fn attachment_metas(parsed: &ParsedMessage) -> Vec<AttachmentMeta> {
         .collect()
 }
 
-/// What of a parsed message a search cannot see: a parser cut, or a body beyond the matching
-/// bound.
+/// What of a parsed message a search cannot see: what its view lacks (a parser cut, a part no
+/// matcher reads, a body over [`mime::MAX_BODY_CHARS`]); the whole body is matched.
 fn content_gap(parsed: &ParsedMessage) -> Option<ContentGap> {
-    let body_cut = parsed.body_text.len() > MATCH_BODY_CHARS
-        && parsed.body_text.chars().nth(MATCH_BODY_CHARS).is_some();
-    ContentGap::of(parsed.cuts).or(body_cut.then_some(ContentGap::Body))
+    ContentGap::of(parsed.cuts)
 }
 
 fn to_summary(folder: &str, file: &MessageFile, parsed: &ParsedMessage) -> MessageSummary {

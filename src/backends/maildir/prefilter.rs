@@ -8,10 +8,15 @@
 //! bytes: a transfer encoding (base64, quoted-printable, uuencode), an RFC 2047 encoded word, an
 //! RFC 2231 parameter (`name*=`, `name*0=`), HTML (entities; tags joining text), a charset that
 //! maps ASCII bytes to other characters (UTF-7, ISO-2022-*), or non-ASCII text that folds to
-//! ASCII (`é` → `e`, fullwidth letters). A message holding any of these is always parsed. In
-//! every other message the decoded text is a substring-preserving copy of the raw bytes, so a
+//! ASCII (`é` → `e`, fullwidth letters). A message holding any of these, or a Content-Type that
+//! is not `text/` (it may be a part no matcher reads, or a multipart that cannot be split: gaps
+//! the parsed view names), is always parsed; so is a message whose header block never ends (no
+//! empty line), which the view names undecodable: a line of it that is no header field is text
+//! no reader is shown. In every other message the decoded text is a substring-preserving copy of the raw bytes, so a
 //! word absent from the raw bytes (ASCII case-insensitively) is absent from the decoded text.
 //! The property test below holds the shortcut to the matcher on generated messages.
+
+use std::sync::LazyLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
@@ -35,37 +40,45 @@ const MARKERS: &[&str] = &[
     "*7",
     "*8",
     "*9",
+    "content-type:",
     "charset=",
 ];
 /// Index of `charset=` in [`MARKERS`]: its value decides.
 const CHARSET: usize = MARKERS.len() - 1;
+/// Index of `content-type:` in [`MARKERS`]: its value decides.
+const CONTENT_TYPE: usize = MARKERS.len() - 2;
 /// Charsets that decode ASCII bytes to the same characters.
 const ASCII_SAFE_CHARSETS: &[&str] = &["us-ascii", "utf-8", "iso-8859-", "windows-125"];
+
+/// The markers' automaton, built once for the process: it is the same for every query, and
+/// building it (a DFA) cost more than prefiltering a small folder.
+static MARKER_AUTOMATON: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| {
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .build(MARKERS)
+        .ok()
+});
 
 /// The raw-byte check for one query.
 pub(super) struct Prefilter {
     /// A word holds a non-ASCII character, which ASCII-only text can never fold to.
     non_ascii_word: bool,
-    markers: AhoCorasick,
+    markers: &'static AhoCorasick,
 }
 
 impl Prefilter {
     /// `None` when the markers cannot be compiled (then every message is parsed).
     pub(super) fn new(words: &Words) -> Option<Self> {
-        let markers = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .build(MARKERS)
-            .ok()?;
         Some(Prefilter {
             non_ascii_word: words.0.iter().any(|w| !w.is_ascii()),
-            markers,
+            markers: MARKER_AUTOMATON.as_ref()?,
         })
     }
 
     /// `false` only when `raw` cannot match every one of `words` (those `new` was given).
     pub(super) fn may_match(&self, words: &Words, raw: &[u8]) -> bool {
-        if !raw.is_ascii() || self.decoding_may_differ(raw) {
+        if !raw.is_ascii() || !header_block_ends(raw) || self.decoding_may_differ(raw) {
             return true;
         }
         if self.non_ascii_word {
@@ -75,10 +88,35 @@ impl Prefilter {
     }
 
     fn decoding_may_differ(&self, raw: &[u8]) -> bool {
-        self.markers.find_iter(raw).any(|found| {
-            found.pattern().as_usize() != CHARSET || !ascii_safe_charset(&raw[found.end()..])
-        })
+        self.markers
+            .find_iter(raw)
+            .any(|found| match found.pattern().as_usize() {
+                CHARSET => !ascii_safe_charset(&raw[found.end()..]),
+                CONTENT_TYPE => !textual_type(&raw[found.end()..]),
+                _ => true,
+            })
     }
+}
+
+/// Whether an empty line (`\n\n` or `\n\r\n`, as the parser splits) ends the header block.
+fn header_block_ends(raw: &[u8]) -> bool {
+    raw.iter()
+        .enumerate()
+        .any(|(at, &b)| b == b'\n' && matches!(&raw[at + 1..], [b'\n', ..] | [b'\r', b'\n', ..]))
+}
+
+/// Whether the Content-Type value at the start of `rest` is `text/…`. Any other part may be one
+/// the parsed view names as a gap (issue 36): an unknown type, binary bytes, encrypted content,
+/// or a multipart without a usable boundary, whose parts cannot be split. Such a message is
+/// always parsed, so that a skipped message never hides a gap the index would report.
+fn textual_type(rest: &[u8]) -> bool {
+    let start = rest
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        .unwrap_or(rest.len());
+    let value = &rest[start..];
+    let kind = b"text/";
+    value.len() >= kind.len() && value[..kind.len()].eq_ignore_ascii_case(kind)
 }
 
 /// Whether the charset value at the start of `rest` (optionally quoted) decodes ASCII as itself.
@@ -189,6 +227,30 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
         ));
     }
 
+    /// Issue 36 (found by the one-reading fuzz oracle): a header block without its empty line is
+    /// a view the parser names undecodable (`Subject: hi\r\nhello world` shows nothing of its
+    /// second line), so the scan must parse it and report the gap the index reports.
+    #[test]
+    fn a_header_block_that_never_ends_forces_a_parse() {
+        for raw in [
+            &b"\0"[..],
+            b"Subject: hi",
+            b"Subject: hi\r\nhello world\r\n",
+        ] {
+            assert!(
+                may_match("invoice", raw),
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
+            assert!(
+                crate::mime::parse(raw).cuts.part.is_some(),
+                "the view names the gap"
+            );
+        }
+        assert!(!may_match("invoice", b"Subject: hi\r\n\r\nhello"));
+        assert!(!may_match("invoice", b"Subject: hi\n\nhello"));
+    }
+
     /// Ways a message can carry text whose bytes differ from its decoded characters, and the
     /// plain way; each is applied to generated text holding (or nearly holding) the words.
     fn encode(text: &str, subject: &str, how: u8) -> Vec<u8> {
@@ -241,6 +303,20 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
                 "From: Zoë <{}@example.org>\r\nSubject: {subject}\r\n\r\nnaïve",
                 text.replace(' ', ".")
             ),
+            12 | 13 => {
+                // Issue 36: a body-place part of a type no matcher reads (a gap the parsed view
+                // names), or unnamed octet-stream text (read into the body): plain ASCII both.
+                let kind = if how == 12 {
+                    "application/x-unknown"
+                } else {
+                    "application/octet-stream"
+                };
+                head(subject, "Content-Type: multipart/mixed; boundary=b\r\n")
+                    + &format!(
+                        "--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b\r\n\
+                         Content-Type: {kind}\r\n\r\n{text}\r\n--b--\r\n"
+                    )
+            }
             11 => {
                 // UTF-8 bytes under a Latin-1 label: read as Latin-1, "ó" becomes "Ã³", which
                 // folds to "a3" — a word the bytes read as UTF-8 never fold to.
@@ -267,13 +343,13 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
         (
             prop::collection::vec(word.clone(), 1..4),
             prop::collection::vec(word, 0..8),
-            0u8..12,
+            0u8..14,
         )
             .prop_map(|(subject, body, how)| encode(&body.join(" "), &subject.join(" "), how))
     }
 
     proptest! {
-        // Twelve encodings × five queries: enough cases that each pairing is met many times.
+        // Fourteen encodings × five queries: enough cases that each pairing is met many times.
         #![proptest_config(ProptestConfig::with_cases(2048))]
 
         /// The shortcut is sound: whatever the message, a skipped one never matches.
@@ -286,6 +362,13 @@ Content-Type: text/plain; charset=utf-8\r\n\r\nThe invoice is attached.\r\n";
             let filter = Prefilter::new(&words).expect("compiles");
             if !filter.may_match(&words, &raw) {
                 prop_assert!(!matches_parsed(&words, &raw), "{}", String::from_utf8_lossy(&raw));
+                // Nor hides a gap: a skipped message is wholly readable, as the index sees it.
+                prop_assert_eq!(
+                    crate::mime::parse(&raw).cuts.part,
+                    None,
+                    "{}",
+                    String::from_utf8_lossy(&raw)
+                );
             }
         }
     }

@@ -21,15 +21,15 @@ use rayon::prelude::*;
 
 use super::prefilter::{Prefilter, html_may_hold};
 use super::{
-    MATCH_BODY_CHARS, MaildirStore, MessageFile, PAGE_SIZE, content_gap, encode_id, folder_dir,
-    list_files, read_file, resolve_folder, secs_to_utc, to_summary, unread_gap, unread_summary,
+    MaildirStore, MessageFile, PAGE_SIZE, content_gap, encode_id, folder_dir, list_files,
+    read_file, resolve_folder, secs_to_utc, to_summary, unread_gap, unread_summary,
 };
 use crate::backends::BackendError;
 use crate::backends::model::{
     Gaps, MessageSummary, Order, Page, ScanRequest, ScanStop, SortBy, SortOrder,
 };
 use crate::mime::{self, ParsedMessage};
-use crate::text::{fold_into, query_tokens};
+use crate::text::{Mode, each_token, fold_into, query_tokens};
 
 /// Most threads of the Maildir worker pool.
 pub(super) const MAX_WORKERS: usize = 8;
@@ -324,9 +324,9 @@ fn matches_words(words: &Words, parsed: &ParsedMessage) -> bool {
 }
 
 /// Header-first matching: the words the subject, sender and attachment names do not hold are
-/// looked for in the body (its first [`MATCH_BODY_CHARS`]; a longer body is a
-/// [`ContentGap::Body`](crate::backends::model::ContentGap::Body) already recorded by
-/// `to_summary`).
+/// looked for in the whole body, streamed token by token: memory stays a token's whatever the
+/// body's length (issue 36: a bound on the text searched left most real mailboxes unable to
+/// prove absence). Only what the view itself lacks is a gap, recorded by `to_summary`.
 /// `rest`: the indexes of the words the headers lack.
 fn matches_rest(words: &Words, parsed: &ParsedMessage, rest: &[usize]) -> bool {
     if words.0.is_empty() {
@@ -337,20 +337,37 @@ fn matches_rest(words: &Words, parsed: &ParsedMessage, rest: &[usize]) -> bool {
         return true;
     }
     let body = parsed.body_text.as_str();
-    let end = if body.len() <= MATCH_BODY_CHARS {
-        body.len()
-    } else {
-        body.char_indices()
-            .nth(MATCH_BODY_CHARS)
-            .map_or(body.len(), |(i, _)| i)
-    };
-    let body = &body[..end];
     if !words.may_occur(body, rest) {
         return false;
     }
-    let mut hay = String::new();
-    fold_into(body, &mut hay);
-    rest.iter().all(|&i| hay.contains(words.0[i].as_str()))
+    // A word matches inside one token (as in the folded headers, where tokens are joined by
+    // spaces), so each token is looked at once and dropped.
+    let mut left: Vec<&str> = words.pick(rest);
+    each_token(body, Mode::Document, |token, _, _| {
+        if !left.is_empty() {
+            left.retain(|word| !token.contains(word));
+        }
+    });
+    left.is_empty()
+}
+
+/// The scan's verdict on one message file for `query`, by the path a search takes: the raw-byte
+/// prefilter, then the HTML-gated parse and header-first matching. `(prefilter let it through,
+/// matched)`. Fuzz and test builds only: the one-extraction oracle (`crate::differential`)
+/// holds it to what `get_message` shows.
+#[cfg(any(test, fuzzing))]
+pub(crate) fn scan_verdict(raw: &[u8], query: &str) -> (bool, bool) {
+    let words = Words::new(query);
+    if Prefilter::new(&words).is_some_and(|p| !p.may_match(&words, raw)) {
+        return (false, false);
+    }
+    let missing = std::cell::OnceCell::new();
+    let parsed = mime::parse_gated(raw, &|head, source| {
+        let rest = missing.get_or_init(|| words.missing_indexes(head));
+        rest.is_empty() || html_may_hold(source, &words.pick(rest))
+    });
+    let rest = missing.get_or_init(|| words.missing_indexes(&parsed));
+    (true, matches_rest(&words, &parsed, rest))
 }
 
 /// Whether `raw` matches `words` by the full path (parse, then header-first matching): the
@@ -379,9 +396,10 @@ mod tests {
         assert!(matches_words(&words, &message("relatorios", "ano 2026.")));
         assert!(!matches_words(&words, &message("relatorios", "ano 2025.")));
         assert!(!matches_words(&Words::new("?!"), &message("?!", "?!")));
-        // The body beyond the matching bound is not read.
-        let long = format!("{} needle", "a ".repeat(MATCH_BODY_CHARS));
-        assert!(!matches_words(&Words::new("needle"), &message("s", &long)));
+        // A long body is matched whole (issue 36): a word at its very end is found.
+        let long = format!("{} needle", "a ".repeat(1 << 20));
+        assert!(matches_words(&Words::new("needle"), &message("s", &long)));
+        assert!(!matches_words(&Words::new("needles"), &message("s", &long)));
         // The ASCII shortcut agrees with folding: case, and words inside longer tokens.
         assert!(matches_words(
             &Words::new("needle"),

@@ -65,12 +65,21 @@ pub(super) async fn get_message(
 /// The `get_message` projection: the body slice of `args.offset`, and every sender-sized list
 /// (attachments, To, Cc) cut to its bound, flagged, with its full length and where to read on.
 fn message_out(detail: &MessageDetail, args: &GetMessageArgs, max_body: usize) -> MessageOut {
-    let body: Vec<char> = detail.body_text.replace("\r\n", "\n").chars().collect();
-    let total = body.len() as u64;
+    // Counted and sliced in place: a long body (up to `mime::MAX_BODY_CHARS`) is never copied
+    // into a char array to show one page of it.
+    let body = detail.body_text.replace("\r\n", "\n");
+    let total = body.chars().count() as u64;
     let offset = args.offset.unwrap_or(0).min(total);
     let end = (offset + max_body as u64).min(total);
     let want_body = args.format.unwrap_or_default() == MessageFormat::Text;
-    let slice: String = body[offset as usize..end as usize].iter().collect();
+    let start = body
+        .char_indices()
+        .nth(offset as usize)
+        .map_or(body.len(), |(at, _)| at);
+    let slice: String = body[start..]
+        .chars()
+        .take((end - offset) as usize)
+        .collect();
     let more = end < total;
     let all = &detail.summary.attachments;
     let shown = output::page(all, 0, output::MESSAGE_ATTACHMENTS);

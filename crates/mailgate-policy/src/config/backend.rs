@@ -2,11 +2,13 @@
 //! from the raw file: host syntax, port, transport security, credential variable names, CA file
 //! and per-account rate limits.
 //!
-//! Invariants: a backend carries exactly the blocks its kind allows (a misplaced `path`, `imap`
-//! or `smtp` is refused, never ignored); `security: plain` only to a loopback host
+//! Invariants: a backend carries exactly the blocks its kind allows (a misplaced `path`, `imap`,
+//! `smtp` or `auth` is refused, never ignored); `security: plain` only to a loopback host
 //! ([`is_loopback_host`], which the SMTP transport runs again); credentials are only ever
-//! names of environment variables, at most one per block; a rate-limit override only on the
-//! block it applies to and within its bounds. Errors name the JSON path and the rule.
+//! names of environment variables, at most one per block, and none on the server blocks of a
+//! backend with `auth` (issue 37: its grant authenticates IMAP and SMTP alike; `oauth.rs`
+//! validates the block itself); a rate-limit override only on the block it applies to and
+//! within its bounds. Errors name the JSON path and the rule.
 //!
 //! Who calls it: `Config::from_raw` (through `backend_spec`); the backends and `gates` read the
 //! resulting [`BackendSpec`] and [`ServerSpec`].
@@ -14,16 +16,25 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+use super::oauth::{OAuthSpec, oauth_spec};
 use super::raw::{RawBackend, RawBackendKind, RawSecurity, RawServer};
 use super::{ConfigError, file_path};
 
 /// Which backend serves a mailbox. Paths are absolute when the config path was.
 #[derive(Clone, Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per mailbox, built once at startup: boxing would buy nothing measurable"
+)]
 pub enum BackendSpec {
-    Graph,
+    /// `auth: None`: app-only (the `MICROSOFT_GRAPH_*` credentials); else a delegated grant.
+    Graph { auth: Option<OAuthSpec> },
+    /// `auth: Some`: IMAP and SMTP log in with the alias's grant, and neither block names a
+    /// password or token variable.
     Imap {
         imap: ServerSpec,
         smtp: Option<ServerSpec>,
+        auth: Option<OAuthSpec>,
     },
     Maildir {
         path: PathBuf,
@@ -131,7 +142,11 @@ pub(super) fn backend_spec(
             if raw.smtp.is_some() {
                 return Err(not_allowed("smtp", "graph"));
             }
-            Ok(BackendSpec::Graph)
+            let auth = raw
+                .auth
+                .map(|auth| oauth_spec(auth, &format!("{at}.auth"), raw.kind))
+                .transpose()?;
+            Ok(BackendSpec::Graph { auth })
         }
         RawBackendKind::Imap => {
             if raw.path.is_some() {
@@ -143,14 +158,39 @@ pub(super) fn backend_spec(
                     "is required for kind imap",
                 ));
             };
+            let auth = raw
+                .auth
+                .map(|auth| oauth_spec(auth, &format!("{at}.auth"), raw.kind))
+                .transpose()?;
+            if auth.is_some() {
+                let blocks = [("imap", Some(&imap)), ("smtp", raw.smtp.as_ref())];
+                for (block, server) in blocks {
+                    let Some(server) = server else { continue };
+                    for (key, value) in [
+                        ("passwordEnv", &server.password_env),
+                        ("oauth2TokenEnv", &server.oauth2_token_env),
+                    ] {
+                        if value.is_some() {
+                            return Err(ConfigError::schema(
+                                format!("{at}.{block}.{key}"),
+                                "must not be set with auth: the grant authenticates this mailbox",
+                            ));
+                        }
+                    }
+                }
+            }
             Ok(BackendSpec::Imap {
                 imap: server_spec(imap, &format!("{at}.imap"), Role::Imap, base_dir)?,
                 smtp: smtp(raw.smtp)?,
+                auth,
             })
         }
         RawBackendKind::Maildir => {
             if raw.imap.is_some() {
                 return Err(not_allowed("imap", "maildir"));
+            }
+            if raw.auth.is_some() {
+                return Err(not_allowed("auth", "maildir"));
             }
             let Some(path) = raw.path else {
                 return Err(ConfigError::schema(
@@ -205,10 +245,7 @@ fn server_spec(
         ("oauth2TokenEnv", &raw.oauth2_token_env),
     ] {
         if value.as_deref().is_some_and(|name| !is_env_var_name(name)) {
-            return Err(ConfigError::schema(
-                format!("{at}.{key}"),
-                "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 128)",
-            ));
+            return Err(ConfigError::schema(format!("{at}.{key}"), ENV_VAR_RULE));
         }
     }
     if raw.password_env.is_some() && raw.oauth2_token_env.is_some() {
@@ -270,7 +307,7 @@ fn server_spec(
 /// A bare IP address (v4, or v6 without brackets) or a DNS host name (single labels such as
 /// `localhost` allowed), lower-cased. A name whose last label is all digits is refused: resolvers
 /// may read `127.1` as an IPv4 address, which would defeat the loopback rule's intent.
-fn parse_host(host: &str) -> Option<String> {
+pub(super) fn parse_host(host: &str) -> Option<String> {
     if host.parse::<IpAddr>().is_ok() {
         return Some(host.to_ascii_lowercase());
     }
@@ -301,7 +338,12 @@ pub fn is_loopback_host(host: &str) -> bool {
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn is_env_var_name(name: &str) -> bool {
+/// The rule [`is_env_var_name`] checks, as a refusal says it.
+pub(super) const ENV_VAR_RULE: &str =
+    "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*, at most 128)";
+
+/// The names a credential variable key (`passwordEnv`, `clientSecretEnv`, ...) may hold.
+pub(super) fn is_env_var_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     name.len() <= 128
         && bytes

@@ -1,12 +1,14 @@
 //! The Microsoft Graph app-only credentials and endpoints, read from the environment once at
-//! startup when the config lists at least one Graph mailbox (an entry without `backend`).
+//! startup when the config lists at least one Graph mailbox (an entry without `backend`) that
+//! has no `backend.auth`: a mailbox with it reaches Graph with its alias's delegated token
+//! (issue 37), so a config of delegated Graph mailboxes only needs no app registration.
 //!
 //! Invariants: the three reference variables mean what they mean to the reference plugin
 //! (tenant and client id are UUIDs, the client secret is non-empty); a certificate (key and
 //! certificate by path) may replace the secret, and setting both is refused rather than one
 //! silently preferred. A missing or malformed credential aborts startup with every offending
-//! variable named together and no value shown. With no Graph mailbox configured nothing here is
-//! required. The endpoint URLs are only carried: the Graph client parses and checks them
+//! variable named together and no value shown. With no app-only Graph mailbox configured
+//! nothing here is required. The endpoint URLs are only carried: the Graph client parses and checks them
 //! (`https`, or `http` to a loopback host), because it owns the URL type.
 
 use std::path::PathBuf;
@@ -54,12 +56,13 @@ pub struct GraphSettings {
     pub login_url: String,
 }
 
-/// The Graph settings when `config` lists a Graph mailbox, else `None` (nothing is required).
+/// The Graph settings when `config` lists a Graph mailbox without `backend.auth` (one the
+/// app reaches), else `None` (nothing is required).
 pub(crate) fn resolve(env: &Env, config: &Config) -> Result<Option<GraphSettings>, ConfigError> {
     if !config
         .mailboxes
         .iter()
-        .any(|m| matches!(m.backend, BackendSpec::Graph))
+        .any(|m| matches!(m.backend, BackendSpec::Graph { auth: None }))
     {
         return Ok(None);
     }
@@ -134,7 +137,7 @@ pub(crate) fn resolve(env: &Env, config: &Config) -> Result<Option<GraphSettings
 }
 
 /// `8-4-4-4-12` hex digits, any case (what the reference's env schema accepts).
-fn is_uuid(s: &str) -> bool {
+pub(super) fn is_uuid(s: &str) -> bool {
     let groups: Vec<&str> = s.split('-').collect();
     groups.len() == 5
         && groups
@@ -167,6 +170,29 @@ mod tests {
     fn nothing_is_required_without_a_graph_mailbox() {
         let env = Env::from_pairs([(TENANT_VAR, "not-a-uuid")]);
         assert_eq!(resolve(&env, &config(false)).expect("ok"), None);
+    }
+
+    /// Delegated Graph mailboxes need no app registration; one app-only mailbox beside them
+    /// does.
+    #[test]
+    fn only_an_app_only_graph_mailbox_needs_the_app_credentials() {
+        let delegated = format!(
+            r#"{{"alias": "me", "address": "robin@example.com", "backend": {{"kind": "graph",
+                 "auth": {{"kind": "oauth", "provider": "microsoft", "clientId": "{CLIENT}",
+                 "tenant": "consumers"}}}}}}"#
+        );
+        let parse = |mailboxes: &str| {
+            let json = format!(r#"{{"mailboxes": [{mailboxes}]}}"#);
+            Config::from_json(json.as_bytes(), std::path::Path::new("/")).expect("config")
+        };
+        let env = Env::default();
+        assert_eq!(resolve(&env, &parse(&delegated)).expect("ok"), None);
+        let both =
+            format!(r#"{delegated}, {{"alias": "finance", "address": "finance@example.com"}}"#);
+        assert!(matches!(
+            resolve(&env, &parse(&both)),
+            Err(ConfigError::GraphCredentials { .. })
+        ));
     }
 
     #[test]

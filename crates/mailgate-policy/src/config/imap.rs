@@ -2,9 +2,11 @@
 //! startup: each `imap` block names the variable holding its password (`passwordEnv`) or its
 //! OAuth 2.0 access token for XOAUTH2 (`oauth2TokenEnv`), never the value.
 //!
-//! Invariants: every IMAP mailbox has exactly one credential, resolved before anything is
-//! served; a block naming neither variable, or a variable that is unset or empty, aborts
-//! startup naming the alias and the variable, never a value. Mailboxes of other kinds need
+//! Invariants: every IMAP mailbox without `backend.auth` has exactly one credential, resolved
+//! before anything is served; a block naming neither variable, or a variable that is unset or
+//! empty, aborts startup naming the alias and the variable, never a value. A mailbox with
+//! `backend.auth` (issue 37) logs in with its alias's delegated tokens, so it has no entry here
+//! (and its blocks name neither variable: `oauth` refuses that). Mailboxes of other kinds need
 //! nothing here.
 
 use std::collections::BTreeMap;
@@ -29,7 +31,10 @@ pub(crate) fn resolve(
 ) -> Result<BTreeMap<Alias, ImapLogin>, ConfigError> {
     let mut logins = BTreeMap::new();
     for mailbox in &config.mailboxes {
-        let BackendSpec::Imap { imap, .. } = &mailbox.backend else {
+        let BackendSpec::Imap {
+            imap, auth: None, ..
+        } = &mailbox.backend
+        else {
             continue;
         };
         let alias = mailbox.alias.to_string();
@@ -48,4 +53,36 @@ pub(crate) fn resolve(
         logins.insert(mailbox.alias.clone(), login(secret));
     }
     Ok(logins)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IMAP: &str = r#"{"host": "imap.example.com", "port": 993, "security": "tls"}"#;
+
+    fn config(mailboxes: &str) -> Config {
+        let json = format!(r#"{{"mailboxes": [{mailboxes}]}}"#);
+        Config::from_json(json.as_bytes(), std::path::Path::new("/")).expect("config")
+    }
+
+    #[test]
+    fn a_delegated_mailbox_needs_no_imap_credential_and_gets_no_login() {
+        let config = config(&format!(
+            r#"{{"alias": "gmail", "address": "robin@example.com", "backend": {{"kind": "imap",
+                 "imap": {IMAP}, "auth": {{"kind": "oauth", "provider": "google",
+                 "clientId": "app.apps.googleusercontent.com"}}}}}},
+               {{"alias": "ops", "address": "ops@example.com", "backend": {{"kind": "imap",
+                 "imap": {{"host": "imap.example.com", "port": 993, "security": "tls",
+                 "passwordEnv": "OPS_PW"}}}}}}"#
+        ));
+        let logins = resolve(&Env::from_pairs([("OPS_PW", "pw")]), &config).expect("resolved");
+        let aliases: Vec<&str> = logins.keys().map(Alias::as_str).collect();
+        assert_eq!(aliases, ["ops"], "no entry for the delegated alias");
+        // A block without auth still needs its variable.
+        assert!(matches!(
+            resolve(&Env::default(), &config),
+            Err(ConfigError::ImapCredentialMissing { .. })
+        ));
+    }
 }

@@ -61,10 +61,65 @@ pub struct Settings {
     pub cursor_keys_file: Option<PathBuf>,
     /// Crash tests only; always `None` in release builds.
     pub handoff_crash_at: Option<CrashPoint>,
-    /// The Graph app credentials and endpoints; `Some` exactly when a Graph mailbox is listed.
+    /// The Graph app credentials and endpoints; `Some` exactly when a Graph mailbox without
+    /// `backend.auth` is listed.
     pub graph: Option<graph::GraphSettings>,
-    /// The login of every IMAP mailbox, by alias (empty when none is listed).
+    /// The login of every IMAP mailbox without `backend.auth`, by alias (empty when none is
+    /// listed).
     pub imap_logins: std::collections::BTreeMap<Alias, imap::ImapLogin>,
+    /// What the delegated sign-ins (`backend.auth`) read from the environment.
+    pub delegated_env: DelegatedEnv,
+}
+
+/// The grant store's key file variable (the main crate's `delegated::grants` reads it).
+const GRANT_KEY_FILE_VAR: &str = "MAILGATE_GRANT_KEY_FILE";
+
+/// The part of the environment a delegated sign-in and its backends read (issue 37), and
+/// nothing else: the Graph roots, the grant key file, and the `clientSecretEnv` each
+/// `backend.auth` names; empty when no mailbox has `backend.auth`. Kept as an [`env::Env`]
+/// because the sign-in code takes one; `Debug` names the variables, never a value (it sits in
+/// [`Settings`]).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct DelegatedEnv(env::Env);
+
+impl DelegatedEnv {
+    fn capture(env: &env::Env, config: &Config) -> DelegatedEnv {
+        let auths: Vec<&super::OAuthSpec> = config
+            .mailboxes
+            .iter()
+            .filter_map(|m| match &m.backend {
+                super::BackendSpec::Graph { auth } | super::BackendSpec::Imap { auth, .. } => {
+                    auth.as_ref()
+                }
+                super::BackendSpec::Maildir { .. } => None,
+            })
+            .collect();
+        if auths.is_empty() {
+            return DelegatedEnv::default();
+        }
+        let names = [
+            graph::BASE_URL_VAR,
+            graph::LOGIN_URL_VAR,
+            GRANT_KEY_FILE_VAR,
+        ]
+        .into_iter()
+        .chain(auths.iter().filter_map(|auth| auth.client_secret_env()));
+        DelegatedEnv(env::Env::from_pairs(names.filter_map(|name| {
+            env.raw(name)
+                .map(|value| (name.to_owned(), value.to_owned()))
+        })))
+    }
+
+    /// The captured variables, as the sign-in code reads them.
+    pub fn env(&self) -> &env::Env {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for DelegatedEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.names()).finish()
+    }
 }
 
 impl Settings {
@@ -149,6 +204,7 @@ pub fn resolve_settings(
     let cursor_keys_file = cursor_keys_file(env)?;
     let graph = graph::resolve(env, &config)?;
     let imap_logins = imap::resolve(env, &config)?;
+    let delegated_env = DelegatedEnv::capture(env, &config);
     #[cfg(debug_assertions)]
     let handoff_crash_at = env
         .get(HANDOFF_CRASH_VAR)
@@ -170,6 +226,7 @@ pub fn resolve_settings(
         handoff_crash_at,
         graph,
         imap_logins,
+        delegated_env,
     })
 }
 
@@ -261,6 +318,52 @@ mod tests {
     use crate::config::fixtures::{
         LOCAL, load_settings, load_settings_and_gates, with_mailboxes, write_config,
     };
+
+    /// The delegated sign-ins see the variables they read and nothing else, and `Debug` shows
+    /// names only.
+    #[test]
+    fn the_delegated_env_holds_only_what_a_sign_in_reads() {
+        let parse =
+            |json: &str| Config::from_json(json.as_bytes(), Path::new("/")).expect("config");
+        let env = Env::from_pairs([
+            (graph::BASE_URL_VAR, "http://127.0.0.1:9/v1.0"),
+            (GRANT_KEY_FILE_VAR, "/etc/mailgate/grant.key"),
+            ("GOOGLE_SECRET", "s3cret-value"),
+            ("MICROSOFT_GRAPH_CLIENT_SECRET", "app-secret"),
+        ]);
+        let delegated = parse(
+            r#"{"mailboxes": [{"alias": "gmail", "address": "robin@example.com",
+                "backend": {"kind": "imap",
+                "imap": {"host": "imap.gmail.com", "port": 993, "security": "tls"},
+                "auth": {"kind": "oauth", "provider": "google",
+                         "clientId": "app.apps.googleusercontent.com",
+                         "clientSecretEnv": "GOOGLE_SECRET"}}}]}"#,
+        );
+        let captured = DelegatedEnv::capture(&env, &delegated);
+        let names: Vec<&str> = captured.env().names().collect();
+        assert_eq!(
+            names,
+            ["GOOGLE_SECRET", GRANT_KEY_FILE_VAR, graph::BASE_URL_VAR],
+            "sorted, and not the app's secret"
+        );
+        assert_eq!(
+            captured
+                .env()
+                .secret("GOOGLE_SECRET")
+                .map(|s| s.expose().to_owned()),
+            Some("s3cret-value".to_owned())
+        );
+        let shown = format!("{captured:?}");
+        assert!(
+            shown.contains("GOOGLE_SECRET") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+        let app_only = parse(r#"{"mailboxes": [{"alias": "f", "address": "f@example.com"}]}"#);
+        assert_eq!(
+            DelegatedEnv::capture(&env, &app_only),
+            DelegatedEnv::default()
+        );
+    }
 
     #[test]
     fn load_settings_resolves_paths_and_defaults() {

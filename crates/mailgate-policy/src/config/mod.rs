@@ -21,13 +21,14 @@
 //! which file to fix.
 //!
 //! Layout: this file holds [`Config`], its mailbox list and the rules that span the whole file
-//! (uniqueness, the limits that must hold one another); `backend` the server blocks, `limits`
-//! the limit table, `load` finding the file and resolving [`Settings`], `state` the state
-//! folders and lifetimes, `gate_vars` and `http` the gate, send and HTTP variables, `values`
-//! the parsers of variable values, `error` [`ConfigError`]. `raw` is the file's shape, `env`
-//! the environment snapshot, `vars` the unknown-variable check, `graph` and `imap` the
-//! credentials, `embeddings` the semantic-recall variable names. Every public item is
-//! re-exported here, so callers say `config::X` whichever file holds it.
+//! (uniqueness, the limits that must hold one another); `backend` the server blocks, `oauth` a
+//! backend's delegated sign-in (`auth`), `limits` the limit table, `load` finding the file and
+//! resolving [`Settings`], `state` the state folders and lifetimes, `gate_vars` and `http` the
+//! gate, send and HTTP variables, `values` the parsers of variable values, `error`
+//! [`ConfigError`]. `raw` is the file's shape, `env` the environment snapshot, `vars` the
+//! unknown-variable check, `graph` and `imap` the credentials, `embeddings` the semantic-recall
+//! variable names. Every public item is re-exported here, so callers say `config::X` whichever
+//! file holds it.
 //!
 //! Who may call it: startup (`cli`, `policy explain/check`, `demo`). Everything else receives a
 //! finished [`Settings`] / [`Config`].
@@ -45,6 +46,7 @@ pub mod imap;
 pub mod index_store;
 mod limits;
 mod load;
+mod oauth;
 mod principals;
 pub(crate) mod raw;
 mod state;
@@ -70,6 +72,7 @@ pub use http::{
 pub use limits::Limits;
 pub(crate) use load::{CONFIG_PATH_VAR, JOURNAL_VAR, SEARCH_MEMORY_VAR};
 pub use load::{LOG_LEVEL_VAR, MAILGATE_LOG_VAR, Settings, read_config, resolve_settings};
+pub use oauth::{IssuerUrl, MicrosoftTenant, OAuthProvider, OAuthSpec, OidcScopes, SaslMechanism};
 pub use principals::{Grant, Identity, MAX_CLAIM_CHARS, Principal, PrincipalLabel};
 pub use state::{
     CURSOR_KEYS_FILE_VAR, CrashPoint, DOWNLOAD_DIR, INDEX_HOLD_VAR, INDEX_MAX_STALENESS_VAR,
@@ -198,7 +201,7 @@ impl Config {
                 Some(RawAccess::Read) => Access::Read,
             };
             let backend = match entry.backend {
-                None => BackendSpec::Graph,
+                None => BackendSpec::Graph { auth: None },
                 Some(backend) => backend_spec(backend, &format!("{at}.backend"), base_dir)?,
             };
             mailboxes.push(MailboxEntry {
@@ -256,7 +259,7 @@ mod tests {
         assert_eq!(entry.alias.as_str(), "finance");
         assert_eq!(entry.address.as_str(), "finance@example.com");
         assert_eq!(entry.access, Access::Full);
-        assert!(matches!(entry.backend, BackendSpec::Graph));
+        assert!(matches!(entry.backend, BackendSpec::Graph { auth: None }));
         assert_eq!(config.limits, Limits::default());
         assert!(!config.allow_writes);
         assert_eq!(config.search_memory_path, None);
@@ -302,7 +305,11 @@ mod tests {
         assert_eq!(config.mailboxes[0].address.as_str(), "finance@example.com");
         assert_eq!(config.mailboxes[0].access, Access::Read);
         match &config.mailboxes[1].backend {
-            BackendSpec::Imap { imap, smtp } => {
+            BackendSpec::Imap {
+                imap,
+                smtp,
+                auth: None,
+            } => {
                 assert_eq!(imap.host, "imap.example.org");
                 assert_eq!(imap.port, 993);
                 assert_eq!(imap.security, Security::Tls);

@@ -3,8 +3,8 @@
 //! Invariant: these types say exactly which keys and JSON types the file may contain
 //! (`deny_unknown_fields` everywhere, so `allowSend`, credentials or typos are errors) and
 //! nothing else: no defaults beyond "absent", no bounds, no cross-field rules. All of that is
-//! decided in `config/mod.rs` (`Config::from_raw`) and the `backend` and `limits` modules it
-//! calls, the only consumers of these types.
+//! decided in `config/mod.rs` (`Config::from_raw`) and the `backend`, `oauth` and `limits`
+//! modules it calls, the only consumers of these types.
 //!
 //! The reader ([`parse`]) is mechanism, not policy. It parses the bytes into a JSON tree while
 //! refusing duplicate object keys (which would otherwise be resolved silently, last one wins),
@@ -12,8 +12,8 @@
 //! error names its JSON path (`mailboxes[1].alias`) and the rule broken, and never the offending
 //! value: serde's own messages quote values, and a misplaced secret must not reach a log.
 //!
-//! Who may call it: `config/mod.rs`, `config/backend.rs`, `config/limits.rs` and
-//! `config/principals.rs` only.
+//! Who may call it: `config/mod.rs`, `config/backend.rs`, `config/oauth.rs`, `config/limits.rs`
+//! and `config/principals.rs` only.
 
 use std::fmt;
 
@@ -106,6 +106,8 @@ pub(crate) struct RawBackend {
     pub(crate) path: Option<String>,
     pub(crate) imap: Option<RawServer>,
     pub(crate) smtp: Option<RawServer>,
+    /// Delegated OAuth (issue 37): one grant per alias, so on the backend, not on a server block.
+    pub(crate) auth: Option<RawAuth>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -128,6 +130,44 @@ pub(crate) struct RawServer {
     pub(crate) oauth2_token_env: Option<String>,
     pub(crate) ca_file: Option<String>,
     pub(crate) rate_limit: Option<RawRateLimit>,
+}
+
+/// `backend.auth`: which keys each provider and backend kind allows is a rule, checked in
+/// oauth.rs (flat like `backend`, for the same reason).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct RawAuth {
+    pub(crate) kind: RawAuthKind,
+    pub(crate) provider: RawOAuthProvider,
+    pub(crate) client_id: String,
+    pub(crate) tenant: Option<String>,
+    pub(crate) issuer: Option<String>,
+    pub(crate) scopes: Option<Vec<String>>,
+    pub(crate) client_secret_env: Option<String>,
+    pub(crate) delegated_from: Option<String>,
+    pub(crate) mechanism: Option<RawSaslMechanism>,
+}
+
+/// `auth.kind`: only `oauth` today; a tag so that another kind can be added without a new key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RawAuthKind {
+    Oauth,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RawOAuthProvider {
+    Microsoft,
+    Google,
+    Oidc,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RawSaslMechanism {
+    Xoauth2,
+    Oauthbearer,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

@@ -25,6 +25,8 @@ const KNOWN: &[&str] = &[
     super::MAILGATE_LOG_VAR,
     super::SEND_MAX_PER_HOUR_VAR,
     "MAILGATE_OUTPUT_SCHEMAS",
+    // the delegated grant store's key (src/delegated/grants.rs, issue 37)
+    "MAILGATE_GRANT_KEY_FILE",
     "MAILGATE_TEST_HANDOFF_CRASH_AT",
     super::graph::BASE_URL_VAR,
     super::graph::LOGIN_URL_VAR,
@@ -79,19 +81,33 @@ const KNOWN: &[&str] = &[
 const TYPO_DISTANCE: usize = 2;
 
 /// Checks every variable under [`PREFIXES`] (see the module doc). Credential variables the
-/// config names (`passwordEnv`, `oauth2TokenEnv`) are known whatever they are called.
+/// config names (`passwordEnv`, `oauth2TokenEnv`, `auth.clientSecretEnv`) are known whatever
+/// they are called.
 pub(crate) fn check_unknown_variables(env: &Env, config: &Config) -> Result<(), ConfigError> {
     let named: Vec<String> = config
         .mailboxes
         .iter()
-        .flat_map(|m| match &m.backend {
-            super::BackendSpec::Graph => vec![],
-            super::BackendSpec::Imap { imap, smtp } => [Some(imap), smtp.as_ref()].to_vec(),
-            super::BackendSpec::Maildir { smtp, .. } => vec![smtp.as_ref()],
+        .flat_map(|m| {
+            let (servers, auth) = match &m.backend {
+                super::BackendSpec::Graph { auth } => (vec![], auth.as_ref()),
+                super::BackendSpec::Imap { imap, smtp, auth } => {
+                    (vec![Some(imap), smtp.as_ref()], auth.as_ref())
+                }
+                super::BackendSpec::Maildir { smtp, .. } => (vec![smtp.as_ref()], None),
+            };
+            servers
+                .into_iter()
+                .flatten()
+                .flat_map(|spec| {
+                    [
+                        spec.password_env.as_deref(),
+                        spec.oauth2_token_env.as_deref(),
+                    ]
+                })
+                .chain([auth.and_then(super::OAuthSpec::client_secret_env)])
+                .flatten()
+                .collect::<Vec<_>>()
         })
-        .flatten()
-        .flat_map(|spec| [&spec.password_env, &spec.oauth2_token_env])
-        .flatten()
         .map(|name| name.to_ascii_uppercase())
         // The embeddings key's variable is named in the environment, not the config.
         .chain(
@@ -214,6 +230,30 @@ mod tests {
             ("OUTLOOK_SOMETHING_ELSE_ENTIRELY", "x"),
         ])
         .expect("accepted");
+    }
+
+    #[test]
+    fn the_client_secret_variable_an_auth_block_names_is_known() {
+        let config = |auth: &str| {
+            Config::from_json(
+                format!(
+                    r#"{{"mailboxes": [{{"alias": "a", "address": "a@example.com",
+                        "backend": {{"kind": "graph", "auth": {{"kind": "oauth",
+                          "provider": "microsoft", "clientId": "mailgate"{auth}}}}}}}]}}"#
+                )
+                .as_bytes(),
+                std::path::Path::new("/etc"),
+            )
+            .expect("valid")
+        };
+        // Two edits from MAILGATE_LOG: a likely typo unless the config names it.
+        let env = Env::from_pairs([("MAILGATE_LOGIN", "x")]);
+        check_unknown_variables(&env, &config(r#", "clientSecretEnv": "mailgate_login""#))
+            .expect("named by clientSecretEnv (compared case-insensitively)");
+        assert!(matches!(
+            check_unknown_variables(&env, &config("")),
+            Err(ConfigError::UnknownVariable { .. })
+        ));
     }
 
     #[test]

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::config::{Access, BackendSpec, Config, Security, ServerSpec};
+use crate::config::{
+    Access, BackendSpec, Config, OAuthProvider, OAuthSpec, SaslMechanism, Security, ServerSpec,
+};
 
 // ----------------------------------------------------------------------------------------------
 // config_parse
@@ -69,7 +71,10 @@ const ECHO_MIN_LEN: usize = 12;
 ///   aliases matching `^[a-z0-9][a-z0-9_-]*$` (at most 64 characters), unique lower-cased
 ///   addresses, every limit within its published bounds, `maxHandoffStoreBytes >=
 ///   maxHandoffAttachmentBytes`, `maxDownloadFolderBytes >= maxDownloadBatchBytes`, `plain`
-///   transport only to loopback hosts, rate limits in bounds;
+///   transport only to loopback hosts, rate limits in bounds; an `auth` block only on a graph or
+///   imap backend, with its rules met (client id charset, tenant form, issuer scheme and
+///   loopback rule, scopes only for oidc, mechanism only for imap) and no password or token
+///   variable on that backend's server blocks;
 /// - an accepted config is exactly what the file says: the input is a JSON object with only known
 ///   top-level keys (in particular no `allowSend`), and aliases, addresses, access, backends,
 ///   `allowWrites` and every limit (or its default) match the input values.
@@ -374,15 +379,28 @@ fn check_mailboxes(top: &serde_json::Map<String, Value>, config: &Config) {
 
 fn check_backend(backend: &BackendSpec, raw: Option<&Value>) {
     let kind = raw.and_then(|b| b.get("kind")).and_then(Value::as_str);
+    let raw_auth = raw.and_then(|b| b.get("auth"));
     match backend {
-        BackendSpec::Graph => assert!(
-            matches!(kind, None | Some("graph")),
-            "oracle: a graph backend comes from kind graph or no backend"
-        ),
-        BackendSpec::Imap { imap, smtp } => {
+        BackendSpec::Graph { auth } => {
+            assert!(
+                matches!(kind, None | Some("graph")),
+                "oracle: a graph backend comes from kind graph or no backend"
+            );
+            check_auth(auth.as_ref(), raw_auth, false);
+        }
+        BackendSpec::Imap { imap, smtp, auth } => {
             assert_eq!(kind, Some("imap"), "oracle: an imap backend has kind imap");
             check_server(imap, raw.and_then(|b| b.get("imap")), true);
             check_optional_server(smtp.as_ref(), raw.and_then(|b| b.get("smtp")));
+            check_auth(auth.as_ref(), raw_auth, true);
+            if auth.is_some() {
+                for server in [Some(imap), smtp.as_ref()].into_iter().flatten() {
+                    assert!(
+                        server.password_env.is_none() && server.oauth2_token_env.is_none(),
+                        "oracle: with auth, no server block names a password or token variable"
+                    );
+                }
+            }
         }
         BackendSpec::Maildir { path, smtp } => {
             assert_eq!(
@@ -400,8 +418,147 @@ fn check_backend(backend: &BackendSpec, raw: Option<&Value>) {
                 "oracle: a maildir path is the file's, resolved against the config directory"
             );
             check_optional_server(smtp.as_ref(), raw.and_then(|b| b.get("smtp")));
+            assert!(
+                raw_auth.is_none(),
+                "oracle: a maildir backend has no auth block"
+            );
         }
     }
+}
+
+/// Issue 37: an accepted `auth` block is the file's and meets its rules (cheap checks only).
+fn check_auth(spec: Option<&OAuthSpec>, raw: Option<&Value>, imap: bool) {
+    assert_eq!(
+        spec.is_some(),
+        raw.is_some(),
+        "oracle: an auth spec is kept exactly when the backend has an auth block"
+    );
+    let (Some(spec), Some(raw)) = (spec, raw) else {
+        return;
+    };
+    let text = |key: &str| raw.get(key).and_then(Value::as_str);
+    let id = spec.client_id();
+    assert!(
+        !id.is_empty()
+            && id.len() <= 200
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-')),
+        "oracle: a client id is 1-200 of [A-Za-z0-9._~-]"
+    );
+    assert_eq!(
+        Some(id),
+        text("clientId"),
+        "oracle: the client id is the file's"
+    );
+    assert_eq!(
+        Some(spec.provider().name()),
+        text("provider"),
+        "oracle: the provider is the file's"
+    );
+    let has = |key: &str| raw.get(key).is_some();
+    match spec.provider() {
+        OAuthProvider::Microsoft { tenant } => {
+            let tenant = tenant.as_str();
+            assert_eq!(
+                tenant,
+                text("tenant").map_or("common".to_owned(), str::to_ascii_lowercase),
+                "oracle: the tenant is the file's, lower-cased, or common"
+            );
+            assert!(
+                !tenant.is_empty()
+                    && tenant.bytes().all(|b| {
+                        b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
+                    }),
+                "oracle: a tenant is a name, GUID or domain"
+            );
+            assert!(
+                !has("issuer") && !has("scopes"),
+                "oracle: microsoft has no issuer or scopes"
+            );
+        }
+        OAuthProvider::Google => {
+            assert!(imap, "oracle: google only on an imap backend");
+            assert!(
+                !has("tenant") && !has("issuer") && !has("scopes"),
+                "oracle: google has no tenant, issuer or scopes"
+            );
+        }
+        OAuthProvider::Oidc { issuer, scopes } => {
+            let issuer = issuer.as_str();
+            assert_eq!(
+                Some(issuer),
+                text("issuer"),
+                "oracle: the issuer is the file's, exactly"
+            );
+            assert!(
+                !issuer.contains(['?', '#', ' ', '@']),
+                "oracle: an issuer has no query, fragment or user info"
+            );
+            let loopback = |rest: &str| {
+                let host = rest.split('/').next().unwrap_or_default();
+                let host = if let Some(v6) = host.strip_prefix('[') {
+                    v6.split(']').next().unwrap_or_default()
+                } else {
+                    host.split(':').next().unwrap_or_default()
+                };
+                host.eq_ignore_ascii_case("localhost")
+                    || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+            };
+            assert!(
+                issuer.starts_with("https://")
+                    || issuer.strip_prefix("http://").is_some_and(loopback),
+                "oracle: an issuer is https, or http to a loopback host"
+            );
+            let scopes = scopes.as_slice();
+            assert!(
+                (1..=16).contains(&scopes.len()),
+                "oracle: oidc lists 1 to 16 scopes"
+            );
+            let mut seen = HashSet::new();
+            for scope in scopes {
+                assert!(
+                    (1..=200).contains(&scope.len())
+                        && scope
+                            .bytes()
+                            .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b'\\')),
+                    "oracle: a scope is printable ASCII without spaces or quotes"
+                );
+                assert!(seen.insert(scope.as_str()), "oracle: scopes are distinct");
+            }
+            assert!(!has("tenant"), "oracle: oidc has no tenant");
+        }
+    }
+    if let Some(var) = spec.client_secret_env() {
+        assert!(
+            var.len() <= 128
+                && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && !var.starts_with(|c: char| c.is_ascii_digit())
+                && !var.is_empty(),
+            "oracle: clientSecretEnv is a variable name"
+        );
+    }
+    if let Some(address) = spec.delegated_from() {
+        assert_eq!(
+            Some(address.as_str().to_owned()),
+            text("delegatedFrom").map(str::to_ascii_lowercase),
+            "oracle: delegatedFrom is the file's address, lower-cased"
+        );
+    }
+    let expected = if text("mechanism") == Some("oauthbearer") {
+        SaslMechanism::OAuthBearer
+    } else {
+        SaslMechanism::XOAuth2
+    };
+    assert_eq!(
+        spec.mechanism(),
+        expected,
+        "oracle: the mechanism is the file's, or xoauth2"
+    );
+    assert!(
+        imap || !has("mechanism"),
+        "oracle: a mechanism only on an imap backend"
+    );
 }
 
 fn check_optional_server(spec: Option<&ServerSpec>, raw: Option<&Value>) {

@@ -249,7 +249,7 @@ fn send_settings(
     };
     let smtp = match &mailbox.backend {
         BackendSpec::Maildir { smtp, .. } | BackendSpec::Imap { smtp, .. } => smtp.as_ref(),
-        BackendSpec::Graph => None,
+        BackendSpec::Graph { .. } => None,
     };
     let credential_var = smtp.and_then(|spec| {
         spec.password_env

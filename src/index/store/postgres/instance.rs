@@ -1,12 +1,13 @@
-//! What an instance reads from the shared database when it starts: that the schema is the one
-//! this binary reads (a serving process never migrates it), and the cursor key ring every
+//! What an instance reads from the shared database when it starts: that its role is one
+//! row-level security binds and the schema is the one this binary reads (a serving process
+//! never migrates it), both checked by [`connect`], and the cursor key ring every
 //! instance on the database signs and checks cursors with. The first instance on a new
 //! database stores the ring's first key; the others read it (under an advisory lock, so two
 //! instances starting together store one). A key is retired by setting its `retired_at`: it
 //! stops issuing at once and stops redeeming a day later, when no cursor a client still holds
 //! can need it.
 
-use super::{PgError, PgSettings, connect, migrations};
+use super::{PgError, PgSettings, connect};
 use crate::coordination::CursorKeys;
 
 /// The advisory lock that serializes creating the ring's first key ("mgkeys").
@@ -19,10 +20,10 @@ pub(crate) struct SharedDatabase {
 }
 
 impl SharedDatabase {
-    /// Connects, checks the schema, and reads (or, on a new database, creates) the key ring.
+    /// Connects (which vets the role and checks the schema: [`super::role::vet`]), and reads
+    /// (or, on a new database, creates) the key ring.
     pub(crate) async fn open(settings: PgSettings) -> Result<Self, PgError> {
         let mut client = connect(&settings).await?;
-        migrations::check(&client).await?;
         let tx = client.transaction().await?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&KEYS_LOCK])
             .await?;

@@ -1,7 +1,8 @@
 //! The shared index's schema, versioned: each migration is an SQL file compiled into the binary,
 //! applied in order by `mailgate index migrate` alone, all pending ones in one transaction under
 //! an advisory lock (two operators migrating at once apply each once), and recorded in
-//! `mailgate_schema`. A serving process never changes the schema.
+//! `mailgate_schema`. A serving process never changes the schema. Whoever migrates, the schema
+//! belongs to the database's owner ([`act_as_owner`]).
 
 use super::PgError;
 
@@ -12,14 +13,22 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "shared index",
-    sql: include_str!("migrations/0001_shared_index.sql"),
-}];
+/// Every migration, in order. An applied one is never edited: a change is a new version.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "shared index",
+        sql: include_str!("migrations/0001_shared_index.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "long bodies",
+        sql: include_str!("migrations/0002_body_lexemes.sql"),
+    },
+];
 
 /// The schema version this binary reads and writes.
-pub(crate) const SCHEMA_VERSION: i32 = 1;
+pub(crate) const SCHEMA_VERSION: i32 = 2;
 
 /// An arbitrary constant naming mailgate's migration lock among the database's advisory locks.
 const LOCK_KEY: i64 = 0x6d61_696c_6761_7465; // "mailgate"
@@ -128,13 +137,43 @@ async fn superuser_steps(tx: &tokio_postgres::Transaction<'_>) -> Result<(), PgE
     Ok(())
 }
 
+/// Run as a superuser, makes the rest of the transaction act as the database's owner, so the
+/// schema belongs to the role mailgate serves as (the tables' owner, whom forced row security
+/// binds, and who creates a vector size's HNSW index) rather than to the superuser. A database
+/// a superuser owns is refused: the tables would be a superuser's too, and the role mailgate
+/// serves as (never one: [`super::role`]) could not use them.
+async fn act_as_owner(tx: &tokio_postgres::Transaction<'_>) -> Result<(), PgError> {
+    let row = tx
+        .query_one(
+            "SELECT me.rolsuper, owner.rolsuper, owner.rolname::text
+               FROM pg_roles me, pg_database d JOIN pg_roles owner ON owner.oid = d.datdba
+              WHERE me.rolname = current_user AND d.datname = current_database()",
+            &[],
+        )
+        .await?;
+    let (superuser, owner_superuser, owner): (bool, bool, String) =
+        (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+    if !superuser {
+        return Ok(());
+    }
+    if owner_superuser {
+        return Err(PgError::OwnerIsSuperuser);
+    }
+    // The owner's name is quoted as an identifier, so any name is one role's.
+    tx.batch_execute(&format!(
+        "SET LOCAL ROLE \"{}\"",
+        owner.replace('"', "\"\"")
+    ))
+    .await?;
+    Ok(())
+}
+
 /// Applies every pending migration in one transaction. A schema newer than this binary is
 /// refused, and nothing is changed.
 pub(crate) async fn migrate(client: &mut tokio_postgres::Client) -> Result<Migrated, PgError> {
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
         .await?;
-    tx.batch_execute(CREATE_VERSIONS).await?;
     let from = recorded(&tx).await?;
     if let SchemaState::Ahead { at } = SchemaState::of(from) {
         return Err(PgError::SchemaAhead {
@@ -143,6 +182,8 @@ pub(crate) async fn migrate(client: &mut tokio_postgres::Client) -> Result<Migra
         });
     }
     superuser_steps(&tx).await?;
+    act_as_owner(&tx).await?;
+    tx.batch_execute(CREATE_VERSIONS).await?;
     let mut applied = Vec::new();
     for migration in MIGRATIONS.iter().filter(|m| m.version > from) {
         tx.batch_execute(migration.sql).await?;
@@ -164,6 +205,86 @@ pub(crate) async fn migrate(client: &mut tokio_postgres::Client) -> Result<Migra
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_superuser_migrates_as_the_databases_owner_and_never_makes_a_superusers_schema() {
+        use super::super::testdb::fresh_as_superuser;
+        let Some(db) = fresh_as_superuser(
+            "migrate_owner",
+            std::time::Duration::from_secs(60),
+            super::super::RoleCheck::Enforced,
+        )
+        .await
+        else {
+            return;
+        };
+        let (mut client, note) = super::super::connect_to_migrate(&db.settings)
+            .await
+            .expect("connect");
+        assert!(note.is_some(), "a superuser is named as one");
+        let done = migrate(&mut client).await.expect("as the owner");
+        assert!(done.applied.is_empty(), "already current");
+        let me: String = client
+            .query_one("SELECT current_user::text", &[])
+            .await
+            .expect("ask")
+            .get(0);
+        assert_eq!(
+            me, db.settings.user,
+            "only its transaction acted as the owner"
+        );
+        let rename = format!(
+            "ALTER DATABASE {} OWNER TO {}",
+            db.owner.database, db.settings.user
+        );
+        db.client
+            .batch_execute(&rename)
+            .await
+            .expect("give it away");
+        assert!(matches!(
+            migrate(&mut client).await,
+            Err(PgError::OwnerIsSuperuser)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_database_of_an_older_version_is_refused_until_migrate_applies_what_is_pending() {
+        let Some(mut clients) = super::super::testdb::fresh("migrate_upgrade", 1).await else {
+            return;
+        };
+        let client = &mut clients[0];
+        // As the mailgate before long bodies' chunks left it.
+        client
+            .batch_execute(
+                "DROP TABLE mailgate_body_lexemes; DELETE FROM mailgate_schema WHERE version = 2",
+            )
+            .await
+            .expect("back to version 1");
+        assert!(matches!(
+            check(&*client).await,
+            Err(PgError::SchemaBehind { at: 1, known: 2 })
+        ));
+        let done = migrate(client).await.expect("migrate");
+        assert_eq!(
+            done,
+            Migrated {
+                from: 1,
+                to: 2,
+                applied: vec!["long bodies"]
+            }
+        );
+        check(&*client).await.expect("current");
+        let forced: bool = client
+            .query_one(
+                "SELECT relrowsecurity AND relforcerowsecurity FROM pg_class
+                  WHERE oid = 'mailgate_body_lexemes'::regclass",
+                &[],
+            )
+            .await
+            .expect("the new table")
+            .get(0);
+        assert!(forced);
+    }
 
     #[test]
     fn migrations_are_numbered_from_one_without_gaps_up_to_the_schema_version() {

@@ -5,17 +5,31 @@
 //! an index, [`mod@write`] a sync's (under [`lease`]), [`rows`] what a message becomes,
 //! [`vectors`] its passages' vectors (pgvector), and [`admin`] the operator's pause and purge.
 //!
+//! Isolation does not rest on row-level security alone. Every connection is vetted before use
+//! ([`role`]: a role the policy does not bind is refused, naming the rule), and every statement
+//! on per-mailbox rows names the mailbox itself too (`mailbox = current_setting(
+//! 'mailgate.mailbox')` in its condition or key: the setting the code sets for each read
+//! transaction, and for the whole session of a sync's connections; read without `missing_ok`,
+//! so a statement of a session that names none fails rather than reads every mailbox). Either
+//! alone keeps a session to its mailbox: the unit tests in `isolation` run a sync and every read
+//! of three mailboxes as a superuser with the check off.
+//!
 //! Errors keep to metadata: a failure is reported by its SQLSTATE code and kind, never by the
-//! server's message text, which can quote row values (mail).
+//! server's message text, which can quote row values (mail). A failure without a SQLSTATE is
+//! a lost connection only when it is one; an answer of the wrong shape (more rows than a
+//! statement may return, a column of another type) says so.
 
 pub(crate) mod admin;
 pub(crate) mod buckets;
 pub(crate) mod instance;
+#[cfg(test)]
+mod isolation;
 pub(crate) mod lease;
 pub(crate) mod migrations;
 #[cfg(test)]
 mod parity;
 pub(crate) mod read;
+pub(crate) mod role;
 pub(crate) mod rows;
 pub(crate) mod settings;
 pub(crate) mod slots;
@@ -29,7 +43,7 @@ use std::time::Duration;
 use crate::error::StartupError;
 
 pub(crate) use settings::PgSettings;
-use settings::Transport;
+use settings::{RoleCheck, Transport};
 
 /// The store's settings when `MAILGATE_INDEX_URL` is set, as a startup refusal when they are
 /// bad.
@@ -51,6 +65,12 @@ pub(crate) enum PgError {
     Statement(String),
     #[error("the connection to the database failed")]
     Connection,
+    /// An answer of another shape than the statement's (its kind, as the client library names
+    /// it: never the server's text).
+    #[error("the database's answer was not what mailgate expects ({0})")]
+    Answer(String),
+    #[error(transparent)]
+    Role(#[from] role::Refusal),
     #[error(
         "the database's schema is at version {at}, newer than this mailgate knows ({known}): \
          upgrade mailgate"
@@ -67,6 +87,12 @@ pub(crate) enum PgError {
          (docs/deployment.md says why), then `mailgate index migrate` again"
     )]
     NeedsSuperuser,
+    #[error(
+        "the database belongs to a superuser, so the schema `index migrate` makes would too, and \
+         the role mailgate serves as could not use it: give the database to that role (`ALTER \
+         DATABASE … OWNER TO mailgate`; docs/deployment.md), then `mailgate index migrate` again"
+    )]
+    OwnerIsSuperuser,
 }
 
 /// A database failure as the index reports it (its SQLSTATE, never the server's text).
@@ -94,10 +120,16 @@ where
 
 impl From<tokio_postgres::Error> for PgError {
     fn from(e: tokio_postgres::Error) -> Self {
-        match e.code() {
-            Some(code) => PgError::Statement(code.code().to_owned()),
-            None => PgError::Connection,
+        use std::error::Error as _;
+        if let Some(code) = e.code() {
+            return PgError::Statement(code.code().to_owned());
         }
+        if e.is_closed() || e.source().is_some_and(|s| s.is::<std::io::Error>()) {
+            return PgError::Connection;
+        }
+        // The library's own words for what went wrong (`query returned an unexpected number of
+        // rows`, `error deserializing column 2`), not its cause's, which may quote a value.
+        PgError::Answer(e.to_string())
     }
 }
 
@@ -149,9 +181,28 @@ fn connect_error(e: &tokio_postgres::Error) -> PgError {
     }
 }
 
-/// Opens one connection to the database `settings` names; its I/O runs on a task of its own
-/// until the client is dropped.
+/// Opens one connection to the database `settings` names, vetted ([`role::vet`]: its role is
+/// bound by row-level security, and the schema is this binary's); its I/O runs on a task of its
+/// own until the client is dropped.
 pub(crate) async fn connect(settings: &PgSettings) -> Result<tokio_postgres::Client, PgError> {
+    let mut client = open(settings).await?;
+    role::vet(&mut client, settings.role_check).await?;
+    Ok(client)
+}
+
+/// `mailgate index migrate`'s connection: not vetted, as migrating may need a superuser (the
+/// extension and LEAKPROOF steps), with what it should say of its role when it is one the other
+/// commands refuse ([`role::Refusal::migrate_note`]).
+pub(crate) async fn connect_to_migrate(
+    settings: &PgSettings,
+) -> Result<(tokio_postgres::Client, Option<String>), PgError> {
+    let client = open(settings).await?;
+    let note = role::role(&client).await?.map(role::Refusal::migrate_note);
+    Ok((client, note))
+}
+
+/// Opens one connection, unvetted.
+async fn open(settings: &PgSettings) -> Result<tokio_postgres::Client, PgError> {
     let (config, tls) = client_config(settings)?;
     let attempt = async {
         let client = match tls {
@@ -200,22 +251,60 @@ pub(crate) fn pool(settings: &PgSettings, size: usize) -> Result<Pool, PgError> 
         })
         .runtime(Runtime::Tokio1)
         .build()
-        .map(Pool)
+        .map(|pool| Pool {
+            pool,
+            role_check: settings.role_check,
+        })
         .map_err(|_| PgError::Unreachable("the connection pool could not be built"))
+}
+
+/// [`pool`], with one connection opened and vetted now: a command that reads through a pool
+/// refuses a role mailgate does not accept at its start, naming the rule, rather than per read.
+pub(crate) async fn checked_pool(settings: &PgSettings, size: usize) -> Result<Pool, PgError> {
+    let pool = pool(settings, size)?;
+    drop(pool.get().await?);
+    Ok(pool)
 }
 
 /// The server's connections to the database.
 #[derive(Clone)]
-pub(crate) struct Pool(deadpool_postgres::Pool);
+pub(crate) struct Pool {
+    pool: deadpool_postgres::Pool,
+    role_check: RoleCheck,
+}
 
 impl Pool {
-    /// A connection, opened or reused.
+    /// A connection, opened or reused. A connection is vetted ([`role::vet`]) on its first
+    /// use; one that fails, or whose vetting is cut short, is closed rather than pooled.
     pub(crate) async fn get(&self) -> Result<deadpool_postgres::Object, PgError> {
         use deadpool_postgres::PoolError;
-        self.0.get().await.map_err(|e| match e {
+        let conn = self.pool.get().await.map_err(|e| match e {
             PoolError::Backend(e) => connect_error(&e),
             PoolError::Timeout(_) => PgError::Unreachable("timed out"),
             _ => PgError::Connection,
-        })
+        })?;
+        // Counted each time a pooled connection is handed out again: 0 on its first use.
+        if deadpool_postgres::Object::metrics(&conn).recycle_count > 0 {
+            return Ok(conn);
+        }
+        let mut unvetted = Unvetted(Some(conn));
+        if let Some(conn) = unvetted.0.as_mut() {
+            role::vet(conn, self.role_check).await?;
+        }
+        unvetted.0.take().ok_or(PgError::Unreachable(
+            "the connection pool lost a connection",
+        ))
+    }
+}
+
+/// A pooled connection being vetted: unless taken back out, dropped with its pool slot (never
+/// returned to the pool, where it would be handed out again as vetted).
+struct Unvetted(Option<deadpool_postgres::Object>);
+
+impl Drop for Unvetted {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            drop(deadpool_postgres::Object::take(conn));
+        }
     }
 }

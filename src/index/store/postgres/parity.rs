@@ -3,7 +3,10 @@
 //! verdict must be equal: how many messages match, how many the scope holds, the content gaps,
 //! the candidates of an investigation. Rankings must be equal too (BM25 with the same boosts and
 //! constants over the same tokens; the corpus keeps fields short enough that tantivy stores
-//! their lengths exactly). The nearest-passage searches of both stores' vectors (int8 rows on
+//! their lengths exactly, but for a few long logs ([`long_logs`]) whose bodies hold more
+//! distinct tokens than a `tsvector` does, so the shared store keeps them in chunk rows: their
+//! body lengths are equal, so tantivy's rounding of them ties them alike). The nearest-passage
+//! searches of both stores' vectors (int8 rows on
 //! one side, pgvector's HNSW over `halfvec` on the other) are held to an exact scan of the same
 //! vectors: the same messages, in the same order, within what each store's rounding allows.
 
@@ -12,6 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::read::PgRead;
+use super::rows::{self, MessageRow};
 use super::write::PgWrite;
 use crate::backends::model::{
     AttachmentMeta, ContentGap, Filters, MessageSummary, Order, SortBy, SortOrder,
@@ -157,6 +161,68 @@ fn corpus(n: usize) -> Vec<IndexedMessage> {
         .collect()
 }
 
+/// How many distinct ids a long log's body holds: about 1.8 MB of lexemes, two `tsvector`s'
+/// worth and more.
+const LOG_IDS: usize = 120_000;
+
+/// The words of long log `j` beside its ids, each once: the ids (`u{j}n…`) sort after every
+/// word before `u` and before every word after it, so `review`, `report`, `quokka` and `42` are
+/// in the row's lexemes and `zephyr`, `zulu`, `zzchunkonly` and `東京都`'s characters and pairs
+/// in a chunk only. Every log's body is as long ([`LOG_EXTRAS`] words beside its ids), padded
+/// with a word of its own.
+fn log_words(j: usize) -> Vec<String> {
+    let mut words: Vec<String> = ["review", "report", "quokka", "zephyr", "東京都"]
+        .map(str::to_owned)
+        .into();
+    // Log `j` holds the chunk-only word `j + 1` times: the logs rank by it.
+    words.extend(std::iter::repeat_n("zzchunkonly".to_owned(), j + 1));
+    // `zulu` (a chunk) with `42` (the row) in log 0 only: a spelling split between the two.
+    match j {
+        0 => words.extend(["zulu".to_owned(), "42".to_owned()]),
+        1 => words.push("zulu".to_owned()),
+        _ => words.push("42".to_owned()),
+    }
+    while words.len() < LOG_EXTRAS {
+        words.push(format!("u{j}pad"));
+    }
+    words
+}
+
+/// The words beside its ids in every long log's body (`東京都` is one, of five tokens).
+const LOG_EXTRAS: usize = 16;
+
+/// The long logs: message `long{j}` of the inbox, the archive for `j` = 1, after the corpus.
+fn long_logs() -> Vec<IndexedMessage> {
+    (0..3)
+        .map(|j| {
+            let folder = if j == 1 { "archive" } else { "inbox" };
+            let mut summary = MessageSummary::blank(&format!("long{j}"), folder);
+            summary.subject = Some(format!("nightly log {j}"));
+            summary.from = Some(Mailbox {
+                name: Some("Build Robot".to_owned()),
+                address: Some("robot@example.net".to_owned()),
+            });
+            summary.received = Some(at(500 + i64::try_from(j).expect("small")));
+            let mut body = String::with_capacity(LOG_IDS * 11);
+            for k in 0..LOG_IDS {
+                body.push_str(&format!("u{j}n{k:06}"));
+                body.push(if k % 8 == 7 { '\n' } else { ' ' });
+            }
+            body.push_str(&log_words(j).join(" "));
+            summary.preview = body.chars().take(40).collect();
+            IndexedMessage {
+                internet_message_id: Some(format!("<long{j}@example.net>")),
+                thread_ids: Vec::new(),
+                recipients: vec!["ops@example.org".to_owned()],
+                body,
+                attachment_text: String::new(),
+                attachments_whole: true,
+                summary,
+            }
+        })
+        .collect()
+}
+
 fn query(words: &[&str], folder: Option<&str>) -> IndexQuery {
     IndexQuery {
         folder_id: folder.map(str::to_owned),
@@ -186,6 +252,25 @@ fn queries() -> Vec<IndexQuery> {
         out.push(query(&pair, None));
         out.push(query(&pair, Some("archive")));
     }
+    // The long logs' words: in a chunk only (alone, with a word of their row, with a word of
+    // other messages' rows), in the row, an id in each.
+    for words in [
+        &["zzchunkonly"][..],
+        &["zulu"],
+        &["zulu", "42"],
+        &["zulu", "quokka"],
+        &["zephyr", "report"],
+        &["u1n000123"],
+        &["u1n119999"],
+        &["u0n100000", "nightly"],
+    ] {
+        out.push(query(words, None));
+        out.push(query(words, Some("inbox")));
+    }
+    out.push(IndexQuery {
+        limit: 1000,
+        ..query(&["zephyr"], None)
+    });
     // Words no message holds, and a query of no indexable word.
     out.push(query(&["xylophone"], None));
     out.push(query(&["--"], Some("inbox")));
@@ -245,6 +330,12 @@ fn candidate_queries() -> Vec<CandidateQuery> {
         vec![Clue::UnreadAttachments],
         vec![Clue::Text("!!!".to_owned())],
         vec![Clue::Text("zephyr".to_owned()), Clue::Gap],
+        // The long logs': a spelling split between a row and a chunk, in a chunk only, an id.
+        vec![Clue::Text("zulu 42".to_owned())],
+        vec![Clue::Text("42 zulu".to_owned())],
+        vec![Clue::Text("zzchunkonly".to_owned())],
+        vec![Clue::Text("u1n119999".to_owned())],
+        vec![Clue::Text("zulu-quokka".to_owned()), Clue::Gap],
     ];
     clues
         .into_iter()
@@ -310,7 +401,7 @@ async fn compare(local: &TantivyIndex, shared: &PgRead, round: &str) {
         let b = shared.candidates(&q).await.expect("shared candidates");
         assert_same(&what, false, &a, &b);
     }
-    for id in ["m0", "m7", "nope"] {
+    for id in ["m0", "m7", "long0", "nope"] {
         let a = local.summary(id).expect("local summary");
         let b = shared.summary(id).await.expect("shared summary");
         assert_eq!(
@@ -323,12 +414,13 @@ async fn compare(local: &TantivyIndex, shared: &PgRead, round: &str) {
 
 #[tokio::test]
 async fn the_shared_store_counts_and_ranks_as_the_local_one() {
-    let Some((settings, _admin)) =
+    let Some((settings, admin)) =
         super::testdb::fresh_settings("parity", Duration::from_secs(60)).await
     else {
         return;
     };
     let mut messages = corpus(400);
+    let mut logs = long_logs();
     let (_tmp, local) = crate::index::tantivy_index::tests::index();
     let mut local_writer = local.writer().expect("writer");
     let Opened::Ready(mut shared_writer) =
@@ -336,9 +428,34 @@ async fn the_shared_store_counts_and_ranks_as_the_local_one() {
     else {
         panic!("a fresh mailbox opens ready");
     };
-    for m in &messages {
+    for m in messages.iter().chain(&logs) {
         local_writer.put(m).expect("put");
         shared_writer.put(m).expect("put");
+    }
+    // The long logs are what this test says they are: in chunks, whole, their words where
+    // the queries expect them.
+    for (j, log) in logs.iter().enumerate() {
+        let row = MessageRow::of(log).expect("a row");
+        assert!(row.body_chunks.len() >= 2, "log {j}: two chunks and more");
+        assert_eq!(row.gap, 0, "log {j} is held whole");
+        assert_eq!(
+            row.field_lengths[rows::BODY],
+            i32::try_from(LOG_IDS + LOG_EXTRAS + 4).expect("small"),
+            "log {j}: the logs' bodies are equally long"
+        );
+        let in_row = |w: &str| row.lexemes[rows::BODY].contains(&format!("'{w}'"));
+        let in_chunk = |w: &str| {
+            row.body_chunks
+                .iter()
+                .any(|c| c.contains(&format!("'{w}'")))
+        };
+        for w in ["review", "quokka", "u1n000123", "42"] {
+            assert!(!in_chunk(w), "log {j}: {w} is in no chunk");
+        }
+        for w in ["zephyr", "zzchunkonly", "東京", "u1n119999"] {
+            assert!(!in_row(w), "log {j}: {w} is not in the row");
+        }
+        assert!(in_row("review") && in_chunk("zzchunkonly") && in_chunk("zephyr"));
     }
     local_writer.commit().expect("commit");
     let batch = StateBatch {
@@ -362,10 +479,47 @@ async fn the_shared_store_counts_and_ranks_as_the_local_one() {
         local_writer.put(&messages[i]).expect("put");
         shared_writer.put(&messages[i]).expect("put");
     }
+    // A long log removed, one put again still long (other ids, fewer chunks) and one put again
+    // short: no chunk of their old bodies may answer.
+    local_writer.remove("archive", "long1").expect("remove");
+    shared_writer.remove("archive", "long1");
+    logs.remove(1);
+    logs[0].body = (0..LOG_IDS / 2)
+        .map(|k| format!("u9n{k:06} "))
+        .chain(["zulu review".to_owned()])
+        .collect();
+    logs[1].body = "a short log: quokka review".to_owned();
+    for log in &logs {
+        local_writer.put(log).expect("put");
+        shared_writer.put(log).expect("put");
+    }
     local_writer.commit().expect("commit");
     shared_writer.commit(&batch).await.expect("commit");
     compare(&local, &shared, "second sync").await;
     shared_writer.close().await;
+    admin
+        .execute(
+            "SELECT set_config('mailgate.mailbox', $1, false)",
+            &[&MAILBOX],
+        )
+        .await
+        .expect("scope");
+    let chunks: Vec<(String, i64)> = admin
+        .query(
+            "SELECT id, count(*) FROM mailgate_body_lexemes GROUP BY id ORDER BY id",
+            &[],
+        )
+        .await
+        .expect("count the chunks")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let expected = MessageRow::of(&logs[0]).expect("a row").body_chunks.len();
+    assert_eq!(
+        chunks,
+        [("long0".to_owned(), i64::try_from(expected).expect("small"))],
+        "the long log put again has its new chunks only; the removed and the shortened none"
+    );
 }
 
 /// A vector of `dim` numbers near one of eight directions (so messages cluster, as mail on

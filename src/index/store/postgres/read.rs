@@ -192,7 +192,8 @@ impl PgRead {
             let scored = if tokens.is_empty() {
                 format!(
                     "SELECT folder_id, id, received, subject_raw, 0::float4 AS score
-                       FROM mailgate_messages WHERE {filters}"
+                       FROM mailgate_messages
+                      WHERE mailbox = current_setting('mailgate.mailbox') AND {filters}"
                 )
             } else {
                 let ranking = if ranked {
@@ -212,13 +213,23 @@ impl PgRead {
         self.read(async |tx| {
             let (in_scope, gaps) = scope_counts(tx, Some(&q.folder_id)).await?;
             let mut st = Statement::default();
+            let folder = st.param(q.folder_id.clone());
             let mut any = Vec::new();
+            // Per text clue, its spelling in a long body's row and chunks together.
+            let mut in_chunks = Vec::new();
             for clue in &q.clues {
                 match clue {
-                    Clue::Text(text) => any.push(spelled_in(&mut st, text, &CLUE_FIELDS)),
-                    Clue::AttachmentName(text) => {
-                        any.push(spelled_in(&mut st, text, &[rows::ATTACHMENT_NAMES]));
-                    }
+                    Clue::Text(text) => match analyzer::spelling(text) {
+                        Some(per_atom) => {
+                            any.push(spelled_in(&mut st, &per_atom, &CLUE_FIELDS));
+                            in_chunks.push(spelled_in_chunks(&mut st, &per_atom, &folder));
+                        }
+                        None => any.push("TRUE".to_owned()),
+                    },
+                    Clue::AttachmentName(text) => any.push(match analyzer::spelling(text) {
+                        Some(per_atom) => spelled_in(&mut st, &per_atom, &[rows::ATTACHMENT_NAMES]),
+                        None => "TRUE".to_owned(),
+                    }),
                     Clue::Gap => any.push("gap <> 0".to_owned()),
                     Clue::UnreadAttachments => any.push("attachments_unread".to_owned()),
                 }
@@ -230,13 +241,23 @@ impl PgRead {
                     ..IndexHits::default()
                 });
             }
-            let folder = st.param(q.folder_id.clone());
             let limit = st.param(i64::try_from(q.limit.max(1)).unwrap_or(i64::MAX));
-            let scored = format!(
-                "SELECT folder_id, id, received, subject_raw, 0::float4 AS score
-                   FROM mailgate_messages WHERE folder_id = {folder} AND ({})",
-                any.join(" OR ")
-            );
+            // The row's fields in one condition (the text indexes' bitmaps ORed), and each text
+            // clue's spelling across a long body's chunks in a branch of its own (a condition
+            // on the chunks inside the OR would keep the planner from those bitmaps). UNION:
+            // a message both find counts once.
+            let of_folder = |condition: &str| {
+                format!(
+                    "SELECT folder_id, id, received, subject_raw, 0::float4 AS score
+                       FROM mailgate_messages AS m
+                      WHERE m.mailbox = current_setting('mailgate.mailbox')
+                        AND m.folder_id = {folder} AND ({condition})"
+                )
+            };
+            let scored = std::iter::once(of_folder(&any.join(" OR ")))
+                .chain(in_chunks.iter().map(|c| of_folder(c)))
+                .collect::<Vec<_>>()
+                .join(" UNION ");
             st.sql = top(&scored, "{t}received DESC, {t}id", &limit);
             hits(tx, &st, in_scope, gaps).await
         })
@@ -247,7 +268,8 @@ impl PgRead {
         self.read(async |tx| {
             let row = tx
                 .query_opt(
-                    "SELECT summary FROM mailgate_messages WHERE id = $1 LIMIT 1",
+                    "SELECT summary FROM mailgate_messages
+                      WHERE mailbox = current_setting('mailgate.mailbox') AND id = $1 LIMIT 1",
                     &[&id],
                 )
                 .await
@@ -268,7 +290,8 @@ impl PgRead {
                 let rows = tx
                     .query(
                         "SELECT id, summary FROM mailgate_messages
-                          WHERE folder_id = $1 AND id = ANY($2)",
+                          WHERE mailbox = current_setting('mailgate.mailbox')
+                            AND folder_id = $1 AND id = ANY($2)",
                         &[&folder_id, &ids],
                     )
                     .await
@@ -291,7 +314,8 @@ impl PgRead {
                 let rows = tx
                     .query(
                         "SELECT folder_id, id, internet_message_id FROM mailgate_messages
-                          WHERE (folder_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+                          WHERE mailbox = current_setting('mailgate.mailbox')
+                            AND (folder_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
                         &[&folders, &ids],
                     )
                     .await
@@ -348,17 +372,64 @@ fn where_all(conditions: &[String]) -> String {
     }
 }
 
-/// The condition that one of `fields` spells `text` ([`analyzer::spelling`]).
-fn spelled_in(st: &mut Statement, text: &str, fields: &[usize]) -> String {
-    let Some(per_atom) = analyzer::spelling(text) else {
-        return "TRUE".to_owned();
-    };
-    let query = st.param(rows::all_of_any(&per_atom));
+/// The condition that one of `fields` of a message's row spells a text whose atoms' spellings
+/// are `per_atom` ([`analyzer::spelling`]): every atom in that one field.
+fn spelled_in(st: &mut Statement, per_atom: &[Vec<String>], fields: &[usize]) -> String {
+    let query = st.param(rows::all_of_any(per_atom));
     let any: Vec<String> = fields
         .iter()
         .map(|&f| format!("{} @@ {query}::text::tsquery", FIELDS[f].0))
         .collect();
     format!("({})", any.join(" OR "))
+}
+
+/// The condition (on `mailgate_messages AS m` of the folder `folder` names) that a long body
+/// spells the text of `per_atom` across its row's lexemes and its chunks, where no one of them
+/// need hold every atom: a message whose chunks hold some spelling of some atom, and each atom
+/// spelled in its row's body or one of its chunks. Every part is a GIN bitmap scan of the
+/// folder's rows or chunks that reads their ids only (an atom's, run once and hashed): testing a
+/// candidate's own lexemes instead would unpack its row's and every chunk's, a megabyte each. A
+/// body that spells the text in its row alone is found by [`spelled_in`] too.
+fn spelled_in_chunks(st: &mut Statement, per_atom: &[Vec<String>], folder: &str) -> String {
+    let in_chunks = |query: &str| {
+        format!(
+            "m.id IN (SELECT id FROM {} AS c)",
+            chunks_holding(
+                "id",
+                &format!("folder_id = {folder} AND tokens @@ {query}::text::tsquery")
+            )
+        )
+    };
+    let some: Vec<String> = per_atom.iter().flatten().cloned().collect();
+    let some = st.param(rows::all_of_any(&[some]));
+    let mut out = vec![in_chunks(&some)];
+    if per_atom.len() > 1 {
+        for atom in per_atom {
+            let atom = st.param(rows::all_of_any(std::slice::from_ref(atom)));
+            out.push(format!(
+                "(m.id IN (SELECT id FROM mailgate_messages
+                            WHERE mailbox = current_setting('mailgate.mailbox')
+                              AND folder_id = {folder} AND body_tokens @@ {atom}::text::tsquery)
+                  OR {})",
+                in_chunks(&atom)
+            ));
+        }
+    }
+    out.join(" AND ")
+}
+
+/// The scoped mailbox's chunks that meet `condition` (on their tokens), as a subquery of their
+/// `columns`, for a statement to join to their messages. A chunk's tokens are only ever matched
+/// through their GIN index, which reads none of them: any other path tests (and so unpacks,
+/// most of a megabyte each) every chunk it passes, a cost the planner does not see. `OFFSET 0`
+/// keeps the subquery planned on its own, so no join can turn it into a look-up of each
+/// message's chunks by id (the one other index of the table, there for its row's cascade), and
+/// reads turn sequential scans off.
+fn chunks_holding(columns: &str, condition: &str) -> String {
+    format!(
+        "(SELECT {columns} FROM mailgate_body_lexemes
+           WHERE mailbox = current_setting('mailgate.mailbox') AND {condition} OFFSET 0)"
+    )
 }
 
 /// The folder and the structured filters.
@@ -435,14 +506,16 @@ async fn scope_counts(
     let rows = match folder {
         Some(folder) => {
             tx.query(
-                "SELECT gap, messages FROM mailgate_folder_counts WHERE folder_id = $1",
+                "SELECT gap, messages FROM mailgate_folder_counts
+                  WHERE mailbox = current_setting('mailgate.mailbox') AND folder_id = $1",
                 &[&folder],
             )
             .await
         }
         None => {
             tx.query(
-                "SELECT gap, sum(messages)::bigint FROM mailgate_folder_counts GROUP BY gap",
+                "SELECT gap, sum(messages)::bigint FROM mailgate_folder_counts
+                  WHERE mailbox = current_setting('mailgate.mailbox') GROUP BY gap",
                 &[],
             )
             .await
@@ -464,12 +537,13 @@ async fn scope_counts(
 }
 
 /// The messages that hold every token in some field and meet `filters`, each with its BM25
-/// score when `ranking` is given. One branch per token and field: a GIN bitmap scan that reads
-/// the row's narrow columns and never the token vectors (large, and often out of line). Ranked,
-/// the branches cover the whole mailbox, so each one's row count is the token's document
-/// frequency in that field, counted in the same pass that scores (a count apart would read the
-/// same rows twice); the filters apply after. A message holds every token when its branches
-/// name every one.
+/// score when `ranking` is given. One branch per token and field (two for the body: its row's
+/// lexemes and its chunks'): a GIN bitmap scan that reads the row's narrow columns and never
+/// the token vectors (large, and often out of line). Ranked, the branches cover the whole
+/// mailbox, so each one's row count is the token's document frequency in that field (the
+/// body's two branches counted as one), counted in the same pass that scores (a count apart
+/// would read the same rows twice); the filters apply after. A message holds every token when
+/// its branches name every one.
 fn matches_scored(
     st: &mut Statement,
     tokens: &[&String],
@@ -502,15 +576,36 @@ fn matches_scored(
             branches.push(format!(
                 "SELECT folder_id, id, received, subject_raw, from_raw, is_read, has_attachments,
                         {t} AS token{score_columns}
-                   FROM mailgate_messages WHERE {column} @@ {query}::text::tsquery AND {scope}"
+                   FROM mailgate_messages
+                  WHERE mailbox = current_setting('mailgate.mailbox')
+                    AND {column} @@ {query}::text::tsquery AND {scope}"
             ));
+            if f == rows::BODY {
+                // A long body's further lexemes: the chunks that hold the token
+                // ([`chunks_holding`]), each joined to its message's row for the same narrow and
+                // score columns (the row's names: the chunks have none of them but the key). A
+                // token is in the row or in one chunk, never both, so each message counts once
+                // in the token's frequency.
+                branches.push(format!(
+                    "SELECT folder_id, id, received, subject_raw, from_raw, is_read,
+                            has_attachments, {t} AS token{score_columns}
+                       FROM {chunks} AS c
+                       JOIN mailgate_messages AS m USING (mailbox, folder_id, id)
+                      WHERE m.mailbox = current_setting('mailgate.mailbox') AND {scope}",
+                    chunks = chunks_holding(
+                        "mailbox, folder_id, id",
+                        &format!("tokens @@ {query}::text::tsquery")
+                    )
+                ));
+            }
         }
     }
     if branches.is_empty() {
         // No token is held by any message; the filters stay, so their parameters are typed.
         return format!(
             "SELECT folder_id, id, received, subject_raw, 0::float4 AS score
-               FROM mailgate_messages WHERE FALSE AND {filters}"
+               FROM mailgate_messages
+              WHERE FALSE AND mailbox = current_setting('mailgate.mailbox') AND {filters}"
         );
     }
     // One token needs no count of the tokens a message holds (and so no sorted aggregate).
@@ -558,7 +653,8 @@ fn top(scored: &str, order: &str, limit: &str) -> String {
              FROM ({scored} OFFSET 0) AS s
             ORDER BY {inner} LIMIT {limit}) AS t
          JOIN mailgate_messages AS m USING (folder_id, id)
-         ORDER BY {outer}"
+        WHERE m.mailbox = current_setting('mailgate.mailbox')
+        ORDER BY {outer}"
     )
 }
 

@@ -63,6 +63,21 @@ pub(crate) struct PgSettings {
     pub(crate) transport: Transport,
     /// How long a sync's lease lasts without renewal.
     pub(crate) lease_ttl: std::time::Duration,
+    /// Whether every connection checks that row-level security binds its role
+    /// ([`super::role`]): always, outside unit tests.
+    pub(crate) role_check: RoleCheck,
+}
+
+/// Whether a connection's role is checked before it is used ([`super::role::vet`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RoleCheck {
+    /// A role that is a superuser, has BYPASSRLS, may act as one that does, or reads rows
+    /// outside the session's mailbox is refused.
+    Enforced,
+    /// Unit tests only: any role is let in, so a test can show that the statements' own
+    /// mailbox conditions keep a role row security does not bind to one mailbox.
+    #[cfg(test)]
+    Off,
 }
 
 /// Why the store's settings were refused.
@@ -175,6 +190,7 @@ impl PgSettings {
             password,
             transport,
             lease_ttl,
+            role_check: RoleCheck::Enforced,
         }))
     }
 }
@@ -194,6 +210,7 @@ impl PgSettings {
                 .map(|p| Password(String::from_utf8_lossy(p).into_owned())),
             transport: Transport::Loopback,
             lease_ttl,
+            role_check: RoleCheck::Enforced,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Unit tests' PostgreSQL (test builds only): a fresh, migrated database of the test server
-//! `scripts/postgres.sh` runs, named by `MAILGATE_TEST_PG_URL` (`scripts/test.sh` exports it).
+//! `scripts/postgres.sh` runs, named by `MAILGATE_TEST_PG_URL` (the owning role `mailgate`;
+//! `MAILGATE_TEST_PG_ADMIN_URL` for the superuser; `scripts/test.sh` exports both).
 //! Without it a test says SKIP and passes, unless the PostgreSQL tests are required (CI, or
 //! `MAILGATE_PG_TESTS=require`), where it fails.
 
@@ -32,20 +33,69 @@ pub(crate) async fn fresh_settings(
     Some((settings, clients.pop().expect("one client")))
 }
 
+/// A fresh database with this binary's schema (made and migrated as the owning role, as a
+/// deployment does), as the test server's superuser sees it: the store's settings as the
+/// superuser (their role check as `check` says), the owning role's, and a superuser client.
+/// `None` (after a loud SKIP) as [`fresh`], or when `MAILGATE_TEST_PG_ADMIN_URL` is not set
+/// (`scripts/postgres.sh env` prints both).
+pub(crate) async fn fresh_as_superuser(
+    test: &str,
+    lease_ttl: std::time::Duration,
+    check: super::RoleCheck,
+) -> Option<Superuser> {
+    let env = Env::capture().expect("the environment");
+    let Some(admin_url) = env.get("MAILGATE_TEST_PG_ADMIN_URL").map(str::to_owned) else {
+        skip(test, &env, "MAILGATE_TEST_PG_ADMIN_URL");
+        return None;
+    };
+    let (url, name, _) = fresh_named(test, 1).await?;
+    let mut superuser = super::PgSettings::for_test(&admin_url, &name, lease_ttl);
+    superuser.role_check = check;
+    let mut config: tokio_postgres::Config = admin_url.parse().expect("the admin URL");
+    config.dbname(&name);
+    let (client, connection) = config
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test database as the superuser");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Some(Superuser {
+        settings: superuser,
+        owner: super::PgSettings::for_test(&url, &name, lease_ttl),
+        client,
+    })
+}
+
+/// A test database as [`fresh_as_superuser`] opens it.
+pub(crate) struct Superuser {
+    /// The store's settings as the superuser.
+    pub(crate) settings: super::PgSettings,
+    /// As the role that owns the tables (`mailgate`, no superuser, no BYPASSRLS).
+    pub(crate) owner: super::PgSettings,
+    /// A superuser connection to the database: sees every mailbox's rows.
+    pub(crate) client: tokio_postgres::Client,
+}
+
+/// Says loudly why a test does nothing, or fails it where the PostgreSQL tests are required.
 #[expect(clippy::print_stderr, reason = "a skipped test says why, loudly")]
+fn skip(test: &str, env: &Env, var: &str) {
+    let required = env.get("CI").is_some() || env.get("MAILGATE_PG_TESTS") == Some("require");
+    assert!(
+        !required,
+        "{test}: the PostgreSQL tests must run here, but {var} is not set \
+         (eval \"$(scripts/postgres.sh env)\")"
+    );
+    eprintln!("!!! SKIP {test}: {var} is not set (scripts/postgres.sh up)");
+}
+
 async fn fresh_named(
     test: &str,
     connections: usize,
 ) -> Option<(String, String, Vec<tokio_postgres::Client>)> {
     let env = Env::capture().expect("the environment");
     let Some(url) = env.get("MAILGATE_TEST_PG_URL").map(str::to_owned) else {
-        let required = env.get("CI").is_some() || env.get("MAILGATE_PG_TESTS") == Some("require");
-        assert!(
-            !required,
-            "{test}: the PostgreSQL tests must run here, but MAILGATE_TEST_PG_URL is not set \
-             (eval \"$(scripts/postgres.sh env)\")"
-        );
-        eprintln!("!!! SKIP {test}: MAILGATE_TEST_PG_URL is not set (scripts/postgres.sh up)");
+        skip(test, &env, "MAILGATE_TEST_PG_URL");
         return None;
     };
     let admin = connect(&url).await;

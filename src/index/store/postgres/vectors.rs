@@ -61,13 +61,18 @@ impl PgVectors {
     /// The vectors of `model` the scoped mailbox holds. Vectors another model made are stale:
     /// deleted here (in the caller's transaction, fenced by the lease), and their messages embedded again.
     pub(crate) async fn load(tx: &Transaction<'_>, model: &str) -> Result<Self, IndexError> {
-        tx.execute("DELETE FROM mailgate_vectors WHERE model <> $1", &[&model])
-            .await
-            .map_err(store_error)?;
+        tx.execute(
+            "DELETE FROM mailgate_vectors
+              WHERE mailbox = current_setting('mailgate.mailbox') AND model <> $1",
+            &[&model],
+        )
+        .await
+        .map_err(store_error)?;
         let rows = tx
             .query(
                 "SELECT folder_id, id, dims FROM mailgate_vectors
-                  WHERE model = $1 AND passage = 0",
+                  WHERE mailbox = current_setting('mailgate.mailbox')
+                    AND model = $1 AND passage = 0",
                 &[&model],
             )
             .await
@@ -112,9 +117,12 @@ impl PgVectors {
     /// Writes the changes since the last commit in `tx` (the commit's, fenced by the lease).
     pub(crate) async fn write(&mut self, tx: &Transaction<'_>) -> Result<(), IndexError> {
         if std::mem::take(&mut self.drop_all) {
-            tx.execute("DELETE FROM mailgate_vectors", &[])
-                .await
-                .map_err(store_error)?;
+            tx.execute(
+                "DELETE FROM mailgate_vectors WHERE mailbox = current_setting('mailgate.mailbox')",
+                &[],
+            )
+            .await
+            .map_err(store_error)?;
         }
         if self.upserts.is_empty() {
             return Ok(());
@@ -139,7 +147,8 @@ impl PgVectors {
         }
         tx.execute(
             "DELETE FROM mailgate_vectors
-              WHERE (folder_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+              WHERE mailbox = current_setting('mailgate.mailbox')
+                AND (folder_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
             &[&key_folders, &key_ids],
         )
         .await
@@ -151,7 +160,8 @@ impl PgVectors {
              SELECT current_setting('mailgate.mailbox'), v.f, v.i, v.p, $5, $6, v.e
                FROM unnest($1::text[], $2::text[], $3::int2[], $4::halfvec[]) AS v(f, i, p, e)
               WHERE EXISTS (SELECT 1 FROM mailgate_messages m
-                             WHERE m.folder_id = v.f AND m.id = v.i)",
+                             WHERE m.mailbox = current_setting('mailgate.mailbox')
+                               AND m.folder_id = v.f AND m.id = v.i)",
             &[&folders, &ids, &passages, &vectors, &self.model, &dims],
         )
         .await
@@ -273,7 +283,8 @@ pub(crate) async fn nearest(
         .query(
             &format!(
                 "SELECT id, ({distance})::float8 FROM mailgate_vectors
-                  WHERE folder_id = $2 AND model = $3 AND dims = {dim}
+                  WHERE mailbox = current_setting('mailgate.mailbox')
+                    AND folder_id = $2 AND model = $3 AND dims = {dim}
                   ORDER BY {distance} LIMIT $4"
             ),
             &[
@@ -299,7 +310,9 @@ pub(crate) async fn nearest(
     if hits.is_empty() {
         let any: bool = tx
             .query_one(
-                "SELECT EXISTS (SELECT 1 FROM mailgate_vectors WHERE model = $1 AND dims = $2)",
+                "SELECT EXISTS (SELECT 1 FROM mailgate_vectors
+                                 WHERE mailbox = current_setting('mailgate.mailbox')
+                                   AND model = $1 AND dims = $2)",
                 &[&model, &i32::try_from(dim).unwrap_or(i32::MAX)],
             )
             .await

@@ -234,7 +234,11 @@ impl PgWrite {
     pub(crate) async fn folders(&self) -> Result<Vec<String>, IndexError> {
         let rows = self
             .client
-            .query("SELECT folder_id FROM mailgate_folder_state", &[])
+            .query(
+                "SELECT folder_id FROM mailgate_folder_state
+                  WHERE mailbox = current_setting('mailgate.mailbox')",
+                &[],
+            )
             .await
             .map_err(store_error)?;
         rows.iter()
@@ -250,7 +254,10 @@ impl PgWrite {
         let rows = self
             .client
             .query(
-                &format!("SELECT id, version FROM {table} WHERE folder_id = $1"),
+                &format!(
+                    "SELECT id, version FROM {table}
+                      WHERE mailbox = current_setting('mailgate.mailbox') AND folder_id = $1"
+                ),
                 &[&folder],
             )
             .await
@@ -276,7 +283,8 @@ impl PgWrite {
         let row = self
             .client
             .query_opt(
-                "SELECT cursor::text FROM mailgate_folder_state WHERE folder_id = $1",
+                "SELECT cursor::text FROM mailgate_folder_state
+                  WHERE mailbox = current_setting('mailgate.mailbox') AND folder_id = $1",
                 &[&folder],
             )
             .await
@@ -294,7 +302,8 @@ impl PgWrite {
         let rows = self
             .client
             .query(
-                "SELECT id FROM mailgate_seen WHERE folder_id = $1",
+                "SELECT id FROM mailgate_seen
+                  WHERE mailbox = current_setting('mailgate.mailbox') AND folder_id = $1",
                 &[&folder],
             )
             .await
@@ -381,7 +390,10 @@ impl PgWrite {
             "mailgate_folder_state",
         ] {
             tx.execute(
-                &format!("DELETE FROM {table} WHERE folder_id = $1"),
+                &format!(
+                    "DELETE FROM {table}
+                      WHERE mailbox = current_setting('mailgate.mailbox') AND folder_id = $1"
+                ),
                 &[&folder],
             )
             .await
@@ -425,7 +437,10 @@ pub(crate) fn status_of(
 
 /// Empties the scoped mailbox's index and state, and records the analysis that fills it now.
 pub(crate) async fn start_over(tx: &Transaction<'_>, analyzer: i32) -> Result<(), IndexError> {
+    // The body chunks first: they would go with their messages (the foreign key cascades), but
+    // one statement of the mailbox's removes them at once.
     for table in [
+        "mailgate_body_lexemes",
         "mailgate_messages",
         "mailgate_folder_counts",
         "mailgate_versions",
@@ -433,9 +448,12 @@ pub(crate) async fn start_over(tx: &Transaction<'_>, analyzer: i32) -> Result<()
         "mailgate_seen",
         "mailgate_folder_state",
     ] {
-        tx.execute(&format!("DELETE FROM {table}"), &[])
-            .await
-            .map_err(store_error)?;
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE mailbox = current_setting('mailgate.mailbox')"),
+            &[],
+        )
+        .await
+        .map_err(store_error)?;
     }
     tx.execute(
         "UPDATE mailgate_mailboxes
@@ -456,8 +474,16 @@ const INSERT_MESSAGE: &str = "INSERT INTO mailgate_messages (mailbox, folder_id,
     $11::text::tsvector, $12::text::tsvector, $13::text::tsvector, $14::text::tsvector,
     $15::text::tsvector, $16::text::tsvector, $17, $18::text::jsonb, $19)";
 
+/// A message's body chunks ([`MessageRow::body_chunks`]), numbered from 1, after its row.
+const INSERT_BODY_CHUNKS: &str = "INSERT INTO mailgate_body_lexemes (mailbox, folder_id, id, chunk,
+    tokens)
+  SELECT current_setting('mailgate.mailbox'), $1, $2, n::integer, t::tsvector
+    FROM unnest($3::text[]) WITH ORDINALITY AS c(t, n)";
+
 /// Replaces the messages of `pending` (every key touched is deleted, then the puts inserted)
-/// and moves the ranking statistics by the difference.
+/// and moves the ranking statistics by the difference. A deleted row takes its body chunks and
+/// vectors with it (their foreign keys cascade, keyed by the mailbox too), so a message put
+/// again keeps none of its old ones.
 async fn write_messages(
     tx: &Transaction<'_>,
     pending: &HashMap<(String, String), Pending>,
@@ -472,7 +498,8 @@ async fn write_messages(
     let gone = tx
         .query(
             "DELETE FROM mailgate_messages
-              WHERE (folder_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+              WHERE mailbox = current_setting('mailgate.mailbox')
+                AND (folder_id, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
               RETURNING field_lengths, folder_id, gap",
             &[&folders, &ids],
         )
@@ -507,8 +534,14 @@ async fn write_messages(
         }
         *counts.entry((row.folder_id.clone(), row.gap)).or_default() += 1;
     }
-    // Sent together: the connection pipelines them, one round trip for the lot.
-    futures::future::try_join_all(puts.iter().map(|r| {
+    // Sent together: the connection pipelines them, one round trip for the lot (a long body's
+    // chunks follow once its row is in, which their foreign key needs).
+    let chunks = if puts.iter().any(|r| !r.body_chunks.is_empty()) {
+        Some(tx.prepare(INSERT_BODY_CHUNKS).await.map_err(store_error)?)
+    } else {
+        None
+    };
+    futures::future::try_join_all(puts.iter().map(|r| async {
         let l = &r.lexemes;
         let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![
             &r.folder_id,
@@ -531,7 +564,14 @@ async fn write_messages(
             &r.repeats,
             &r.summary,
         ];
-        tx.execute_raw(&insert, params)
+        tx.execute_raw(&insert, params).await?;
+        if let Some(chunks) = &chunks
+            && !r.body_chunks.is_empty()
+        {
+            tx.execute(chunks, &[&r.folder_id, &r.id, &r.body_chunks])
+                .await?;
+        }
+        Ok::<_, tokio_postgres::Error>(())
     }))
     .await
     .map_err(store_error)?;
@@ -572,9 +612,13 @@ async fn count_folders(
     )
     .await
     .map_err(store_error)?;
-    tx.execute("DELETE FROM mailgate_folder_counts WHERE messages = 0", &[])
-        .await
-        .map_err(store_error)?;
+    tx.execute(
+        "DELETE FROM mailgate_folder_counts
+          WHERE mailbox = current_setting('mailgate.mailbox') AND messages = 0",
+        &[],
+    )
+    .await
+    .map_err(store_error)?;
     Ok(())
 }
 
@@ -617,15 +661,21 @@ async fn apply(tx: &Transaction<'_>, batch: &StateBatch) -> Result<(), IndexErro
     if !batch.indexed.is_empty() {
         let ids = upsert_versions(tx, "mailgate_versions", folder, &batch.indexed).await?;
         exec(
-            "DELETE FROM mailgate_pending WHERE folder_id = $1 AND id = ANY($2)",
+            "DELETE FROM mailgate_pending
+              WHERE mailbox = current_setting('mailgate.mailbox')
+                AND folder_id = $1 AND id = ANY($2)",
             &[&folder, &ids],
         )
         .await?;
     }
     if !batch.removed.is_empty() {
         for sql in [
-            "DELETE FROM mailgate_versions WHERE folder_id = $1 AND id = ANY($2)",
-            "DELETE FROM mailgate_pending WHERE folder_id = $1 AND id = ANY($2)",
+            "DELETE FROM mailgate_versions
+              WHERE mailbox = current_setting('mailgate.mailbox')
+                AND folder_id = $1 AND id = ANY($2)",
+            "DELETE FROM mailgate_pending
+              WHERE mailbox = current_setting('mailgate.mailbox')
+                AND folder_id = $1 AND id = ANY($2)",
         ] {
             exec(sql, &[&folder, &batch.removed]).await?;
         }
@@ -634,7 +684,12 @@ async fn apply(tx: &Transaction<'_>, batch: &StateBatch) -> Result<(), IndexErro
         upsert_versions(tx, "mailgate_pending", folder, &batch.pending).await?;
     }
     if batch.clear_seen {
-        exec("DELETE FROM mailgate_seen WHERE folder_id = $1", &[&folder]).await?;
+        exec(
+            "DELETE FROM mailgate_seen
+              WHERE mailbox = current_setting('mailgate.mailbox') AND folder_id = $1",
+            &[&folder],
+        )
+        .await?;
     }
     if !batch.seen.is_empty() {
         exec(

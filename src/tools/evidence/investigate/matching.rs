@@ -2,8 +2,8 @@
 //! sender address and name) and attachment names become [`MessageEvidence`], and the evidence
 //! becomes a classified match that shows the message as metadata only.
 //!
-//! Invariant: signals never bridge fields; a field is matched on at most 65,536 chars (a cut
-//! is recorded); only a proposal id in an attachment name, or an equal attachment name beside
+//! Invariant: signals never bridge fields; a header field is matched on at most 65,536 chars,
+//! the body on all a reader is shown (`mime::MAX_BODY_CHARS`; a cut is recorded); only a proposal id in an attachment name, or an equal attachment name beside
 //! an identity signal in the metadata, confirms, so content and word matches stay candidates.
 //! Called by the folder scan in [`super`]; [`super::attachments`] adds content evidence between
 //! the two steps.
@@ -20,8 +20,11 @@ use super::output::{
     InvestigationMatchOut, InvestigationMessageOut,
 };
 
-/// Longest metadata field (Unicode scalar values) that is matched.
+/// Longest header field (Unicode scalar values) that is matched.
 const MAX_FIELD_CHARS: usize = 65_536;
+/// Longest body matched: the whole body a reader is shown (issue 36: what `get_message`
+/// shows is what every matcher searches).
+const MAX_BODY_FIELD_CHARS: usize = crate::mime::MAX_BODY_CHARS;
 /// Attachments shown per message (reference §4.2).
 const SHOWN_ATTACHMENTS: usize = output::SUMMARY_ATTACHMENTS;
 
@@ -54,17 +57,25 @@ pub(super) fn metadata_evidence(
     // The body (fetched per message; a backend flags a body it cut as a gap) is searched
     // rather than only its preview: a signal in a body the preview cuts off is present all the
     // same.
-    let body_cut = message.gap == Some(ContentGap::Body);
+    // The body lacks what a bound cut or a part no matcher reads held.
+    let body_cut = matches!(
+        message.gap,
+        Some(ContentGap::Body | ContentGap::Undecodable | ContentGap::UnknownPart)
+    );
     let body = body.unwrap_or(message.preview.as_str());
     let fields = [
-        (message.subject.as_deref(), false),
-        (Some(body), body_cut),
-        (from.and_then(|f| f.address.as_deref()), false),
-        (from.and_then(|f| f.name.as_deref()), false),
+        (message.subject.as_deref(), false, MAX_FIELD_CHARS),
+        (Some(body), body_cut, MAX_BODY_FIELD_CHARS),
+        (
+            from.and_then(|f| f.address.as_deref()),
+            false,
+            MAX_FIELD_CHARS,
+        ),
+        (from.and_then(|f| f.name.as_deref()), false, MAX_FIELD_CHARS),
     ];
-    for (field, already_cut) in fields {
+    for (field, already_cut, max_chars) in fields {
         let Some(field) = field else { continue };
-        let (prefix, cut) = signals::prefix_chars(field, MAX_FIELD_CHARS);
+        let (prefix, cut) = signals::prefix_chars(field, max_chars);
         if cut {
             push_once(reasons, FolderReason::MessageTextTruncated);
         }
@@ -233,10 +244,22 @@ mod tests {
         );
         assert!(reasons.is_empty());
 
-        c.preview = format!("{} Orchard Bakery Ltd", "y ".repeat(40_000));
+        // A header field is matched on its first 65,536 chars, the body whole (issue 36).
+        let long = format!("{} Orchard Bakery Ltd", "y ".repeat(40_000));
+        c.subject = Some(long.clone());
+        c.preview = String::new();
         let m = match_message(InvestigationFolder::Inbox, &c, &empty, &set, &mut reasons);
-        assert!(m.is_none(), "the signal lies beyond the 65,536-char cut");
+        assert!(
+            m.is_none(),
+            "the signal lies beyond the subject's 65,536-char cut"
+        );
         assert_eq!(reasons, [FolderReason::MessageTextTruncated]);
+        c.subject = Some("Orchard".into());
+        c.preview = long;
+        let mut reasons = Vec::new();
+        let m = match_message(InvestigationFolder::Inbox, &c, &empty, &set, &mut reasons);
+        assert!(m.is_some(), "a body is matched whole");
+        assert!(reasons.is_empty(), "{reasons:?}");
 
         // A metadata-only identity match is a candidate; a keyword alone too.
         c.preview = "Orchard Bakery Ltd renewal".into();

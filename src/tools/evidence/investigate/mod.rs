@@ -5,7 +5,7 @@
 //! query, so its truncation evidence is reused); then, for *every* listed message (a `false`
 //! has-attachments flag is not trusted: inline documents carry it), a metadata-only attachment
 //! listing with the per-message caps; then signal matching on the message's metadata (subject,
-//! body, sender address and name, each ≤ 65,536 chars), on each attachment name (≤ 4,096 chars)
+//! the whole body, sender address and name, each ≤ 65,536 chars), on each attachment name (≤ 4,096 chars)
 //! and — unless only `attachmentNames` were asked — on the text of each attachment
 //! ([`ContentReader`]). Bodies, previews and attachment contents are never returned.
 //!

@@ -9,7 +9,8 @@
 //! front calls [`ResourceServer::authenticate`] where it checked the static bearer); a token is
 //! never logged, put in an error, passed to a backend or sent anywhere: it is read here and
 //! dropped. A valid token whose identity matches no principal is refused (`403`) whatever its
-//! scopes. An issuer whose keys cannot be had fails closed (`503`).
+//! scopes. An issuer whose keys cannot be had fails closed (`503`). A key-set fetch, whoever's
+//! token started it, never holds a request whose key is cached (`keys`, issue 36).
 //!
 //! Who may call it: `transport::http` builds one at startup when `MAILGATE_HTTP_OAUTH_ISSUER` is
 //! set; `front` routes the metadata paths to it and authenticates `/mcp` requests with it.

@@ -251,12 +251,13 @@ pub(crate) fn verify(
         })
 }
 
-/// The fake authorization server's signer, shared with the integration tests.
+/// The fake authorization server (its signer, and the key cache tests' slow key set), shared with
+/// the integration tests.
 #[cfg(test)]
 #[path = "../../../../tests/it/oauth_issuer.rs"]
 #[expect(
     dead_code,
-    reason = "the unit tests sign tokens; the fake server itself serves the integration tests"
+    reason = "the unit tests sign tokens and hold key sets; the rest serves the integration tests"
 )]
 pub(crate) mod issuer_fixture;
 

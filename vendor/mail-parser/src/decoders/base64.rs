@@ -171,6 +171,19 @@ pub fn base64_decode_stream<'x>(
 }
 
 impl<'x> MessageStream<'x> {
+    /// mailgate patch: the whole bytes of a last quantum left without padding (two or three
+    /// characters hold one or two; upstream dropped them). MIME base64 is always padded, so an
+    /// unpadded tail is a cut encoding whose rest is unknown, and a lone character holds no
+    /// whole byte: both are recorded as lost input.
+    fn flush_base64_tail(&mut self, buf: &mut Vec<u8>, chunk: u32, byte_count: u8) {
+        match byte_count {
+            2 => buf.push(chunk.to_le_bytes()[0]),
+            3 => buf.extend_from_slice(&chunk.to_le_bytes()[0..2]),
+            _ => (),
+        }
+        self.lost_input |= byte_count != 0;
+    }
+
     pub fn decode_base64_mime(&mut self, boundary: &[u8]) -> (usize, Cow<'x, [u8]>) {
         let mut chunk: u32 = 0;
         let mut byte_count: u8 = 0;
@@ -201,6 +214,8 @@ impl<'x> MessageStream<'x> {
                 match ch {
                     b'=' => match byte_count {
                         1 | 2 => {
+                            // mailgate patch: one character holds 6 of a byte's 8 bits.
+                            self.lost_input |= byte_count == 1;
                             buf.push(chunk.to_le_bytes()[0]);
                             byte_count = 0;
                         }
@@ -224,7 +239,8 @@ impl<'x> MessageStream<'x> {
                     b' ' | b'\t' | b'\r' => (),
                     b'-' => {
                         if last_ch == b'-' {
-                            return if !boundary.is_empty() && self.try_skip(boundary) {
+                            return if !boundary.is_empty() && self.try_skip_boundary(boundary) {
+                                self.flush_base64_tail(&mut buf, chunk, byte_count);
                                 buf.shrink_to_fit();
                                 (
                                     if before_last_ch == b'\n' {
@@ -251,6 +267,7 @@ impl<'x> MessageStream<'x> {
             last_ch = ch;
         }
 
+        self.flush_base64_tail(&mut buf, chunk, byte_count);
         buf.shrink_to_fit();
         (
             if boundary.is_empty() {

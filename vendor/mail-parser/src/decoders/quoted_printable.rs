@@ -101,6 +101,7 @@ impl<'x> MessageStream<'x> {
         let mut ws_count = 0;
         let mut end_pos = self.offset();
         let mut crlf = b"\n".as_ref();
+        let scan_start = self.offset();
 
         self.checkpoint();
 
@@ -133,11 +134,16 @@ impl<'x> MessageStream<'x> {
                 b'\r' => {
                     crlf = b"\r\n".as_ref();
                 }
-                b'-' if !boundary.is_empty() && last_ch == b'-' && self.try_skip(boundary) => {
+                // mailgate patch: a delimiter begins a line and is a whole token.
+                b'-' if !boundary.is_empty()
+                    && last_ch == b'-'
+                    && self.dashes_begin_line(scan_start)
+                    && self.try_skip_boundary(boundary) =>
+                {
                     if before_last_ch == b'\n' {
-                        buf.truncate(buf.len() - (crlf.len() + 1));
+                        buf.truncate(buf.len().saturating_sub(crlf.len() + 1));
                     } else {
-                        buf.truncate(buf.len() - 1);
+                        buf.truncate(buf.len().saturating_sub(1));
                         end_pos = self.offset() - boundary.len() - 2;
                     }
 

@@ -69,6 +69,17 @@ fn mime_type(
     content_type: Option<&ContentType<'_>>,
     parent_content_type: &MimeType,
 ) -> (bool, bool, bool, MimeType) {
+    // mailgate patch: RFC 2045 §5.2, a syntactically invalid Content-Type (a type or subtype
+    // that is missing or not a token: `text`, `text/`, `plain`, `text/plain/extra`, `@@@`) is
+    // read as text/plain, as mail clients show it; upstream filed such a body as an attachment.
+    // (A missing Content-Type keeps its context's default below: message/rfc822 in a digest.)
+    let token = |s: &str| {
+        (1..=127).contains(&s.len())
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+    };
+    if content_type.is_some_and(|ct| !token(ct.ctype()) || !ct.subtype().is_some_and(token)) {
+        return (false, true, true, MimeType::TextPlain);
+    }
     if let Some(content_type) = content_type {
         match content_type.ctype() {
             "multipart" => (
@@ -86,8 +97,28 @@ fn mime_type(
             "text" => match content_type.subtype() {
                 Some("plain") => (false, true, true, MimeType::TextPlain),
                 Some("html") => (false, true, true, MimeType::TextHtml),
-                _ => (false, false, true, MimeType::TextOther),
+                // mailgate patch: any other text subtype is text a reader is shown inline
+                // (text/enriched, text/x-log) unless named or disposed as an attachment.
+                _ => (false, true, true, MimeType::TextOther),
             },
+            // mailgate patch: the text reports of RFC 3462/3464/3798/5965 (bounces, read
+            // receipts, abuse reports) are text a reader is shown, not binary attachments.
+            "message"
+                if matches!(
+                    content_type.subtype(),
+                    Some(
+                        "delivery-status"
+                            | "global-delivery-status"
+                            | "disposition-notification"
+                            | "global-disposition-notification"
+                            | "feedback-report"
+                            | "rfc822-headers"
+                            | "global-headers"
+                    )
+                ) =>
+            {
+                (false, true, true, MimeType::TextOther)
+            }
             "image" | "audio" | "video" => (false, true, false, MimeType::Inline),
             "message" if [Some("rfc822"), Some("global")].contains(&content_type.subtype()) => {
                 (false, false, false, MimeType::Message)
@@ -215,6 +246,17 @@ impl MessageParser {
 
             let (is_multipart, mut is_inline, mut is_text, mut mime_type) =
                 mime_type(content_type, &state.mime_type);
+            // mailgate patch: other text is shown inline only without a file name (a named
+            // text/csv stays an attachment even as a multipart's first part).
+            if mime_type == MimeType::TextOther
+                && (content_type.is_some_and(|ct| ct.has_attribute("name"))
+                    || part_headers
+                        .header_value(&HeaderName::ContentDisposition)
+                        .and_then(|d| d.as_content_type())
+                        .is_some_and(|d| d.has_attribute("filename")))
+            {
+                is_inline = false;
+            }
 
             let mut limited_part = false;
             if is_multipart && at_depth_limit {
@@ -255,9 +297,18 @@ impl MessageParser {
                     stream.skip_crlf();
                     continue;
                 } else {
-                    mime_type = MimeType::TextOther;
+                    // mailgate patch: a boundary that never occurs leaves one text body (was
+                    // TextOther, an attachment).
+                    mime_type = MimeType::TextPlain;
                     is_text = true;
+                    is_inline = true;
                 }
+            } else if is_multipart {
+                // mailgate patch: a multipart without a boundary parameter cannot be split;
+                // its body is read as text/plain (upstream kept it as a binary attachment).
+                mime_type = MimeType::TextPlain;
+                is_text = true;
+                is_inline = true;
             }
 
             let (mut encoding, decode_fnc): (Encoding, DecodeFnc<'_>) = match part_headers
@@ -314,6 +365,8 @@ impl MessageParser {
                 state.mime_boundary.as_deref().unwrap_or(&b""[..]),
             );
 
+            // mailgate patch: input the decoder dropped (kept bytes are what it decoded).
+            let lost_input = std::mem::take(&mut stream.lost_input);
             // Attempt to recover contents of an invalid message
             let mut is_encoding_problem = offset_end == usize::MAX;
             if is_encoding_problem {
@@ -473,7 +526,7 @@ impl MessageParser {
             message.parts.push(MessagePart {
                 headers: std::mem::take(&mut part_headers),
                 encoding,
-                is_encoding_problem: is_encoding_problem || limited_part,
+                is_encoding_problem: is_encoding_problem || limited_part || lost_input,
                 body: body_part,
                 offset_header: state.offset_header as u32,
                 offset_body: state.offset_body as u32,

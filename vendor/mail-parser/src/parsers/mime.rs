@@ -12,11 +12,17 @@ impl<'x> MessageStream<'x> {
     pub fn seek_next_part(&mut self, boundary: &[u8]) -> bool {
         if !boundary.is_empty() {
             let mut last_ch = 0;
+            let scan_start = self.offset();
 
             self.checkpoint();
 
             while let Some(&ch) = self.next() {
-                if ch == b'-' && last_ch == b'-' && self.try_skip(boundary) {
+                // mailgate patch: a delimiter begins a line and is a whole token.
+                if ch == b'-'
+                    && last_ch == b'-'
+                    && self.dashes_begin_line(scan_start)
+                    && self.try_skip_boundary(boundary)
+                {
                     return true;
                 }
 
@@ -32,6 +38,7 @@ impl<'x> MessageStream<'x> {
     pub fn seek_next_part_offset(&mut self, boundary: &[u8]) -> Option<usize> {
         let mut last_ch = b'\n';
         let mut offset_pos = self.offset();
+        let scan_start = self.offset();
         self.checkpoint();
 
         while let Some(&ch) = self.next() {
@@ -41,7 +48,11 @@ impl<'x> MessageStream<'x> {
                 } else {
                     self.offset() - 1
                 };
-            } else if ch == b'-' && last_ch == b'-' && self.try_skip(boundary) {
+            } else if ch == b'-'
+                && last_ch == b'-'
+                && self.dashes_begin_line(scan_start)
+                && self.try_skip_boundary(boundary)
+            {
                 return offset_pos.into();
             }
 
@@ -71,7 +82,8 @@ impl<'x> MessageStream<'x> {
             } else if ch == b'-'
                 && !boundary.is_empty()
                 && last_ch == b'-'
-                && self.try_skip(boundary)
+                && self.dashes_begin_line(start_pos)
+                && self.try_skip_boundary(boundary)
             {
                 if before_last_ch != b'\n' {
                     end_pos = self.offset() - boundary.len() - 2;
@@ -98,6 +110,7 @@ impl<'x> MessageStream<'x> {
         let mut last_ch = b'\n';
         let mut before_last_ch = 0;
         let mut end_pos = self.offset();
+        let scan_start = self.offset();
 
         if let Some(boundary) = boundary {
             while let Some(&ch) = self.next() {
@@ -107,7 +120,11 @@ impl<'x> MessageStream<'x> {
                     } else {
                         self.offset() - 1
                     };
-                } else if ch == b'-' && last_ch == b'-' && self.try_skip(boundary) {
+                } else if ch == b'-'
+                    && last_ch == b'-'
+                    && self.dashes_begin_line(scan_start)
+                    && self.try_skip_boundary(boundary)
+                {
                     if before_last_ch != b'\n' {
                         end_pos = self.offset() - boundary.len() - 2;
                     }

@@ -17,6 +17,9 @@ pub struct MessageStream<'x> {
     iter: Peekable<Iter<'x, u8>>,
     pos: usize,
     restore_pos: usize,
+    // mailgate patch: set by a transfer decoder that dropped input it could not decode (a
+    // base64 quantum cut short to one character), while keeping what it did decode.
+    pub(crate) lost_input: bool,
 }
 
 impl<'x> MessageStream<'x> {
@@ -26,7 +29,35 @@ impl<'x> MessageStream<'x> {
             iter: data.iter().peekable(),
             pos: 0,
             restore_pos: 0,
+            lost_input: false,
         }
+    }
+
+    /// mailgate patch: whether the `--` just read (the last two bytes) begins a line, or the
+    /// scan that started at `scan_start`. RFC 2046 §5.1.1: a boundary delimiter line starts a
+    /// line; a `--boundary` inside a line is text.
+    #[inline(always)]
+    pub fn dashes_begin_line(&self, scan_start: usize) -> bool {
+        let first = self.offset().wrapping_sub(2);
+        first == scan_start || first > scan_start && self.data.get(first - 1) == Some(&b'\n')
+    }
+
+    /// mailgate patch: skips `boundary` when it is next and is a whole delimiter: followed by
+    /// `--`, transport padding, a line end or the end of the input (RFC 2046 §5.1.1), so that a
+    /// longer token that starts with the boundary (`--frontierland` for `frontier`) is text.
+    #[inline(always)]
+    pub fn try_skip_boundary(&mut self, boundary: &[u8]) -> bool {
+        let n = boundary.len();
+        let whole = match self.data.get(self.offset()..) {
+            Some(rest) if rest.starts_with(boundary) => {
+                matches!(rest.get(n), None | Some(b'-' | b'\r' | b'\n' | b' ' | b'\t'))
+            }
+            _ => false,
+        };
+        if whole {
+            self.skip_bytes(n);
+        }
+        whole
     }
 
     #[inline(always)]

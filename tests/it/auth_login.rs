@@ -1,0 +1,289 @@
+//! `mailgate auth login|status|logout` and the delegated IMAP backend with real parts (issue 37,
+//! items 1, 3 and 5): the loopback `oidc-provider` of `oauth_provider` signs the operator in
+//! (device flow, approved through its test route as a fictional account), Dovecot introspects
+//! every XOAUTH2 login at that provider, and mailgate keeps and refreshes the grant itself.
+//!
+//! Each test signs in as IMAP users of its own (`t-…@example.org`), so the tests share one
+//! provider and one mail server.
+
+use std::process::Stdio;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::imap_server::{ImapEntry, ImapUser, MailServer, Stored};
+use crate::oauth_delegated::{seed, took};
+use crate::oauth_provider::{CLIENT_ID, OAuthProvider};
+use crate::util::{EXE, World, write_mode};
+
+/// How long a delivery through Postfix and LMTP may take before a test gives up.
+const DELIVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+macro_rules! both_or_skip {
+    ($test:expr) => {
+        match (MailServer::get($test), OAuthProvider::get($test)) {
+            (Some(server), Some(provider)) => (server, provider),
+            _ => return,
+        }
+    };
+}
+
+/// `plugin.json` with `owner`'s mailbox as `team`, signed in through `backend.auth` (provider
+/// `oidc`, the loopback issuer) instead of a password; `delegated_from` names the account that
+/// may hold the grant of a mailbox shared with it.
+fn auth_config(
+    server: &MailServer,
+    provider: &OAuthProvider,
+    world: World,
+    owner: &ImapUser,
+    delegated_from: Option<&str>,
+) -> World {
+    let ca = world.path().join("ca.pem");
+    write_mode(&ca, &std::fs::read(&server.ca).unwrap(), 0o600);
+    let mut mailbox = ImapEntry::new(server, "team", owner).ca(Some(ca)).json();
+    for block in ["imap", "smtp"] {
+        mailbox["backend"][block]
+            .as_object_mut()
+            .unwrap()
+            .remove("passwordEnv");
+    }
+    let mut auth = json!({
+        "kind": "oauth",
+        "provider": "oidc",
+        "clientId": CLIENT_ID,
+        "issuer": provider.issuer,
+        "scopes": ["openid", "email", "offline_access", "mail.read"],
+    });
+    if let Some(from) = delegated_from {
+        auth["delegatedFrom"] = from.into();
+    }
+    mailbox["backend"]["auth"] = auth;
+    world.config(&json!({ "mailboxes": [mailbox] }).to_string(), 0o600)
+}
+
+/// Runs `mailgate auth login team`, approving the printed user code at the provider as
+/// `account`; returns the exit code and everything it printed.
+async fn login_as(world: &World, provider: &OAuthProvider, account: &str) -> (i32, String) {
+    let mut child = tokio::process::Command::new(EXE)
+        .args(["auth", "login", "team"])
+        .env_clear()
+        .envs(&world.env)
+        .current_dir(world.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut printed = String::new();
+    let mut approved = false;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        printed.push_str(&line);
+        printed.push('\n');
+        if let Some(code) = line.split("enter the code: ").nth(1)
+            && !approved
+        {
+            let answer = provider.approve(code.trim(), account).await;
+            assert_eq!(answer["approved"], true, "{answer}");
+            approved = true;
+        }
+    }
+    let out = child.wait_with_output().await.unwrap();
+    printed.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), printed)
+}
+
+fn grant_files(world: &World) -> Vec<String> {
+    crate::util::sorted_names(&world.state().join("grants"))
+        .into_iter()
+        .filter(|n| n.ends_with(".grant"))
+        .collect()
+}
+
+async fn call(world: &World, tool: &str, args: Value) -> (i32, Value) {
+    let out = world.run(&["call", tool, &args.to_string()]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let value = serde_json::from_str(&text).unwrap_or_else(|_| {
+        panic!(
+            "{tool}: not JSON: {text} / {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), value)
+}
+
+/// The whole life of a grant: login as the mailbox's own account, the mailbox read through
+/// XOAUTH2 with the token mailgate keeps, `auth status` naming the account and scopes (never a
+/// token), the account revoking the app at the provider (a listing SEARCH_FAILED with
+/// backend_sign_in_required, a tool AUTH_REQUIRED naming the command), and logout.
+#[tokio::test]
+async fn login_reads_the_mailbox_until_the_grant_is_revoked() {
+    const TEST: &str = "login_reads_the_mailbox_until_the_grant_is_revoked";
+    let (server, provider) = both_or_skip!(TEST);
+    let started = Instant::now();
+    let owner = ImapUser::fresh(server, "auth-login");
+    let to = ImapUser::fresh(server, "auth-login-to");
+    seed(&owner, "signed in hello").await;
+    let world = World::new()
+        .with("PLUGIN_ALLOW_SEND", "true")
+        .with("OUTLOOK_SEND_FROM", &owner.address)
+        .with("OUTLOOK_ALLOWED_SENDERS", &owner.address)
+        .with("OUTLOOK_ALLOWED_RECIPIENT_DOMAINS", &server.domain);
+    let world = auth_config(server, provider, world, &owner, None);
+
+    // Before any sign-in: the answer says who must act, never an empty mailbox.
+    let (_, before) = call(
+        &world,
+        "list_messages",
+        json!({"mailbox": "team", "criteria": {}}),
+    )
+    .await;
+    assert_eq!(before["status"], "SEARCH_FAILED", "{before}");
+
+    let (code, printed) = login_as(&world, provider, &owner.address).await;
+    assert_eq!(code, 0, "{printed}");
+    assert!(printed.contains("signed in as"), "{printed}");
+    assert_eq!(grant_files(&world), ["team.grant"]);
+
+    let (code, listing) = call(
+        &world,
+        "list_messages",
+        json!({"mailbox": "team", "criteria": {}}),
+    )
+    .await;
+    assert_eq!(code, 0, "{listing}");
+    assert!(listing.to_string().contains("signed in hello"), "{listing}");
+
+    // SMTP submission with the same grant: XOAUTH2 through Postfix and Dovecot's oauth2 passdb.
+    let tag = format!("sent with the kept grant {}", std::process::id());
+    let (code, sent) = call(
+        &world,
+        "send_email",
+        json!({"to": [to.address], "subject": tag, "body": "Through the grant."}),
+    )
+    .await;
+    assert_eq!(code, 0, "{sent}");
+    assert_eq!(sent["status"], "sent", "{sent}");
+    let got = to
+        .wait_for("INBOX", DELIVERY, |m: &Stored| m.subject() == tag)
+        .await;
+    assert_eq!(
+        got.header_value("From").as_deref(),
+        Some(owner.address.as_str())
+    );
+
+    let status = world.run(&["auth", "status"]).await;
+    let text = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert_eq!(status.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("signed in") && text.contains(&owner.address),
+        "{text}"
+    );
+    assert!(text.contains("mail.read"), "{text}");
+
+    assert!(provider.revoke_all(&owner.address).await >= 1);
+    let (_, failed) = call(
+        &world,
+        "list_messages",
+        json!({"mailbox": "team", "criteria": {}}),
+    )
+    .await;
+    assert_eq!(failed["status"], "SEARCH_FAILED", "{failed}");
+    assert!(
+        failed.to_string().contains("backend_sign_in_required"),
+        "{failed}"
+    );
+    let (code, error) = call(
+        &world,
+        "get_folder_stats",
+        json!({"mailbox": "team", "folderId": "inbox"}),
+    )
+    .await;
+    assert_eq!(code, 1, "{error}");
+    let error_text = error.to_string();
+    assert!(error_text.contains("AUTH_REQUIRED"), "{error_text}");
+    assert!(
+        error_text.contains("mailgate auth login team"),
+        "{error_text}"
+    );
+    let status = world.run(&["auth", "status", "team"]).await;
+    let text = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(text.contains("REFUSED"), "{text}");
+
+    let out = world.run(&["auth", "logout", "team"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("signed out"), "{text}");
+    assert!(grant_files(&world).is_empty());
+    took(TEST, started);
+}
+
+/// An ID token for another account than the alias's (or its delegatedFrom) is refused: no grant
+/// file, the alias named, the rule said, no address of either account in what is printed.
+/// The same account is accepted for a mailbox whose delegatedFrom names it.
+#[tokio::test]
+async fn login_as_the_wrong_account_is_refused() {
+    const TEST: &str = "login_as_the_wrong_account_is_refused";
+    let (server, provider) = both_or_skip!(TEST);
+    let started = Instant::now();
+    let owner = ImapUser::fresh(server, "auth-wrong");
+    let other = ImapUser::fresh(server, "auth-wrong-other");
+    let world = auth_config(server, provider, World::new(), &owner, None);
+    let (code, printed) = login_as(&world, provider, &other.address).await;
+    assert_eq!(code, 1, "{printed}");
+    assert!(printed.contains("team: sign-in refused"), "{printed}");
+    assert!(printed.contains("delegatedFrom"), "{printed}");
+    assert!(!printed.contains(&other.address), "{printed}");
+    assert!(grant_files(&world).is_empty(), "nothing kept");
+
+    let shared = auth_config(server, provider, World::new(), &owner, Some(&other.address));
+    let (code, printed) = login_as(&shared, provider, &other.address).await;
+    assert_eq!(code, 0, "{printed}");
+    assert!(printed.contains("delegatedFrom account"), "{printed}");
+    took(TEST, started);
+}
+
+/// A short-lived access token is refreshed by mailgate, once for two instances that need it at
+/// the same moment (the grant file's lock and its cached token), and the rotated refresh token
+/// is the one kept: the provider never sees the old one again (it would revoke the grant).
+#[tokio::test]
+async fn two_instances_refresh_once_and_keep_the_rotated_token() {
+    const TEST: &str = "two_instances_refresh_once_and_keep_the_rotated_token";
+    let (server, provider) = both_or_skip!(TEST);
+    let started = Instant::now();
+    let owner = ImapUser::fresh(server, "auth-refresh");
+    seed(&owner, "refreshed hello").await;
+    let world = auth_config(server, provider, World::new(), &owner, None);
+    // Lifetime 2 s: refreshed from halfway through (the short-lifetime rule).
+    provider.set_access_ttl(&owner.address, 2).await;
+    let (code, printed) = login_as(&world, provider, &owner.address).await;
+    assert_eq!(code, 0, "{printed}");
+    // The provider's own clock must pass the token's lifetime: nothing to poll for.
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    let args = json!({"mailbox": "team", "criteria": {}});
+    let (a, b) = tokio::join!(
+        call(&world, "list_messages", args.clone()),
+        call(&world, "list_messages", args.clone())
+    );
+    for (code, listing) in [a, b] {
+        assert_eq!(code, 0, "{listing}");
+        assert!(listing.to_string().contains("refreshed hello"), "{listing}");
+    }
+    assert_eq!(
+        provider
+            .token_calls(&owner.address, "refresh_token", "ok")
+            .await,
+        1,
+        "{}",
+        provider.stats(&owner.address).await
+    );
+    assert_eq!(
+        provider
+            .token_calls(&owner.address, "refresh_token", "error")
+            .await,
+        0,
+        "the rotated-away token was never replayed"
+    );
+    took(TEST, started);
+}
