@@ -23,14 +23,15 @@ use crate::console::write_out;
 use crate::delegated::account::{DelegatedAccount, Protocol};
 use crate::delegated::client::{DeviceWait, RevokeOutcome, TokenClient};
 use crate::delegated::endpoints::IssuerRule;
-use crate::delegated::grants::{CachedAccess, GRANT_KEY_FILE_VAR, GRANTS_DIR, Grant, GrantStore};
+use crate::delegated::grants::{CachedAccess, GRANTS_DIR, Grant};
 use crate::delegated::identity::{self, Expectation, Holder};
 use crate::delegated::loopback::{LoopbackReceiver, authorization_url};
 use crate::delegated::pkce::{Pkce, State};
+use crate::delegated::source::GrantPlace;
 use crate::delegated::wire::{self, DeviceOutcome, TokenOutcome};
 use crate::error::StartupError;
 use crate::gates::Gates;
-use crate::path_guard;
+use crate::startup::GrantPlaces;
 
 /// How long the `--browser` sign-in waits for the redirect.
 const BROWSER_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
@@ -61,17 +62,23 @@ pub(crate) async fn run(
     settings: &Settings,
     gates: &Gates,
 ) -> Result<i32, StartupError> {
+    let shared = crate::index::store::postgres::resolve(env)?;
     match command {
         AuthCommand::Login { alias, browser } => {
-            let account = account(&alias, env, settings, gates)?;
-            let store = open_store(env, settings, true)?;
-            login(&account, &store, browser).await
+            let (account, entry) = account(&alias, env, settings, gates)?;
+            let places = GrantPlaces::open(env, settings, shared.as_ref(), true)?
+                .ok_or_else(|| usage("the grant store could not be created".to_owned()))?;
+            login(&account, &places.place(settings, entry), browser).await
         }
-        AuthCommand::Status { alias } => status(alias.as_deref(), env, settings, gates),
+        AuthCommand::Status { alias } => {
+            let places = GrantPlaces::open(env, settings, shared.as_ref(), false)?;
+            status(alias.as_deref(), env, settings, gates, places.as_ref()).await
+        }
         AuthCommand::Logout { alias } => {
-            let account = account(&alias, env, settings, gates)?;
-            let store = open_store(env, settings, false)?;
-            logout(&account, store.as_ref()).await
+            let (account, entry) = account(&alias, env, settings, gates)?;
+            let places = GrantPlaces::open(env, settings, shared.as_ref(), false)?;
+            let place = places.as_ref().map(|p| p.place(settings, entry));
+            logout(&account, place.as_ref()).await
         }
     }
 }
@@ -80,50 +87,25 @@ fn usage(message: String) -> StartupError {
     StartupError::Usage(message)
 }
 
-/// The alias's delegated sign-in, or a usage error naming why there is none.
-fn account(
+/// The alias's delegated sign-in and its mailbox, or a usage error naming why there is none.
+fn account<'s>(
     alias: &str,
     env: &Env,
-    settings: &Settings,
+    settings: &'s Settings,
     gates: &Gates,
-) -> Result<Arc<DelegatedAccount>, StartupError> {
+) -> Result<(Arc<DelegatedAccount>, &'s crate::config::MailboxEntry), StartupError> {
     let name = Alias::parse(alias).map_err(|e| usage(format!("alias {alias:?}: {e}")))?;
     let entry = settings
         .config
         .mailbox(&name)
         .ok_or_else(|| usage(format!("plugin.json lists no mailbox {name}")))?;
     match DelegatedAccount::of(entry, gates, env) {
-        Ok(Some(account)) => Ok(Arc::new(account)),
+        Ok(Some(account)) => Ok((Arc::new(account), entry)),
         Ok(None) => Err(usage(format!(
             "{name} has no backend.auth in plugin.json: it signs in with what its backend block \
              names, not with `mailgate auth`"
         ))),
         Err(e) => Err(usage(e.to_string())),
-    }
-}
-
-/// `<state>/grants`, with the operator's key file when `MAILGATE_GRANT_KEY_FILE` names one.
-/// `create`: login makes the folders; status and logout never create anything (`None`: no
-/// store yet).
-fn open_store(
-    env: &Env,
-    settings: &Settings,
-    create: bool,
-) -> Result<Option<GrantStore>, StartupError> {
-    let key_file = env.get(GRANT_KEY_FILE_VAR).map(std::path::PathBuf::from);
-    let state = match path_guard::open_state_dir(settings.state_dir()?, create) {
-        Ok(dir) => dir,
-        Err(path_guard::PrivateDirError::Missing) if !create => return Ok(None),
-        Err(e) => return Err(StartupError::StateDir(e)),
-    };
-    match GrantStore::open(&state, key_file.as_deref(), create) {
-        Ok(store) => Ok(Some(store)),
-        Err(crate::delegated::grants::GrantError::Dir(path_guard::PrivateDirError::Missing))
-            if !create =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(usage(format!("the grant store ({GRANTS_DIR}): {e}"))),
     }
 }
 
@@ -150,13 +132,10 @@ fn refuse(alias: &str, why: &str) -> Result<i32, StartupError> {
 
 async fn login(
     account: &Arc<DelegatedAccount>,
-    store: &Option<GrantStore>,
+    place: &GrantPlace,
     browser: bool,
 ) -> Result<i32, StartupError> {
     let alias = account.alias();
-    let Some(store) = store else {
-        return Err(usage("the grant store could not be created".to_owned()));
-    };
     let client = account
         .client()
         .await
@@ -206,18 +185,22 @@ async fn login(
         }),
         refused_at: None,
     };
-    store
-        .save(&grant)
+    let account_name = grant.account.clone();
+    place
+        .save(grant)
+        .await
         .map_err(|e| usage(format!("{alias}: the grant could not be saved: {e}")))?;
     tracing::info!(alias, "auth login: grant saved");
     let role = match holder.1 {
         Holder::Mailbox => "the mailbox's own account",
         Holder::Delegate => "the delegatedFrom account, for the shared mailbox",
     };
+    let kept = match place {
+        GrantPlace::Folder(_) => format!("the state folder's {GRANTS_DIR}/"),
+        GrantPlace::Shared { .. } => "the shared database".to_owned(),
+    };
     write_out(&format!(
-        "{alias}: signed in as {} ({role}); scopes: {}; grant saved in the state folder's \
-         {GRANTS_DIR}/",
-        grant.account,
+        "{alias}: signed in as {account_name} ({role}); scopes: {}; grant saved in {kept}",
         scopes.join(" ")
     ))?;
     Ok(0)
@@ -363,13 +346,13 @@ async fn discard(client: &TokenClient, granted: wire::Grant) {
     }
 }
 
-fn status(
+async fn status(
     only: Option<&str>,
     env: &Env,
     settings: &Settings,
     gates: &Gates,
+    places: Option<&GrantPlaces>,
 ) -> Result<i32, StartupError> {
-    let store = open_store(env, settings, false)?;
     let mut lines = Vec::new();
     let mut failed = false;
     for entry in &settings.config.mailboxes {
@@ -395,7 +378,10 @@ fn status(
             Protocol::Graph => "graph",
             Protocol::Imap => "imap",
         };
-        let loaded = store.as_ref().map(|s| s.load(&account.binding));
+        let loaded = match places {
+            Some(places) => Some(places.place(settings, entry).load(&account.binding).await),
+            None => None,
+        };
         let line = match loaded {
             None | Some(Ok(None)) => {
                 failed = true;
@@ -448,8 +434,9 @@ fn status(
     }
     // A grant whose alias plugin.json no longer lists (renamed or removed): still a live
     // refresh token on disk, so the operator is told where it is.
+    // (Only a folder can be listed: row-level security shows a session one mailbox's row.)
     if only.is_none()
-        && let Some(store) = &store
+        && let Some(GrantPlaces::Folder(store)) = places
         && let Ok(aliases) = store.list()
     {
         for orphan in aliases {
@@ -482,10 +469,14 @@ fn status(
 
 async fn logout(
     account: &DelegatedAccount,
-    store: Option<&GrantStore>,
+    place: Option<&GrantPlace>,
 ) -> Result<i32, StartupError> {
     let alias = account.alias();
-    let grant = match store.map(|s| s.load(&account.binding)) {
+    let loaded = match place {
+        Some(place) => Some(place.load(&account.binding).await),
+        None => None,
+    };
+    let grant = match loaded {
         None | Some(Ok(None)) => {
             write_out(&format!("{alias}: not signed in; nothing to remove"))?;
             return Ok(0);
@@ -521,9 +512,10 @@ async fn logout(
         Some(_) => "already refused by the provider".to_owned(),
         None => "its file could not be opened, so it was not revoked".to_owned(),
     };
-    if let Some(store) = store {
-        store
+    if let Some(place) = place {
+        place
             .delete(alias)
+            .await
             .map_err(|e| usage(format!("{alias}: the grant could not be deleted: {e}")))?;
     }
     tracing::info!(alias, "auth logout: grant deleted");

@@ -69,14 +69,14 @@ pub(crate) fn build_app(
         .map_err(StartupError::Graph)?;
     // The delegated aliases' token sources, and a Graph client of its own for each delegated
     // Graph mailbox (same roots as the app's).
-    let delegated = open_delegated(settings, &gates)?;
-    let delegated_graph = delegated_graph_clients(settings, &delegated)?;
-    // Every upstream account's limits, planned before any backend opens, so the aliases of one
-    // account share one set.
     let (shared_index, shared_keys) = match shared {
         Some(db) => (Some(db.settings), Some(db.cursor_keys)),
         None => (None, None),
     };
+    let delegated = open_delegated(settings, &gates, shared_index.as_ref())?;
+    let delegated_graph = delegated_graph_clients(settings, &delegated)?;
+    // Every upstream account's limits, planned before any backend opens, so the aliases of one
+    // account share one set.
     let budgets = shared_index
         .as_ref()
         .map(|pg| crate::index::store::postgres::pool(pg, SHARED_BUDGET_CONNECTIONS))
@@ -195,18 +195,19 @@ pub(crate) fn build_app(
 
 /// The token source of every mailbox with `backend.auth`, by alias: its sign-in as the config
 /// and the gates decide it (scopes follow the catalog), over one grant store opened for the
-/// process (created 0700 in the state folder when missing; `MAILGATE_GRANT_KEY_FILE`'s key,
+/// process: the shared database's grant rows when the index store is shared (`shared`), else
+/// the state folder's `grants/` (created 0700 when missing; `MAILGATE_GRANT_KEY_FILE`'s key,
 /// checked now, when set). No request is made: a refresh happens at the first call that needs a
 /// token, and an alias without a grant answers `AUTH_REQUIRED` then.
 fn open_delegated(
     settings: &Settings,
     gates: &Gates,
+    shared: Option<&crate::index::store::postgres::PgSettings>,
 ) -> Result<BTreeMap<Alias, DelegatedBearer>, StartupError> {
     use crate::delegated::account::DelegatedAccount;
-    use crate::delegated::grants::{GRANT_KEY_FILE_VAR, GRANTS_DIR, GrantStore};
     use crate::delegated::source::DelegatedTokens;
     let env = settings.delegated_env.env();
-    let mut store: Option<Arc<GrantStore>> = None;
+    let mut store: Option<GrantPlaces> = None;
     let mut bearers = BTreeMap::new();
     for entry in &settings.config.mailboxes {
         let account = DelegatedAccount::of(entry, gates, env)
@@ -214,20 +215,15 @@ fn open_delegated(
         let Some(account) = account else {
             continue;
         };
-        let store = match &store {
-            Some(store) => Arc::clone(store),
-            None => {
-                let key_file = env.get(GRANT_KEY_FILE_VAR).map(Path::new);
-                let opened =
-                    GrantStore::open(&open_state(settings)?, key_file, true).map_err(|e| {
-                        StartupError::Usage(format!("the grant store ({GRANTS_DIR}): {e}"))
-                    })?;
-                Arc::clone(store.insert(Arc::new(opened)))
-            }
+        let places = match &store {
+            Some(places) => places,
+            None => store.insert(GrantPlaces::open(env, settings, shared, true)?.ok_or_else(
+                || StartupError::Usage("the grant store could not be opened".to_owned()),
+            )?),
         };
         let account = Arc::new(account);
         let tokens = DelegatedTokens::new(
-            store,
+            places.place(settings, entry),
             account.binding.clone(),
             account.scopes.clone(),
             account.refresher(),
@@ -238,6 +234,77 @@ fn open_delegated(
         );
     }
     Ok(bearers)
+}
+
+/// Where the delegated grants of this process are kept: one grant store for every alias, the
+/// state folder's or the shared database's.
+pub(crate) enum GrantPlaces {
+    Folder(Arc<crate::delegated::grants::GrantStore>),
+    Shared(Arc<crate::delegated::shared::SharedGrants>),
+}
+
+impl GrantPlaces {
+    /// The shared database's grant rows when `shared` names one (its key must be
+    /// `MAILGATE_GRANT_KEY_FILE`'s: every instance seals and opens the same rows), else
+    /// `<state>/grants`. `create`: make the state folder and `grants/` when missing (login and
+    /// the server); otherwise `None` when there is no folder store yet.
+    pub(crate) fn open(
+        env: &Env,
+        settings: &Settings,
+        shared: Option<&crate::index::store::postgres::PgSettings>,
+        create: bool,
+    ) -> Result<Option<GrantPlaces>, StartupError> {
+        use crate::delegated::grants::GrantStore;
+        use crate::delegated::grants::{GRANT_KEY_FILE_VAR, GRANTS_DIR, GrantError, GrantKey};
+        let key_file = env.get(GRANT_KEY_FILE_VAR).map(Path::new);
+        if let Some(pg) = shared {
+            let Some(key_file) = key_file else {
+                return Err(StartupError::Usage(format!(
+                    "the index store is shared (MAILGATE_INDEX_URL), so the delegated grants \
+                     live in its database, sealed with one key every instance holds: set \
+                     {GRANT_KEY_FILE_VAR} to that key's file"
+                )));
+            };
+            let key = GrantKey::read_external(key_file)
+                .map_err(|e| StartupError::Usage(format!("the shared grant store: {e}")))?;
+            let rows = crate::index::store::postgres::grant_rows::PgGrantRows::new(pg.clone());
+            return Ok(Some(GrantPlaces::Shared(Arc::new(
+                crate::delegated::shared::SharedGrants::new(Arc::new(rows), key),
+            ))));
+        }
+        let state = match path_guard::open_state_dir(settings.state_dir()?, create) {
+            Ok(dir) => dir,
+            Err(path_guard::PrivateDirError::Missing) if !create => return Ok(None),
+            Err(e) => return Err(StartupError::StateDir(e)),
+        };
+        match GrantStore::open(&state, key_file, create) {
+            Ok(store) => Ok(Some(GrantPlaces::Folder(Arc::new(store)))),
+            Err(GrantError::Dir(path_guard::PrivateDirError::Missing)) if !create => Ok(None),
+            Err(e) => Err(StartupError::Usage(format!(
+                "the grant store ({GRANTS_DIR}): {e}"
+            ))),
+        }
+    }
+
+    /// Where `entry`'s grant is: the folder's file of its alias, or the row of its mailbox
+    /// identity (the index's key, so the row is under the same row-level security).
+    pub(crate) fn place(
+        &self,
+        settings: &Settings,
+        entry: &crate::config::MailboxEntry,
+    ) -> crate::delegated::source::GrantPlace {
+        use crate::delegated::source::GrantPlace;
+        match self {
+            GrantPlaces::Folder(store) => GrantPlace::Folder(Arc::clone(store)),
+            GrantPlaces::Shared(grants) => {
+                let tenant = settings.graph.as_ref().map(|g| g.tenant_id.as_str());
+                GrantPlace::Shared {
+                    grants: Arc::clone(grants),
+                    mailbox: crate::index::status::mailbox_identity(entry, tenant),
+                }
+            }
+        }
+    }
 }
 
 /// A Graph client for each Graph mailbox with `backend.auth`, by alias, carrying its alias's

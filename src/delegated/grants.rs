@@ -373,6 +373,10 @@ pub(crate) enum GrantError {
     Random,
     #[error("the grant of alias {alias} could not be encoded")]
     Encode { alias: String },
+    /// The shared database's grant rows (`delegated::shared`): unreachable, refused, or a row
+    /// that changed while it was held. Metadata only, as the store's own errors are.
+    #[error("the shared grant store, for alias {alias}: {why}")]
+    Shared { alias: String, why: String },
 }
 
 fn store_io(op: &'static str) -> impl FnOnce(io::Error) -> GrantError {
@@ -412,6 +416,22 @@ impl GrantKey {
         }
         hex::decode_to_slice(digits, &mut key[..]).ok()?;
         Some(GrantKey(key))
+    }
+
+    /// The key in [`GRANT_KEY_FILE_VAR`]'s file, read through `path_guard` (regular, owned by
+    /// this user, private, one link).
+    pub(crate) fn read_external(path: &Path) -> Result<GrantKey, GrantError> {
+        let which = KeySource::External;
+        let bytes = path_guard::read_private_file(path, MAX_KEY_FILE_BYTES)
+            .map(Zeroizing::new)
+            .map_err(|error| GrantError::Key { which, error })?;
+        GrantKey::parse(&bytes).ok_or(GrantError::KeyFormat { which })
+    }
+
+    /// A fixed key for tests (every byte `byte`).
+    #[cfg(test)]
+    pub(crate) fn for_test(byte: u8) -> GrantKey {
+        GrantKey(Zeroizing::new([byte; KEY_LEN]))
     }
 
     fn random() -> Result<GrantKey, GrantError> {
@@ -469,17 +489,7 @@ impl GrantStore {
         let dir =
             path_guard::open_private_child(state, GRANTS_DIR, create).map_err(GrantError::Dir)?;
         let key = match key_file {
-            Some(path) => {
-                let bytes = path_guard::read_private_file(path, MAX_KEY_FILE_BYTES)
-                    .map(Zeroizing::new)
-                    .map_err(|error| GrantError::Key {
-                        which: KeySource::External,
-                        error,
-                    })?;
-                KeyHolder::External(GrantKey::parse(&bytes).ok_or(GrantError::KeyFormat {
-                    which: KeySource::External,
-                })?)
-            }
+            Some(path) => KeyHolder::External(GrantKey::read_external(path)?),
             None => KeyHolder::InStore(OnceLock::new()),
         };
         Ok(GrantStore { dir, key })
@@ -719,7 +729,7 @@ fn associated_data(header: &[u8], binding: &GrantBinding) -> Vec<u8> {
 }
 
 /// Header, nonce and ciphertext of `grant`.
-fn seal(key: &GrantKey, grant: &Grant) -> Result<Vec<u8>, GrantError> {
+pub(super) fn seal(key: &GrantKey, grant: &Grant) -> Result<Vec<u8>, GrantError> {
     let alias = grant.binding.alias.as_str();
     let wire = SealedOut {
         binding: &grant.binding,
@@ -779,7 +789,11 @@ fn seal_plaintext(
 }
 
 /// Checks and opens a grant file's bytes for `binding`.
-fn open_sealed(key: &GrantKey, binding: &GrantBinding, bytes: &[u8]) -> Result<Grant, GrantError> {
+pub(super) fn open_sealed(
+    key: &GrantKey,
+    binding: &GrantBinding,
+    bytes: &[u8],
+) -> Result<Grant, GrantError> {
     let alias = binding.alias.as_str();
     let corrupt = |why| GrantError::Corrupt {
         alias: alias.to_owned(),

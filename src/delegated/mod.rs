@@ -4,6 +4,8 @@
 //! - `account`: one alias's sign-in as its config and the gates decide it (binding, scopes,
 //!   token client).
 //! - `grants`: the grant store, one encrypted, owner-checked file per alias in the state folder.
+//! - `shared`: the same sealed grants as rows of a shared database, for instances without a
+//!   shared state folder.
 //! - `scopes`: what a sign-in asks for, decided by the catalog (`policy/delegated.json`).
 //! - `wire`: the token and device-authorization endpoints' responses, parsed into typed
 //!   outcomes (untrusted bytes: fuzzed).
@@ -24,5 +26,6 @@ pub(crate) mod identity;
 pub(crate) mod loopback;
 pub(crate) mod pkce;
 pub(crate) mod scopes;
+pub(crate) mod shared;
 pub(crate) mod source;
 pub(crate) mod wire;

@@ -36,8 +36,9 @@
 //!   logs carry the alias and the outcome.
 //!
 //! Who may call it: the delegated backends (Graph bearer, IMAP/SMTP SASL; issue 37, item 7), one
-//! `DelegatedTokens` per alias, built at startup. The grant rows of a shared PostgreSQL state
-//! (two instances without a shared folder) are a later step.
+//! `DelegatedTokens` per alias, built at startup. Where the grant is kept is a [`GrantPlace`]:
+//! the folder's file, or a shared database's row (`delegated::shared`: the row's lock plays the
+//! `flock`'s part, and the flow above is the same).
 
 use std::fmt;
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub(crate) use super::grants::AccessToken;
 use super::grants::{
     AliasLock, CachedAccess, Grant, GrantBinding, GrantError, GrantStore, RefreshToken,
 };
+use super::shared::{SharedGrants, SharedLock};
 use super::wire::{self, ErrorCode, TokenOutcome};
 
 /// Refresh this long before the token's stated expiry (clock skew, a slow request, and room for a
@@ -173,9 +175,81 @@ impl fmt::Debug for DelegatedTokens {
     }
 }
 
+/// Where an alias's grant is kept: the state folder's grant store, or a shared database's
+/// row of the alias's mailbox (identity as the index names it, the row-level security key).
+#[derive(Clone, Debug)]
+pub(crate) enum GrantPlace {
+    Folder(Arc<GrantStore>),
+    Shared {
+        grants: Arc<SharedGrants>,
+        mailbox: String,
+    },
+}
+
+impl GrantPlace {
+    /// The grant of `binding.alias` (`mailgate auth status` and `logout`).
+    pub(crate) async fn load(&self, binding: &GrantBinding) -> Result<Option<Grant>, GrantError> {
+        match self {
+            GrantPlace::Folder(store) => {
+                let (store, binding) = (Arc::clone(store), binding.clone());
+                blocking(move || store.load(&binding)).await
+            }
+            GrantPlace::Shared { grants, mailbox } => grants.load(mailbox, binding).await,
+        }
+    }
+
+    /// A sign-in's save, under the alias's lock (waiting for a refresh in flight).
+    pub(crate) async fn save(&self, grant: Grant) -> Result<(), GrantError> {
+        match self {
+            GrantPlace::Folder(store) => {
+                let store = Arc::clone(store);
+                blocking(move || store.save(&grant)).await
+            }
+            GrantPlace::Shared { grants, mailbox } => grants.save(mailbox, &grant).await,
+        }
+    }
+
+    /// Removes the grant of `alias` (logout); `false` when there was none.
+    pub(crate) async fn delete(&self, alias: &str) -> Result<bool, GrantError> {
+        match self {
+            GrantPlace::Folder(store) => {
+                let (store, alias) = (Arc::clone(store), alias.to_owned());
+                blocking(move || store.delete(&alias)).await
+            }
+            GrantPlace::Shared { grants, mailbox } => grants.delete(mailbox, alias).await,
+        }
+    }
+}
+
+/// A grant folder step on the blocking pool (its I/O and `flock` block).
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, GrantError> + Send + 'static,
+) -> Result<T, GrantError> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+        Err(_) => Err(GrantError::Io {
+            op: "finish a grant store step (the runtime is shutting down)",
+            kind: std::io::ErrorKind::Interrupted,
+        }),
+    }
+}
+
+impl From<Arc<GrantStore>> for GrantPlace {
+    fn from(store: Arc<GrantStore>) -> GrantPlace {
+        GrantPlace::Folder(store)
+    }
+}
+
+/// The lock a flight holds on its alias's grant, from the load to the save.
+enum Held {
+    Folder(AliasLock),
+    Shared(SharedLock),
+}
+
 /// What a refresh flight needs; shared with the spawned flight task.
 struct Flight {
-    store: Arc<GrantStore>,
+    place: GrantPlace,
     binding: GrantBinding,
     scopes: Vec<String>,
     refresher: Arc<dyn Refresher>,
@@ -199,16 +273,16 @@ struct Fresh {
 impl DelegatedTokens {
     /// The token source of `binding.alias`, asking for `scopes` (the catalog's, as at sign-in).
     pub(crate) fn new(
-        store: Arc<GrantStore>,
+        place: impl Into<GrantPlace>,
         binding: GrantBinding,
         scopes: Vec<String>,
         refresher: Arc<dyn Refresher>,
     ) -> DelegatedTokens {
-        DelegatedTokens::with_clock(store, binding, scopes, refresher, Arc::new(Utc::now))
+        DelegatedTokens::with_clock(place, binding, scopes, refresher, Arc::new(Utc::now))
     }
 
     pub(crate) fn with_clock(
-        store: Arc<GrantStore>,
+        place: impl Into<GrantPlace>,
         binding: GrantBinding,
         scopes: Vec<String>,
         refresher: Arc<dyn Refresher>,
@@ -216,7 +290,7 @@ impl DelegatedTokens {
     ) -> DelegatedTokens {
         DelegatedTokens {
             flight: Arc::new(Flight {
-                store,
+                place: place.into(),
                 binding,
                 scopes,
                 refresher,
@@ -283,13 +357,7 @@ impl Flight {
     /// One refresh flight, under the alias's lock from the load to the save.
     async fn run(&self, rejected: Option<AccessToken>) -> Result<Fresh, TokenError> {
         let alias = self.binding.alias.as_str();
-        let (lock, grant) = self
-            .with_store(|store, binding| {
-                let lock = store.lock_alias(&binding.alias)?;
-                let grant = store.load(binding)?;
-                Ok((lock, grant))
-            })
-            .await?;
+        let (lock, grant) = self.lock_load().await?;
         let Some(grant) = grant else {
             tracing::info!(alias, outcome = "no_grant", "delegated alias has no grant");
             return Err(self.auth_required(AuthRequiredWhy::NoGrant));
@@ -363,7 +431,7 @@ impl Flight {
     /// Saves what a successful refresh brought, then hands out its access token.
     async fn save_refresh(
         &self,
-        lock: AliasLock,
+        lock: Held,
         mut grant: Grant,
         answer: wire::Grant,
         started: DateTime<Utc>,
@@ -387,9 +455,7 @@ impl Flight {
         let refresh_at = refresh_due(&access);
         grant.refreshed_at = started;
         grant.access = Some(access);
-        let saved = self
-            .with_store(move |store, _| store.save_locked(&lock, &grant))
-            .await;
+        let saved = self.save_held(lock, grant).await;
         match saved {
             Ok(()) => tracing::info!(
                 alias,
@@ -423,7 +489,7 @@ impl Flight {
     /// The endpoint answered with an error object.
     async fn refused(
         &self,
-        lock: AliasLock,
+        lock: Held,
         mut grant: Grant,
         code: &ErrorCode,
     ) -> Result<Fresh, TokenError> {
@@ -439,9 +505,7 @@ impl Flight {
                 );
                 grant.refused_at = Some(whole_seconds((self.clock)()));
                 grant.access = None;
-                let marked = self
-                    .with_store(move |store, _| store.save_locked(&lock, &grant))
-                    .await;
+                let marked = self.save_held(lock, grant).await;
                 if let Err(error) = marked {
                     // The next call asks the endpoint again and gets the same answer.
                     tracing::warn!(alias, %error, "the refusal could not be recorded in the grant file");
@@ -480,13 +544,48 @@ impl Flight {
         }
     }
 
+    /// Takes the alias's lock where its grant is kept, then loads the grant.
+    async fn lock_load(&self) -> Result<(Held, Option<Grant>), TokenError> {
+        match &self.place {
+            GrantPlace::Folder(store) => {
+                self.with_store(store, |store, binding| {
+                    let lock = store.lock_alias(&binding.alias)?;
+                    let grant = store.load(binding)?;
+                    Ok((Held::Folder(lock), grant))
+                })
+                .await
+            }
+            GrantPlace::Shared { grants, mailbox } => grants
+                .lock_load(mailbox, &self.binding)
+                .await
+                .map(|(lock, grant)| (Held::Shared(lock), grant))
+                .map_err(|error| self.store_error(error)),
+        }
+    }
+
+    /// Saves `grant` under the lock taken by [`lock_load`](Self::lock_load), releasing it.
+    async fn save_held(&self, lock: Held, grant: Grant) -> Result<(), TokenError> {
+        match (&self.place, lock) {
+            (GrantPlace::Folder(store), Held::Folder(lock)) => {
+                self.with_store(store, move |store, _| store.save_locked(&lock, &grant))
+                    .await
+            }
+            (GrantPlace::Shared { grants, .. }, Held::Shared(lock)) => grants
+                .save_locked(lock, &grant)
+                .await
+                .map_err(|error| self.store_error(error)),
+            // A lock is only ever taken from this flight's own place.
+            _ => Err(self.store_error(GrantError::InvalidAlias)),
+        }
+    }
+
     /// Runs a grant store step on the blocking pool (its I/O and `flock` block).
-    async fn with_store<T, F>(&self, f: F) -> Result<T, TokenError>
+    async fn with_store<T, F>(&self, store: &Arc<GrantStore>, f: F) -> Result<T, TokenError>
     where
         T: Send + 'static,
         F: FnOnce(&GrantStore, &GrantBinding) -> Result<T, GrantError> + Send + 'static,
     {
-        let store = Arc::clone(&self.store);
+        let store = Arc::clone(store);
         let binding = self.binding.clone();
         match tokio::task::spawn_blocking(move || f(&store, &binding)).await {
             Ok(result) => result.map_err(|error| self.store_error(error)),
@@ -851,6 +950,95 @@ mod tests {
         assert_eq!(a.get().await.expect("from the file").expose(), at(2));
         assert_eq!(fx.provider.calls(), 2);
         assert_eq!(fx.provider.seen(), [rt(1), rt(2)]);
+    }
+
+    /// The same over a shared database's grant row (in memory here, with the database's row
+    /// lock and fence; `index::store::postgres::grant_rows` runs it on PostgreSQL).
+    #[tokio::test]
+    async fn two_instances_sharing_a_grant_row_refresh_once() {
+        use crate::delegated::grants::GrantKey;
+        use crate::delegated::shared::SharedGrants;
+        use crate::delegated::shared::testing::{MemoryRows, SharedMemoryRows};
+        let fx = Fixture::empty();
+        let rows = Arc::new(MemoryRows::default());
+        let instance = || {
+            let grants = SharedGrants::new(
+                Arc::new(SharedMemoryRows(Arc::clone(&rows))),
+                GrantKey::for_test(7),
+            );
+            GrantPlace::Shared {
+                grants: Arc::new(grants),
+                mailbox: "sha256:personal".to_owned(),
+            }
+        };
+        let (place_a, place_b) = (instance(), instance());
+        place_a.save(signed_in()).await.expect("login");
+        let tokens = |place: &GrantPlace| {
+            let now = Arc::clone(&fx.now);
+            let clock: Clock = Arc::new(move || {
+                DateTime::from_timestamp(now.load(Ordering::SeqCst), 0).expect("time")
+            });
+            let refresher: Arc<dyn Refresher> = Arc::clone(&fx.provider) as _;
+            DelegatedTokens::with_clock(
+                place.clone(),
+                binding(),
+                fixture_scopes(),
+                refresher,
+                clock,
+            )
+        };
+        let (a, b) = (tokens(&place_a), tokens(&place_b));
+        let (xs, ys) = tokio::join!(
+            join_all((0..10).map(|_| a.get())),
+            join_all((0..10).map(|_| b.get()))
+        );
+        for token in xs.iter().chain(&ys) {
+            assert_eq!(token.as_ref().map(AccessToken::expose), Ok(at(1).as_str()));
+        }
+        assert_eq!(fx.provider.calls(), 1, "one refresh across both instances");
+        // The rotated refresh token is in the row, sealed: another instance opens it.
+        let row = place_b
+            .load(&binding())
+            .await
+            .expect("load")
+            .expect("a row");
+        assert_eq!(row.refresh_token.expose(), rt(2));
+        // A row another key sealed is refused as another key's, never used.
+        let foreign = GrantPlace::Shared {
+            grants: Arc::new(SharedGrants::new(
+                Arc::new(SharedMemoryRows(Arc::clone(&rows))),
+                GrantKey::for_test(8),
+            )),
+            mailbox: "sha256:personal".to_owned(),
+        };
+        assert!(matches!(
+            tokens(&foreign).get().await,
+            Err(TokenError::AuthRequired {
+                why: AuthRequiredWhy::OtherKey,
+                ..
+            })
+        ));
+        // A row replaced behind a flight's back (between its load and its save) fails the save:
+        // the flight's rotated token is not written over the other writer's.
+        let held = tokio::spawn({
+            let rows = Arc::clone(&rows);
+            async move {
+                let grants = SharedGrants::new(
+                    Arc::new(SharedMemoryRows(Arc::clone(&rows))),
+                    GrantKey::for_test(7),
+                );
+                let (lock, grant) = grants
+                    .lock_load("sha256:personal", &binding())
+                    .await
+                    .expect("lock");
+                rows.overwrite("sha256:personal", b"another writer's row".to_vec());
+                grants.save_locked(lock, &grant.expect("a grant")).await
+            }
+        });
+        assert!(matches!(
+            held.await.expect("join"),
+            Err(GrantError::Shared { .. })
+        ));
     }
 
     #[tokio::test]

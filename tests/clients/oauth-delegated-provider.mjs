@@ -32,6 +32,13 @@
 //                         as a user removing the app's access would. 200 {"revoked": <grants>}.
 //   POST /test/ttl        form: account, access_ttl -> that account's later access tokens live
 //                         access_ttl seconds (0 = back to the default). 200 {"account", "access_ttl"}.
+//   POST /test/hold       form: account, on=1|0 -> while on, the account's refresh requests at the
+//                         token endpoint are held before the provider sees them: released to it
+//                         when the hold is turned off, dropped unseen (nothing rotated) when their
+//                         client goes away first, as a client killed mid-refresh does.
+//                         200 {"held": n}. Other accounts' requests pass.
+//   GET  /test/held?account=A -> {"held": n, "dropped": n}: the account's requests held now, and
+//                         those dropped unseen.
 //   GET  /test/stats[?account=A] -> {"provider": "mailgate-oauth-delegated", "protocol": 1,
 //                         "accounts": {A: {"token": {<grant_type>: {"ok": n, "error": n}},
 //                         "introspection": {"active": n, "inactive": n, "error": n},
@@ -396,6 +403,53 @@ async function readForm(req) {
   return new URLSearchParams(Buffer.concat(chunks).toString());
 }
 
+// The token-endpoint hold (POST /test/hold), per account: the releases of its held requests,
+// and how many were dropped because their client closed first.
+const holds = new Map();
+const holdOf = (email) => {
+  if (!holds.has(email)) holds.set(email, { on: false, held: new Set(), dropped: 0 });
+  return holds.get(email);
+};
+
+// Reads the token request's body, then holds it when its refresh token is a held account's;
+// true when it should go on to the provider (which reads `req.body` once the stream is read).
+async function passToken(req, res) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  req.body = Buffer.concat(chunks).toString();
+  const params = new URLSearchParams(req.body);
+  const email = params.get('grant_type') === 'refresh_token'
+    ? accountByToken.get(params.get('refresh_token') ?? '') : undefined;
+  const state = email && holds.get(email);
+  if (!state?.on) return true;
+  return new Promise((resolve) => {
+    const entry = { release: () => { state.held.delete(entry); resolve(true); } };
+    state.held.add(entry);
+    res.on('close', () => {
+      if (!state.held.has(entry)) return;
+      state.held.delete(entry);
+      state.dropped += 1;
+      resolve(false);
+    });
+  });
+}
+
+function setHold(form) {
+  const email = known(form.get('account'))?.email;
+  if (!email) return [400, { error: 'unknown account' }];
+  const state = holdOf(email);
+  state.on = form.get('on') === '1';
+  if (!state.on) for (const entry of [...state.held]) entry.release();
+  return [200, { held: state.held.size }];
+}
+
+function heldOf(url) {
+  const email = known(url.searchParams.get('account'))?.email;
+  if (!email) return [400, { error: 'unknown account' }];
+  const state = holdOf(email);
+  return [200, { held: state.held.size, dropped: state.dropped }];
+}
+
 const oidc = provider.callback();
 server.on('request', async (req, res) => {
   const url = new URL(req.url, issuer);
@@ -412,7 +466,11 @@ server.on('request', async (req, res) => {
     else if (url.pathname === '/test/revoke-all' && req.method === 'POST') json(await revokeAll(await readForm(req)));
     else if (url.pathname === '/test/ttl' && req.method === 'POST') json(setTtl(await readForm(req)));
     else if (url.pathname === '/test/stats' && req.method === 'GET') json(statsFor(url));
-    else oidc(req, res);
+    else if (url.pathname === '/test/hold' && req.method === 'POST') json(setHold(await readForm(req)));
+    else if (url.pathname === '/test/held' && req.method === 'GET') json(heldOf(url));
+    else if (holds.size > 0 && url.pathname === '/token' && req.method === 'POST') {
+      if (await passToken(req, res)) oidc(req, res);
+    } else oidc(req, res);
   } catch (e) {
     if (!res.headersSent) json([500, { error: String(e?.message ?? e) }]);
   }

@@ -287,3 +287,206 @@ async fn two_instances_refresh_once_and_keep_the_rotated_token() {
     );
     took(TEST, started);
 }
+
+/// Polls `done` until it holds, failing after `within` (the provider and the processes answer in
+/// their own time: nothing to sleep for).
+async fn eventually<F, Fut>(what: &str, within: std::time::Duration, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    while !done().await {
+        assert!(Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// `mailgate call TOOL ARGS` as a child the test may kill.
+fn spawn_call(world: &World, tool: &str, args: &Value) -> tokio::process::Child {
+    tokio::process::Command::new(EXE)
+        .args(["call", tool, &args.to_string()])
+        .env_clear()
+        .envs(&world.env)
+        .current_dir(world.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// kill -9 mid-rotation, at the two points a client controls. An instance killed while its
+/// refresh is on the wire (held at the provider, which never sees it) leaves the grant file as it
+/// was, and its refresh token still valid: the next instance refreshes with it. An instance
+/// killed as soon as its rotated grant is in place (the file replaced) leaves the rotated token:
+/// the next instance uses it, and the provider never sees a rotated-away token again (which it
+/// would answer by revoking the grant). (Between the provider's rotation and the rename no client
+/// can keep the new token; what mailgate keeps then is the old file, whole.)
+#[tokio::test]
+async fn a_kill_mid_refresh_leaves_a_grant_the_next_instance_uses() {
+    const TEST: &str = "a_kill_mid_refresh_leaves_a_grant_the_next_instance_uses";
+    let (server, provider) = both_or_skip!(TEST);
+    let started = Instant::now();
+    let owner = ImapUser::fresh(server, "auth-kill");
+    seed(&owner, "survived hello").await;
+    let world = auth_config(server, provider, World::new(), &owner, None);
+    provider.set_access_ttl(&owner.address, 2).await;
+    let (code, printed) = login_as(&world, provider, &owner.address).await;
+    assert_eq!(code, 0, "{printed}");
+    let grant = world.state().join("grants").join("team.grant");
+    let signed_in = std::fs::read(&grant).unwrap();
+    let args = json!({"mailbox": "team", "criteria": {}});
+    let listing_works = || async {
+        let (code, listing) = call(&world, "list_messages", args.clone()).await;
+        assert_eq!(code, 0, "{listing}");
+        assert!(listing.to_string().contains("survived hello"), "{listing}");
+    };
+    let refreshes = |outcome: &'static str| {
+        let address = owner.address.clone();
+        async move {
+            provider
+                .token_calls(&address, "refresh_token", outcome)
+                .await
+        }
+    };
+    // The provider's own clock must pass the token's lifetime: nothing to poll for.
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+
+    // 1. Killed while the refresh is held at the provider.
+    provider.hold_refreshes(&owner.address, true).await;
+    let mut child = spawn_call(&world, "list_messages", &args);
+    eventually("the refresh is held", DELIVERY, || async {
+        provider.held_refreshes(&owner.address).await.0 == 1
+    })
+    .await;
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    eventually("the provider saw the client go", DELIVERY, || async {
+        provider.held_refreshes(&owner.address).await == (0, 1)
+    })
+    .await;
+    provider.hold_refreshes(&owner.address, false).await;
+    assert_eq!(
+        std::fs::read(&grant).unwrap(),
+        signed_in,
+        "the file as it was"
+    );
+    listing_works().await;
+    assert_eq!(refreshes("ok").await, 1, "refreshed with the kept token");
+
+    // 2. Killed as soon as the next rotation is in place.
+    let rotated_once = std::fs::read(&grant).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    let mut child = spawn_call(&world, "list_messages", &args);
+    eventually("the rotated grant is in place", DELIVERY, || async {
+        std::fs::read(&grant).is_ok_and(|now| now != rotated_once)
+    })
+    .await;
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    assert_eq!(refreshes("ok").await, 2);
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    listing_works().await;
+    assert_eq!(refreshes("ok").await, 3, "refreshed with the rotated token");
+    assert_eq!(
+        refreshes("error").await,
+        0,
+        "no rotated-away token was replayed: {}",
+        provider.stats(&owner.address).await
+    );
+    took(TEST, started);
+}
+
+/// Instances that share a database instead of a state folder (issue 37, item 3): the grant is a
+/// sealed row of that database, under its row-level security, so one sign-in serves an instance
+/// with another state folder; the row needs `MAILGATE_GRANT_KEY_FILE`'s key (startup refuses
+/// without one), and logout removes it.
+#[tokio::test]
+async fn instances_on_one_database_share_one_sign_in() {
+    const TEST: &str = "instances_on_one_database_share_one_sign_in";
+    let (server, provider) = both_or_skip!(TEST);
+    let Some(pg) = crate::stores::server(TEST).await else {
+        return;
+    };
+    let started = Instant::now();
+    let db = crate::stores::fresh_database(pg, TEST).await;
+    let owner = ImapUser::fresh(server, "auth-shared");
+    seed(&owner, "shared sign-in hello").await;
+    let key_dir = tempfile::tempdir().unwrap();
+    let key = key_dir.path().join("grant.key");
+    write_mode(&key, &[7u8; 32], 0o600);
+    let instance = |with_key: bool| {
+        let mut world = World::new();
+        for (name, value) in &db.env {
+            world = world.with(name, value);
+        }
+        if with_key {
+            world = world.with("MAILGATE_GRANT_KEY_FILE", &key.display().to_string());
+        }
+        auth_config(server, provider, world, &owner, None)
+    };
+    let (a, b) = (instance(true), instance(true));
+    let out = a.run(&["index", "migrate"]).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let keyless = instance(false);
+    let out = keyless.run(&["auth", "status"]).await;
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("MAILGATE_GRANT_KEY_FILE"), "{err}");
+
+    let (code, printed) = login_as(&a, provider, &owner.address).await;
+    assert_eq!(code, 0, "{printed}");
+    assert!(
+        printed.contains("grant saved in the shared database"),
+        "{printed}"
+    );
+    assert!(
+        grant_files(&a).is_empty(),
+        "no grant file: the row is the grant"
+    );
+    let admin = crate::stores::connect(&db.admin_url).await;
+    let rows = admin
+        .query("SELECT sealed FROM mailgate_grants", &[])
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    let sealed: Vec<u8> = rows[0].get(0);
+    assert!(
+        sealed.starts_with(b"mailgate-grant v1 "),
+        "sealed as a file is"
+    );
+
+    // Another instance, its own state folder, no sign-in of its own.
+    let args = json!({"mailbox": "team", "criteria": {}});
+    let (code, listing) = call(&b, "list_messages", args).await;
+    assert_eq!(code, 0, "{listing}");
+    assert!(
+        listing.to_string().contains("shared sign-in hello"),
+        "{listing}"
+    );
+    let status = b.run(&["auth", "status", "team"]).await;
+    let text = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert_eq!(status.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("signed in") && text.contains(&owner.address),
+        "{text}"
+    );
+
+    let out = b.run(&["auth", "logout", "team"]).await;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("signed out"), "{text}");
+    let left: i64 = admin
+        .query_one("SELECT count(*) FROM mailgate_grants", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "logout removed the row");
+    took(TEST, started);
+}

@@ -463,6 +463,28 @@ impl OAuthProvider {
         assert_eq!(status, 200, "{answer}");
     }
 
+    /// Holds (`on`) or releases the account's refresh requests at the token endpoint before the
+    /// provider sees them (test route `POST /test/hold`).
+    pub(crate) async fn hold_refreshes(&self, account: &str, on: bool) {
+        let on = if on { "1" } else { "0" };
+        let (status, answer) =
+            post(self.url("/test/hold"), &[("account", account), ("on", on)]).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+
+    /// `(held now, dropped unseen)` of the account's refresh requests (test route `GET
+    /// /test/held`).
+    pub(crate) async fn held_refreshes(&self, account: &str) -> (u64, u64) {
+        let url = reqwest::Url::parse_with_params(&self.url("/test/held"), [("account", account)])
+            .unwrap();
+        let res = http().get(url).send().await.expect("provider reachable");
+        let body: Value = res.json().await.expect("JSON");
+        (
+            body["held"].as_u64().unwrap_or(0),
+            body["dropped"].as_u64().unwrap_or(0),
+        )
+    }
+
     /// The account's counters (test route `GET /test/stats`): `{"token": {<grant_type>: {"ok",
     /// "error"}}, "introspection": {"active", "inactive", "error"}, "revocation"}`.
     pub(crate) async fn stats(&self, account: &str) -> Value {

@@ -40,11 +40,11 @@ async fn index_migrate_creates_the_versioned_schema_once() {
     assert!(ok, "{err}");
     assert_eq!(
         out.trim(),
-        "schema: version 0 -> 2 (applied: shared index, long bodies)"
+        "schema: version 0 -> 3 (applied: shared index, long bodies, shared grants)"
     );
     let (ok, out, err) = mailgate(&world, &env, &migrate).await;
     assert!(ok, "{err}");
-    assert_eq!(out.trim(), "schema: version 2, up to date");
+    assert_eq!(out.trim(), "schema: version 3, up to date");
     // Two operators at once: one applies it, the other finds it current.
     let world_two = World::new();
     let env_two = fresh_database(server, "migrate_race").await.env;
@@ -57,8 +57,9 @@ async fn index_migrate_creates_the_versioned_schema_once() {
     assert!(a.0 && b.0, "{} {}", a.2, b.2);
     let outs = [a.1.trim(), b.1.trim()];
     assert!(
-        outs.contains(&"schema: version 0 -> 2 (applied: shared index, long bodies)")
-            && outs.contains(&"schema: version 2, up to date"),
+        outs.contains(
+            &"schema: version 0 -> 3 (applied: shared index, long bodies, shared grants)"
+        ) && outs.contains(&"schema: version 3, up to date"),
         "{outs:?}"
     );
     let db = connect(&url).await;
@@ -205,7 +206,7 @@ async fn a_superuser_may_migrate_and_nothing_else() {
     let lines: Vec<&str> = out.trim().lines().collect();
     assert_eq!(
         lines[0],
-        "schema: version 0 -> 2 (applied: shared index, long bodies)"
+        "schema: version 0 -> 3 (applied: shared index, long bodies, shared grants)"
     );
     assert!(
         lines.len() == 2 && lines[1].starts_with("note: migrated as a superuser"),
@@ -244,7 +245,7 @@ async fn a_superuser_may_migrate_and_nothing_else() {
     .await;
     assert!(ok, "{err}");
     assert!(
-        out.starts_with("schema: version 2, up to date\nnote: migrated as a superuser"),
+        out.starts_with("schema: version 3, up to date\nnote: migrated as a superuser"),
         "{out}"
     );
 }

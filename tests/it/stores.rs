@@ -274,7 +274,7 @@ impl Store {
                     .await;
                 let stdout = String::from_utf8_lossy(&out.stdout);
                 assert!(
-                    out.status.success() && stdout.contains("schema: version 0 -> 2"),
+                    out.status.success() && stdout.contains("schema: version 0 -> 3"),
                     "index migrate: {stdout}{}",
                     String::from_utf8_lossy(&out.stderr)
                 );

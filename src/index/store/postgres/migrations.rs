@@ -25,10 +25,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "long bodies",
         sql: include_str!("migrations/0002_body_lexemes.sql"),
     },
+    Migration {
+        version: 3,
+        name: "shared grants",
+        sql: include_str!("migrations/0003_grants.sql"),
+    },
 ];
 
 /// The schema version this binary reads and writes.
-pub(crate) const SCHEMA_VERSION: i32 = 2;
+pub(crate) const SCHEMA_VERSION: i32 = 3;
 
 /// An arbitrary constant naming mailgate's migration lock among the database's advisory locks.
 const LOCK_KEY: i64 = 0x6d61_696c_6761_7465; // "mailgate"
@@ -253,37 +258,40 @@ mod tests {
             return;
         };
         let client = &mut clients[0];
-        // As the mailgate before long bodies' chunks left it.
+        // As the mailgate before long bodies' chunks and shared grants left it.
         client
             .batch_execute(
-                "DROP TABLE mailgate_body_lexemes; DELETE FROM mailgate_schema WHERE version = 2",
+                "DROP TABLE mailgate_body_lexemes; DROP TABLE mailgate_grants;
+                 DELETE FROM mailgate_schema WHERE version >= 2",
             )
             .await
             .expect("back to version 1");
         assert!(matches!(
             check(&*client).await,
-            Err(PgError::SchemaBehind { at: 1, known: 2 })
+            Err(PgError::SchemaBehind { at: 1, known: 3 })
         ));
         let done = migrate(client).await.expect("migrate");
         assert_eq!(
             done,
             Migrated {
                 from: 1,
-                to: 2,
-                applied: vec!["long bodies"]
+                to: 3,
+                applied: vec!["long bodies", "shared grants"]
             }
         );
         check(&*client).await.expect("current");
-        let forced: bool = client
-            .query_one(
-                "SELECT relrowsecurity AND relforcerowsecurity FROM pg_class
-                  WHERE oid = 'mailgate_body_lexemes'::regclass",
-                &[],
-            )
-            .await
-            .expect("the new table")
-            .get(0);
-        assert!(forced);
+        for table in ["mailgate_body_lexemes", "mailgate_grants"] {
+            let forced: bool = client
+                .query_one(
+                    "SELECT relrowsecurity AND relforcerowsecurity FROM pg_class
+                      WHERE oid = $1::text::regclass",
+                    &[&table],
+                )
+                .await
+                .expect("the new table")
+                .get(0);
+            assert!(forced, "{table}");
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! This module connects ([`connect`], over rustls off loopback) and owns the versioned schema
 //! ([`migrations`], applied only by `mailgate index migrate`); [`read`] is the server's side of
 //! an index, [`mod@write`] a sync's (under [`lease`]), [`rows`] what a message becomes,
-//! [`vectors`] its passages' vectors (pgvector), and [`admin`] the operator's pause and purge.
+//! [`vectors`] its passages' vectors (pgvector), [`admin`] the operator's pause and purge, and
+//! [`grant_rows`] the delegated sign-ins of instances that share the database.
 //!
 //! Isolation does not rest on row-level security alone. Every connection is vetted before use
 //! ([`role`]: a role the policy does not bind is refused, naming the rule), and every statement
@@ -21,6 +22,7 @@
 
 pub(crate) mod admin;
 pub(crate) mod buckets;
+pub(crate) mod grant_rows;
 pub(crate) mod instance;
 #[cfg(test)]
 mod isolation;

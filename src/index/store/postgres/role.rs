@@ -26,7 +26,7 @@ use super::settings::RoleCheck;
 use super::{PgError, migrations};
 
 /// The tables whose rows belong to one mailbox (`migrations/`, in the order they are made).
-pub(crate) const PER_MAILBOX_TABLES: [&str; 10] = [
+pub(crate) const PER_MAILBOX_TABLES: [&str; 11] = [
     "mailgate_mailboxes",
     "mailgate_messages",
     "mailgate_vectors",
@@ -37,6 +37,7 @@ pub(crate) const PER_MAILBOX_TABLES: [&str; 10] = [
     "mailgate_seen",
     "mailgate_leases",
     "mailgate_body_lexemes",
+    "mailgate_grants",
 ];
 
 /// The policy's name, and its condition as PostgreSQL prints it back (`pg_get_expr`).
@@ -381,6 +382,7 @@ mod tests {
         for sql in [
             include_str!("migrations/0001_shared_index.sql"),
             include_str!("migrations/0002_body_lexemes.sql"),
+            include_str!("migrations/0003_grants.sql"),
         ] {
             let (_, forced) = sql
                 .split_once("FOREACH t IN ARRAY ARRAY[")
