@@ -51,16 +51,17 @@ pub(crate) enum BackendError {
 }
 
 impl BackendError {
-    /// An error of `fault`'s class (the same failure, told to each item it stopped).
-    pub(crate) fn from_fault(fault: super::model::Fault) -> Self {
-        use super::model::Fault;
-        match fault {
-            Fault::Throttled => BackendError::Throttled { retry_after: None },
-            Fault::Unauthorised => BackendError::Unauthorised,
-            Fault::AuthRequired => BackendError::AuthRequired(String::new()),
-            Fault::Timeout => BackendError::Timeout,
-            Fault::Unavailable => BackendError::Unavailable,
-            Fault::Malformed => BackendError::Malformed,
+    /// An error of this one's class (the same failure, told to each item it stopped): an
+    /// `AuthRequired` keeps its alias, so every item names the command that lifts it.
+    pub(crate) fn same_class(&self) -> Self {
+        match self {
+            BackendError::Throttled { .. } => BackendError::Throttled { retry_after: None },
+            BackendError::Unauthorised => BackendError::Unauthorised,
+            BackendError::AuthRequired(alias) => BackendError::AuthRequired(alias.clone()),
+            BackendError::Timeout => BackendError::Timeout,
+            BackendError::Malformed => BackendError::Malformed,
+            // What `fault` calls Unavailable.
+            _ => BackendError::Unavailable,
         }
     }
 
@@ -85,5 +86,23 @@ impl From<std::io::Error> for BackendError {
         } else {
             BackendError::Io(err)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BackendError;
+
+    #[test]
+    fn the_same_class_keeps_the_alias_a_sign_in_needs() {
+        let again = BackendError::AuthRequired("personal".to_owned()).same_class();
+        assert_eq!(
+            again.to_string(),
+            "the delegated sign-in of personal must be renewed (mailgate auth login personal)"
+        );
+        assert!(matches!(
+            BackendError::Io(std::io::Error::other("x")).same_class(),
+            BackendError::Unavailable
+        ));
     }
 }

@@ -363,11 +363,7 @@ impl GraphStore {
                 .map(|r| (r.id.clone(), r))
                 .collect(),
             Err(e) => {
-                let class = e.fault();
-                return batch
-                    .iter()
-                    .map(|_| Err(BackendError::from_fault(class)))
-                    .collect();
+                return batch.iter().map(|_| Err(e.same_class())).collect();
             }
         };
         let mut take = |id: &str| -> Result<serde_json::Value, BackendError> {

@@ -253,6 +253,16 @@ impl Endpoint {
             };
             match attempt {
                 Ok(session) => return Ok(session),
+                // The server could not check the token (its provider is down, RFC 5530): no
+                // refresh would help, and the token is not to be forgotten.
+                Err((async_imap::error::Error::No(text), _)) if temporary(&text) => {
+                    tracing::warn!(
+                        alias = tokens.alias(),
+                        mechanism = mechanism.as_str(),
+                        "the IMAP server could not check the delegated token now (UNAVAILABLE)"
+                    );
+                    return Err(BackendError::Unavailable);
+                }
                 Err((async_imap::error::Error::No(_), again)) if !retried => {
                     tracing::info!(
                         alias = tokens.alias(),
@@ -332,9 +342,17 @@ impl async_imap::Authenticator for OAuthBearer<'_> {
     }
 }
 
+/// Whether a tagged NO says the failure is temporary (RFC 5530's `[UNAVAILABLE]`: Dovecot's
+/// answer when the passdb, such as its OAuth provider, cannot be asked). imap-proto leaves a
+/// code it does not know in the text, which async-imap's error quotes.
+fn temporary(no: &str) -> bool {
+    no.contains("\"[UNAVAILABLE]")
+}
+
 /// A failed login: refused credentials, or a connection that failed during it.
 fn login_error(error: &async_imap::error::Error) -> BackendError {
     match error {
+        async_imap::error::Error::No(text) if temporary(text) => BackendError::Unavailable,
         async_imap::error::Error::No(_) | async_imap::error::Error::Bad(_) => {
             BackendError::Unauthorised
         }
@@ -507,6 +525,14 @@ mod tests {
     /// exchanges the way Dovecot and Gmail do (an error challenge, then, once the client has
     /// answered it, a tagged NO) and accepts the next.
     async fn sasl_server(refusals: usize) -> (u16, Arc<std::sync::Mutex<Seen>>) {
+        sasl_server_refusing(refusals, "[AUTHENTICATIONFAILED] Authentication failed.").await
+    }
+
+    /// [`sasl_server`], its tagged NO saying `refusal`.
+    async fn sasl_server_refusing(
+        refusals: usize,
+        refusal: &'static str,
+    ) -> (u16, Arc<std::sync::Mutex<Seen>>) {
         use base64::Engine as _;
         use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
         let b64 = base64::engine::general_purpose::STANDARD;
@@ -544,7 +570,7 @@ mod tests {
                             };
                             let decoded = b64.decode(answer.trim()).expect("base64");
                             record.lock().expect("seen").messages.push(decoded);
-                            format!("{tag} NO [AUTHENTICATIONFAILED] Authentication failed.\r\n")
+                            format!("{tag} NO {refusal}\r\n")
                         } else {
                             format!("{tag} OK authenticated\r\n")
                         }
@@ -599,6 +625,32 @@ mod tests {
                 b"n,a=robin@example.com,\x01auth=Bearer del-2\x01\x01".to_vec(),
             ]
         );
+    }
+
+    /// Dovecot's answer when its OAuth provider cannot be reached: the mailbox is unavailable
+    /// (retry later), not the credentials refused, and the token is kept (no refresh).
+    #[tokio::test]
+    async fn a_temporary_refusal_is_unavailable_and_keeps_the_token() {
+        use bearer::testing::FakeSignIn;
+        let (port, seen) = sasl_server_refusing(
+            usize::MAX,
+            "[UNAVAILABLE] Temporary authentication failure.",
+        )
+        .await;
+        let sign_in = FakeSignIn::signed_in("personal");
+        let endpoint = delegated_endpoint(port, &sign_in, SaslMechanism::XOAuth2);
+        let err = endpoint
+            .connect()
+            .await
+            .map(|_| ())
+            .expect_err("unavailable");
+        assert!(matches!(err, BackendError::Unavailable), "{err:?}");
+        assert_eq!(
+            sign_in.refreshes(),
+            1,
+            "no refresh for a server that could not check"
+        );
+        assert_eq!(seen.lock().expect("seen").messages.len(), 2);
     }
 
     #[tokio::test]

@@ -448,7 +448,7 @@ impl ImapStore {
             Ok(()) => Ok((groups, results)),
             Err(e) => Err(results
                 .into_iter()
-                .map(|r| r.unwrap_or_else(|| Err(BackendError::from_fault(e.fault()))))
+                .map(|r| r.unwrap_or_else(|| Err(e.same_class())))
                 .collect()),
         }
     }
@@ -466,7 +466,7 @@ async fn open_current<T>(
         Ok(v) => v,
         Err(OpError::Backend(e)) => {
             for (i, _) in items {
-                results[*i] = Some(Err(BackendError::from_fault(e.fault())));
+                results[*i] = Some(Err(e.same_class()));
             }
             return Ok(None);
         }
@@ -492,7 +492,7 @@ fn batch_end<T>(
         .into_iter()
         .map(|r| match (r, outcome) {
             (Some(r), _) => r,
-            (None, Err(e)) => Err(BackendError::from_fault(e.fault())),
+            (None, Err(e)) => Err(e.same_class()),
             (None, Ok(())) => Err(BackendError::Timeout),
         })
         .collect()
