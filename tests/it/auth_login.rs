@@ -3,6 +3,10 @@
 //! (device flow, approved through its test route as a fictional account), Dovecot introspects
 //! every XOAUTH2 login at that provider, and mailgate keeps and refreshes the grant itself.
 //!
+//! The official Python and TypeScript SDKs read the signed-in alias and see the revoked grant's
+//! SEARCH_FAILED and AUTH_REQUIRED (`tests/clients/*delegated-client*`). Instances on one shared
+//! database share one sign-in, and a kill -9 mid-refresh leaves a grant the next instance uses.
+//!
 //! Each test signs in as IMAP users of its own (`t-…@example.org`), so the tests share one
 //! provider and one mail server.
 
@@ -95,6 +99,59 @@ async fn login_as(world: &World, provider: &OAuthProvider, account: &str) -> (i3
     (out.status.code().unwrap_or(-1), printed)
 }
 
+/// The official Python SDK's view of the delegated alias `team` (`python_sdk_delegated_client.py`
+/// PHASE), against `mailgate serve` in `world`'s environment; skipped, loudly, without the SDK.
+async fn python_sdk_sees(world: &World, phase: &str, subject: &str) {
+    const TEST: &str = "auth_login python_sdk_sees";
+    let Some(python) = crate::real_clients::python_with_mcp(TEST).await else {
+        return;
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients/python_sdk_delegated_client.py");
+    let out = tokio::process::Command::new(python)
+        .arg(script)
+        .args([EXE, "team", phase, subject])
+        .env_clear()
+        .envs(&world.env)
+        .env("PATH", crate::real_clients::path())
+        .current_dir(world.path())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "{phase}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The official TypeScript SDK's view of the same (`sdk-delegated-client.mjs` PHASE).
+async fn typescript_sdk_sees(world: &World, phase: &str, subject: &str) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients/sdk-delegated-client.mjs");
+    let out = tokio::process::Command::new("node")
+        .arg(script)
+        .args([EXE, "team", phase, subject])
+        .env_clear()
+        .envs(&world.env)
+        .env("PATH", crate::real_clients::path())
+        .current_dir(world.path())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "{phase}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn grant_files(world: &World) -> Vec<String> {
     crate::util::sorted_names(&world.state().join("grants"))
         .into_iter()
@@ -155,6 +212,8 @@ async fn login_reads_the_mailbox_until_the_grant_is_revoked() {
     .await;
     assert_eq!(code, 0, "{listing}");
     assert!(listing.to_string().contains("signed in hello"), "{listing}");
+    python_sdk_sees(&world, "signed-in", "signed in hello").await;
+    typescript_sdk_sees(&world, "signed-in", "signed in hello").await;
 
     // SMTP submission with the same grant: XOAUTH2 through Postfix and Dovecot's oauth2 passdb.
     let tag = format!("sent with the kept grant {}", std::process::id());
@@ -211,6 +270,8 @@ async fn login_reads_the_mailbox_until_the_grant_is_revoked() {
     let status = world.run(&["auth", "status", "team"]).await;
     let text = String::from_utf8_lossy(&status.stdout).into_owned();
     assert!(text.contains("REFUSED"), "{text}");
+    python_sdk_sees(&world, "revoked", "signed in hello").await;
+    typescript_sdk_sees(&world, "revoked", "signed in hello").await;
 
     let out = world.run(&["auth", "logout", "team"]).await;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -39,7 +39,7 @@ fn installed(test: &str) -> bool {
 }
 
 /// The test's own PATH (where `npm ci` found node), handed on as the reference smoke test does.
-fn path() -> String {
+pub(crate) fn path() -> String {
     std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".to_owned())
 }
 
@@ -123,7 +123,7 @@ async fn mcp_inspector_cli_calls_every_read_tool_with_every_argument() {
 /// The project venv's interpreter when the Python SDK is installed in it; otherwise prints why
 /// the test does nothing.
 #[expect(clippy::print_stderr, reason = "a skipped test says why")]
-async fn python_with_mcp(test: &str) -> Option<PathBuf> {
+pub(crate) async fn python_with_mcp(test: &str) -> Option<PathBuf> {
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python3");
     let probe = tokio::process::Command::new(&python)
         .args(["-c", "import mcp"])
