@@ -39,6 +39,8 @@
 //                         200 {"held": n}. Other accounts' requests pass.
 //   GET  /test/held?account=A -> {"held": n, "dropped": n}: the account's requests held now, and
 //                         those dropped unseen.
+//   GET  /test/tokens?account=A -> {"tokens": [...]}: every access token, refresh token and device
+//                         code issued to the account, so a test can prove none of them was logged.
 //   GET  /test/stats[?account=A] -> {"provider": "mailgate-oauth-delegated", "protocol": 1,
 //                         "accounts": {A: {"token": {<grant_type>: {"ok": n, "error": n}},
 //                         "introspection": {"active": n, "inactive": n, "error": n},
@@ -443,6 +445,13 @@ function setHold(form) {
   return [200, { held: state.held.size }];
 }
 
+function tokensOf(url) {
+  const email = known(url.searchParams.get('account'))?.email;
+  if (!email) return [400, { error: 'unknown account' }];
+  const tokens = [...accountByToken].filter(([, owner]) => owner === email).map(([token]) => token);
+  return [200, { tokens }];
+}
+
 function heldOf(url) {
   const email = known(url.searchParams.get('account'))?.email;
   if (!email) return [400, { error: 'unknown account' }];
@@ -468,6 +477,7 @@ server.on('request', async (req, res) => {
     else if (url.pathname === '/test/stats' && req.method === 'GET') json(statsFor(url));
     else if (url.pathname === '/test/hold' && req.method === 'POST') json(setHold(await readForm(req)));
     else if (url.pathname === '/test/held' && req.method === 'GET') json(heldOf(url));
+    else if (url.pathname === '/test/tokens' && req.method === 'GET') json(tokensOf(url));
     else if (holds.size > 0 && url.pathname === '/token' && req.method === 'POST') {
       if (await passToken(req, res)) oidc(req, res);
     } else oidc(req, res);

@@ -63,7 +63,48 @@ fn auth_config(
         auth["delegatedFrom"] = from.into();
     }
     mailbox["backend"]["auth"] = auth;
-    world.config(&json!({ "mailboxes": [mailbox] }).to_string(), 0o600)
+    // Every line mailgate can log, and the journal, for `assert_no_token_logged`.
+    world
+        .with("MAILGATE_LOG", "trace")
+        .with("MAILGATE_JOURNAL", "true")
+        .config(&json!({ "mailboxes": [mailbox] }).to_string(), 0o600)
+}
+
+/// Appends what a command printed (its stdout and stderr: answers, errors, trace logs) to the
+/// world's `printed.log`, which `assert_no_token_logged` reads.
+fn keep_printed(world: &World, out: &[u8], err: &[u8]) {
+    use std::io::Write as _;
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(world.path().join("printed.log"))
+        .unwrap();
+    log.write_all(out).unwrap();
+    log.write_all(err).unwrap();
+}
+
+/// No token or code the provider issued to `account` is in anything mailgate printed (at trace
+/// level) or journaled in `world`, nor in its grant files in the clear.
+async fn assert_no_token_logged(world: &World, provider: &OAuthProvider, account: &str) {
+    let tokens = provider.issued_tokens(account).await;
+    assert!(tokens.len() >= 2, "the provider issued tokens: {tokens:?}");
+    let printed = std::fs::read(world.path().join("printed.log")).unwrap_or_default();
+    let journal = std::fs::read(world.state().join("journal.jsonl")).unwrap_or_default();
+    assert!(
+        !printed.is_empty() && !journal.is_empty(),
+        "logs and a journal to look at"
+    );
+    let mut places = vec![("printed", printed), ("journal", journal)];
+    for name in grant_files(world) {
+        let bytes = std::fs::read(world.state().join("grants").join(&name)).unwrap();
+        places.push(("a grant file", bytes));
+    }
+    for (place, bytes) in &places {
+        let text = String::from_utf8_lossy(bytes);
+        for token in &tokens {
+            assert!(!text.contains(token.as_str()), "a token in {place}");
+        }
+    }
 }
 
 /// Runs `mailgate auth login team`, approving the printed user code at the provider as
@@ -96,6 +137,7 @@ async fn login_as(world: &World, provider: &OAuthProvider, account: &str) -> (i3
     }
     let out = child.wait_with_output().await.unwrap();
     printed.push_str(&String::from_utf8_lossy(&out.stderr));
+    keep_printed(world, printed.as_bytes(), b"");
     (out.status.code().unwrap_or(-1), printed)
 }
 
@@ -161,6 +203,7 @@ fn grant_files(world: &World) -> Vec<String> {
 
 async fn call(world: &World, tool: &str, args: Value) -> (i32, Value) {
     let out = world.run(&["call", tool, &args.to_string()]).await;
+    keep_printed(world, &out.stdout, &out.stderr);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let value = serde_json::from_str(&text).unwrap_or_else(|_| {
         panic!(
@@ -277,6 +320,7 @@ async fn login_reads_the_mailbox_until_the_grant_is_revoked() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(text.contains("signed out"), "{text}");
     assert!(grant_files(&world).is_empty());
+    assert_no_token_logged(&world, provider, &owner.address).await;
     took(TEST, started);
 }
 
@@ -346,6 +390,7 @@ async fn two_instances_refresh_once_and_keep_the_rotated_token() {
         0,
         "the rotated-away token was never replayed"
     );
+    assert_no_token_logged(&world, provider, &owner.address).await;
     took(TEST, started);
 }
 
@@ -457,6 +502,7 @@ async fn a_kill_mid_refresh_leaves_a_grant_the_next_instance_uses() {
         "no rotated-away token was replayed: {}",
         provider.stats(&owner.address).await
     );
+    assert_no_token_logged(&world, provider, &owner.address).await;
     took(TEST, started);
 }
 

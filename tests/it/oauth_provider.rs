@@ -485,6 +485,22 @@ impl OAuthProvider {
         )
     }
 
+    /// Every access token, refresh token and device code issued to the account (test route
+    /// `GET /test/tokens`).
+    pub(crate) async fn issued_tokens(&self, account: &str) -> Vec<String> {
+        let url =
+            reqwest::Url::parse_with_params(&self.url("/test/tokens"), [("account", account)])
+                .unwrap();
+        let res = http().get(url).send().await.expect("provider reachable");
+        let body: Value = res.json().await.expect("JSON");
+        body["tokens"]
+            .as_array()
+            .expect("a token list")
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect()
+    }
+
     /// The account's counters (test route `GET /test/stats`): `{"token": {<grant_type>: {"ok",
     /// "error"}}, "introspection": {"active", "inactive", "error"}, "revocation"}`.
     pub(crate) async fn stats(&self, account: &str) -> Value {
