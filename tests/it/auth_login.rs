@@ -17,21 +17,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::imap_server::{ImapEntry, ImapUser, MailServer, Stored};
-use crate::oauth_delegated::{seed, took};
+use crate::oauth_delegated::{DELIVERY, both_or_skip, seed, took};
 use crate::oauth_provider::{CLIENT_ID, OAuthProvider};
 use crate::util::{EXE, World, write_mode};
-
-/// How long a delivery through Postfix and LMTP may take before a test gives up.
-const DELIVERY: std::time::Duration = std::time::Duration::from_secs(30);
-
-macro_rules! both_or_skip {
-    ($test:expr) => {
-        match (MailServer::get($test), OAuthProvider::get($test)) {
-            (Some(server), Some(provider)) => (server, provider),
-            _ => return,
-        }
-    };
-}
 
 /// `plugin.json` with `owner`'s mailbox as `team`, signed in through `backend.auth` (provider
 /// `oidc`, the loopback issuer) instead of a password; `delegated_from` names the account that
@@ -141,57 +129,39 @@ async fn login_as(world: &World, provider: &OAuthProvider, account: &str) -> (i3
     (out.status.code().unwrap_or(-1), printed)
 }
 
-/// The official Python SDK's view of the delegated alias `team` (`python_sdk_delegated_client.py`
-/// PHASE), against `mailgate serve` in `world`'s environment; skipped, loudly, without the SDK.
-async fn python_sdk_sees(world: &World, phase: &str, subject: &str) {
-    const TEST: &str = "auth_login python_sdk_sees";
-    let Some(python) = crate::real_clients::python_with_mcp(TEST).await else {
-        return;
-    };
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/clients/python_sdk_delegated_client.py");
-    let out = tokio::process::Command::new(python)
-        .arg(script)
-        .args([EXE, "team", phase, subject])
-        .env_clear()
-        .envs(&world.env)
-        .env("PATH", crate::real_clients::path())
-        .current_dir(world.path())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("all checks passed"),
-        "{phase}: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The official TypeScript SDK's view of the same (`sdk-delegated-client.mjs` PHASE).
-async fn typescript_sdk_sees(world: &World, phase: &str, subject: &str) {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/clients/sdk-delegated-client.mjs");
-    let out = tokio::process::Command::new("node")
-        .arg(script)
-        .args([EXE, "team", phase, subject])
-        .env_clear()
-        .envs(&world.env)
-        .env("PATH", crate::real_clients::path())
-        .current_dir(world.path())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("all checks passed"),
-        "{phase}: {stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// The official SDKs' view of the delegated alias `team` (PHASE, see the scripts), each against
+/// `mailgate serve` in `world`'s environment: the Python client (`python_sdk_delegated_client.py`;
+/// skipped, loudly, without the SDK) and the TypeScript one (`sdk-delegated-client.mjs`).
+async fn sdks_see(world: &World, phase: &str, subject: &str) {
+    let clients = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
+    let mut runs = vec![(
+        std::path::PathBuf::from("node"),
+        clients.join("sdk-delegated-client.mjs"),
+    )];
+    if let Some(python) = crate::real_clients::python_with_mcp("auth_login sdks_see").await {
+        runs.push((python, clients.join("python_sdk_delegated_client.py")));
+    }
+    for (program, script) in runs {
+        let out = tokio::process::Command::new(program)
+            .arg(&script)
+            .args([EXE, "team", phase, subject])
+            .env_clear()
+            .envs(&world.env)
+            .env("PATH", crate::real_clients::path())
+            .current_dir(world.path())
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("all checks passed"),
+            "{} {phase}: {stdout}{}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 fn grant_files(world: &World) -> Vec<String> {
@@ -255,8 +225,7 @@ async fn login_reads_the_mailbox_until_the_grant_is_revoked() {
     .await;
     assert_eq!(code, 0, "{listing}");
     assert!(listing.to_string().contains("signed in hello"), "{listing}");
-    python_sdk_sees(&world, "signed-in", "signed in hello").await;
-    typescript_sdk_sees(&world, "signed-in", "signed in hello").await;
+    sdks_see(&world, "signed-in", "signed in hello").await;
 
     // SMTP submission with the same grant: XOAUTH2 through Postfix and Dovecot's oauth2 passdb.
     let tag = format!("sent with the kept grant {}", std::process::id());
@@ -313,8 +282,7 @@ async fn login_reads_the_mailbox_until_the_grant_is_revoked() {
     let status = world.run(&["auth", "status", "team"]).await;
     let text = String::from_utf8_lossy(&status.stdout).into_owned();
     assert!(text.contains("REFUSED"), "{text}");
-    python_sdk_sees(&world, "revoked", "signed in hello").await;
-    typescript_sdk_sees(&world, "revoked", "signed in hello").await;
+    sdks_see(&world, "revoked", "signed in hello").await;
 
     let out = world.run(&["auth", "logout", "team"]).await;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();

@@ -21,18 +21,22 @@ use crate::oauth_provider::{ALL_SCOPES, CLIENT_ID, OAuthProvider, fresh_account,
 use crate::util::{Client, World, write_mode};
 
 /// How long a delivery through Postfix and LMTP may take before a test gives up.
-const DELIVERY: Duration = Duration::from_secs(30);
+pub(crate) const DELIVERY: Duration = Duration::from_secs(30);
 
 /// The mail servers and the provider, or an early return (with the loud SKIP line of whichever
-/// cannot run here).
+/// cannot run here). Also `auth_login`'s.
 macro_rules! both_or_skip {
     ($test:expr) => {
-        match (MailServer::get($test), OAuthProvider::get($test)) {
+        match (
+            crate::imap_server::MailServer::get($test),
+            crate::oauth_provider::OAuthProvider::get($test),
+        ) {
             (Some(server), Some(provider)) => (server, provider),
             _ => return,
         }
     };
 }
+pub(crate) use both_or_skip;
 
 /// `plugin.json` with `entry` logging in by XOAUTH2 on IMAP and SMTP with `token` (the
 /// `oauth2TokenEnv` of both blocks, in place of the password), the servers' CA copied into the

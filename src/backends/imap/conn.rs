@@ -193,7 +193,8 @@ impl Endpoint {
             Login::Static(ImapLogin::OAuth2(token)) => client
                 .authenticate(
                     "XOAUTH2",
-                    XOauth2 {
+                    Sasl {
+                        mechanism: SaslMechanism::XOAuth2,
                         user: &self.user,
                         token: token.expose(),
                     },
@@ -227,30 +228,12 @@ impl Endpoint {
         let mut retried = false;
         loop {
             let token = tokens.get().await?;
-            let attempt = match mechanism {
-                SaslMechanism::XOAuth2 => {
-                    client
-                        .authenticate(
-                            "XOAUTH2",
-                            XOauth2 {
-                                user: &self.user,
-                                token: token.expose(),
-                            },
-                        )
-                        .await
-                }
-                SaslMechanism::OAuthBearer => {
-                    client
-                        .authenticate(
-                            "OAUTHBEARER",
-                            OAuthBearer {
-                                user: &self.user,
-                                token: token.expose(),
-                            },
-                        )
-                        .await
-                }
+            let sasl = Sasl {
+                mechanism,
+                user: &self.user,
+                token: token.expose(),
             };
+            let attempt = client.authenticate(mechanism.as_str(), sasl).await;
             match attempt {
                 Ok(session) => return Ok(session),
                 // The server could not check the token (its provider is down, RFC 5530): no
@@ -303,41 +286,26 @@ async fn greeting(client: &mut Client<Stream>) -> Result<(), BackendError> {
     }
 }
 
-/// The SASL XOAUTH2 initial response (`user=…^Aauth=Bearer …^A^A`); async-imap base64-encodes it.
-struct XOauth2<'a> {
+/// A SASL exchange with a bearer token (async-imap base64-encodes each answer): the initial
+/// response, then the reply to an error challenge that lets the server's tagged `NO` arrive
+/// (XOAUTH2: an empty answer; RFC 7628 OAUTHBEARER: `^A`).
+struct Sasl<'a> {
+    mechanism: SaslMechanism,
     user: &'a str,
     token: &'a str,
 }
 
-impl async_imap::Authenticator for XOauth2<'_> {
+impl async_imap::Authenticator for Sasl<'_> {
     type Response = String;
 
     fn process(&mut self, challenge: &[u8]) -> String {
-        if challenge.is_empty() {
-            bearer::xoauth2_response(self.user, self.token)
-        } else {
-            // A non-empty challenge is the server's JSON error; the empty answer ends the
-            // exchange so the tagged NO arrives.
-            String::new()
-        }
-    }
-}
-
-/// The SASL OAUTHBEARER exchange (RFC 7628): the initial response, then `^A` to an error
-/// challenge so the server's tagged `NO` arrives.
-struct OAuthBearer<'a> {
-    user: &'a str,
-    token: &'a str,
-}
-
-impl async_imap::Authenticator for OAuthBearer<'_> {
-    type Response = String;
-
-    fn process(&mut self, challenge: &[u8]) -> String {
-        if challenge.is_empty() {
-            bearer::oauthbearer_response(self.user, self.token)
-        } else {
-            bearer::OAUTHBEARER_ERROR_REPLY.to_owned()
+        match (self.mechanism, challenge.is_empty()) {
+            (SaslMechanism::XOAuth2, true) => bearer::xoauth2_response(self.user, self.token),
+            (SaslMechanism::XOAuth2, false) => String::new(),
+            (SaslMechanism::OAuthBearer, true) => {
+                bearer::oauthbearer_response(self.user, self.token)
+            }
+            (SaslMechanism::OAuthBearer, false) => bearer::OAUTHBEARER_ERROR_REPLY.to_owned(),
         }
     }
 }
@@ -441,7 +409,8 @@ mod tests {
     #[test]
     fn xoauth2_sends_the_user_and_bearer_token_once() {
         let token = secret("ya29.example-token");
-        let mut auth = XOauth2 {
+        let mut auth = Sasl {
+            mechanism: SaslMechanism::XOAuth2,
             user: "ops@example.org",
             token: token.expose(),
         };
@@ -500,7 +469,8 @@ mod tests {
 
     #[test]
     fn oauthbearer_sends_the_rfc_7628_initial_response_and_answers_an_error_with_0x01() {
-        let mut auth = OAuthBearer {
+        let mut auth = Sasl {
+            mechanism: SaslMechanism::OAuthBearer,
             user: "robin@example.com",
             token: "del-1",
         };
