@@ -2,10 +2,11 @@
 //! crate to review. It holds the parsed address and alias types, `plugin.json` and environment
 //! parsing ([`config`]), the three gates ([`gates`]), message composition ([`compose`]) and the
 //! outbound chokepoint ([`outbound`]), the only constructor of the send permit every transport
-//! requires; plus the two disk helpers config needs to read its own files ([`path_guard`],
-//! [`dir_fd`]). Nothing here opens a network connection or starts a runtime: the crate's
-//! dependency closure has no tokio, rmcp, rustls, aws-lc or SMTP transport, so its fuzz targets
-//! (`fuzz-policy/`) build without them.
+//! requires, with the binding of a person's approval to one message ([`approval`]); plus the two
+//! disk helpers config needs to read its own files ([`path_guard`], [`dir_fd`]). Nothing here
+//! opens a network connection or starts a runtime: the crate's dependency closure has no tokio,
+//! rmcp, rustls, aws-lc or SMTP transport, so its fuzz targets (`fuzz-policy/`) build without
+//! them.
 //!
 //! Who may call it: the `mailgate` crate, which re-exports these modules at its root so its code
 //! keeps saying `crate::config`, `crate::gates`, …; and the fuzz targets, through `fuzzing`
@@ -19,6 +20,7 @@
 
 pub mod address;
 pub mod alias;
+pub mod approval;
 pub mod caller;
 pub mod compose;
 pub mod config;

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 
 use crate::address::EmailAddress;
+use crate::approval::PolicyRevision;
 use crate::compose::{self, ComposeError, HeaderField, Outgoing};
 use crate::gates::SendSettings;
 
@@ -317,6 +318,26 @@ impl OutboundPolicy {
             recipient_domains: recipient_domains.into_iter().collect(),
             cap: SendCap::new(max_per_hour),
         }
+    }
+
+    /// The revision of these rules an approval is bound to: the sender, the allowed senders,
+    /// the recipient domains (sorted) and the cap. Two policies that judge alike share one.
+    pub fn revision(&self) -> PolicyRevision {
+        let mut domains: Vec<&str> = self.recipient_domains.iter().map(String::as_str).collect();
+        domains.sort_unstable();
+        let senders: Vec<&str> = self
+            .allowed_senders
+            .iter()
+            .map(EmailAddress::as_str)
+            .collect();
+        let cap = self.cap.max_per_hour.to_be_bytes();
+        let (senders, domains) = (senders.join("\n"), domains.join("\n"));
+        PolicyRevision::of(&[
+            self.from.as_str().as_bytes(),
+            senders.as_bytes(),
+            domains.as_bytes(),
+            &cap,
+        ])
     }
 
     /// Decides a real send. An `Allow` takes a slot of the send cap.
@@ -782,6 +803,27 @@ mod tests {
             subject: "Quarterly figures".into(),
             body: "Hello,\nplease find the figures below.\n".into(),
             ..Proposal::default()
+        }
+    }
+
+    #[test]
+    fn the_revision_changes_with_every_rule_and_not_with_their_order() {
+        let base = policy(&["example.org", "example.net"]).revision();
+        assert_eq!(base, policy(&["example.net", "example.org"]).revision());
+        let sender = OutboundPolicy::from_parts(
+            addr("billing@example.com"),
+            vec![addr("billing@example.com")],
+            ["example.org".to_owned(), "example.net".to_owned()],
+            MAX_SEND_CAP,
+        );
+        let cap = OutboundPolicy::from_parts(
+            addr("finance@example.com"),
+            vec![addr("finance@example.com")],
+            ["example.org".to_owned(), "example.net".to_owned()],
+            MAX_SEND_CAP - 1,
+        );
+        for other in [policy(&["example.org"]), sender, cap] {
+            assert_ne!(base, other.revision());
         }
     }
 
