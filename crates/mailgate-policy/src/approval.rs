@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 use sha2::{Digest, Sha256};
 
-use crate::outbound::{Proposal, Thread};
+use crate::outbound::{OutboundPolicy, Proposal, Thread};
 
 /// `MAILGATE_SEND_APPROVAL`'s default lifetime of an offer: a person reads, then answers.
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(600);
@@ -87,8 +87,13 @@ pub struct UnknownApprovalMode;
 pub struct PolicyRevision([u8; 32]);
 
 impl PolicyRevision {
-    /// Made by the outbound policy from its frozen rules.
-    pub(crate) fn of(parts: &[&[u8]]) -> Self {
+    /// The revision of `policy`'s frozen rules.
+    pub fn of_policy(policy: &OutboundPolicy) -> Self {
+        let parts = policy.rule_parts();
+        Self::of(&parts.each_ref().map(Vec::as_slice))
+    }
+
+    fn of(parts: &[&[u8]]) -> Self {
         let mut hash = Sha256::new();
         hash.update(b"mailgate-policy-revision-v1");
         for part in parts {

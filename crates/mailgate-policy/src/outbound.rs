@@ -33,7 +33,6 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 
 use crate::address::EmailAddress;
-use crate::approval::PolicyRevision;
 use crate::compose::{self, ComposeError, HeaderField, Outgoing};
 use crate::gates::SendSettings;
 
@@ -320,9 +319,10 @@ impl OutboundPolicy {
         }
     }
 
-    /// The revision of these rules an approval is bound to: the sender, the allowed senders,
-    /// the recipient domains (sorted) and the cap. Two policies that judge alike share one.
-    pub fn revision(&self) -> PolicyRevision {
+    /// These rules as bytes, for the revision an approval is bound to
+    /// (`approval::PolicyRevision::of_policy`): the sender, the allowed senders, the recipient
+    /// domains (sorted) and the cap. Two policies that judge alike give the same parts.
+    pub fn rule_parts(&self) -> [Vec<u8>; 4] {
         let mut domains: Vec<&str> = self.recipient_domains.iter().map(String::as_str).collect();
         domains.sort_unstable();
         let senders: Vec<&str> = self
@@ -330,14 +330,12 @@ impl OutboundPolicy {
             .iter()
             .map(EmailAddress::as_str)
             .collect();
-        let cap = self.cap.max_per_hour.to_be_bytes();
-        let (senders, domains) = (senders.join("\n"), domains.join("\n"));
-        PolicyRevision::of(&[
-            self.from.as_str().as_bytes(),
-            senders.as_bytes(),
-            domains.as_bytes(),
-            &cap,
-        ])
+        [
+            self.from.as_str().as_bytes().to_vec(),
+            senders.join("\n").into_bytes(),
+            domains.join("\n").into_bytes(),
+            self.cap.max_per_hour.to_be_bytes().to_vec(),
+        ]
     }
 
     /// Decides a real send. An `Allow` takes a slot of the send cap.
@@ -807,9 +805,9 @@ mod tests {
     }
 
     #[test]
-    fn the_revision_changes_with_every_rule_and_not_with_their_order() {
-        let base = policy(&["example.org", "example.net"]).revision();
-        assert_eq!(base, policy(&["example.net", "example.org"]).revision());
+    fn the_rule_parts_change_with_every_rule_and_not_with_their_order() {
+        let base = policy(&["example.org", "example.net"]).rule_parts();
+        assert_eq!(base, policy(&["example.net", "example.org"]).rule_parts());
         let sender = OutboundPolicy::from_parts(
             addr("billing@example.com"),
             vec![addr("billing@example.com")],
@@ -823,7 +821,7 @@ mod tests {
             MAX_SEND_CAP - 1,
         );
         for other in [policy(&["example.org"]), sender, cap] {
-            assert_ne!(base, other.revision());
+            assert_ne!(base, other.rule_parts());
         }
     }
 
