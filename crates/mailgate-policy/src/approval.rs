@@ -211,7 +211,6 @@ impl fmt::Debug for ApprovalId {
 #[derive(Debug)]
 pub struct Offer {
     pub id: ApprovalId,
-    pub digest: MessageDigest,
     /// How long the person has to answer.
     pub expires_in: Duration,
 }
@@ -314,7 +313,6 @@ impl ApprovalBook {
         });
         Offer {
             id,
-            digest,
             expires_in: self.ttl,
         }
     }
@@ -390,6 +388,15 @@ mod tests {
         ApprovalBook::new(ApprovalMode::Required, DEFAULT_APPROVAL_TTL)
     }
 
+    /// A book requiring approval, the moment of the offer, and the digest of `proposal()`.
+    fn offering() -> (ApprovalBook, Instant, MessageDigest) {
+        (
+            book(),
+            Instant::now(),
+            MessageDigest::of(&proposal(), &revision()),
+        )
+    }
+
     #[test]
     fn the_mode_is_strict_and_required_by_default() {
         assert_eq!(ApprovalMode::parse(None), Ok(ApprovalMode::Required));
@@ -419,9 +426,7 @@ mod tests {
 
     #[test]
     fn the_person_approves_exactly_the_message_offered_once() {
-        let book = book();
-        let now = Instant::now();
-        let digest = MessageDigest::of(&proposal(), &revision());
+        let (book, now, digest) = offering();
         let offer = book.offer("operator", digest, now);
         assert_eq!(ApprovalId::parse(offer.id.as_str()), Some(offer.id.clone()));
         let approval = book
@@ -441,9 +446,7 @@ mod tests {
 
     #[test]
     fn a_changed_message_caller_or_late_answer_is_void_and_spends_the_offer() {
-        let book = book();
-        let now = Instant::now();
-        let digest = MessageDigest::of(&proposal(), &revision());
+        let (book, now, digest) = offering();
         let mut changed = proposal();
         changed.bcc.push("eve@example.org".into());
         let changed = MessageDigest::of(&changed, &revision());
@@ -479,9 +482,7 @@ mod tests {
 
     #[test]
     fn a_withdrawn_offer_and_the_oldest_past_the_cap_are_gone() {
-        let book = book();
-        let now = Instant::now();
-        let digest = MessageDigest::of(&proposal(), &revision());
+        let (book, now, digest) = offering();
         let declined = book.offer("operator", digest, now);
         book.withdraw(&declined.id);
         assert_eq!(
